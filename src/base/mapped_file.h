@@ -1,0 +1,34 @@
+// MappedFile: a read-only memory map of a whole file, the zero-copy source of model weights.
+// The mapping lives as long as the object; share it with std::shared_ptr when tensors point into it.
+// Thread-safety: immutable after open(); reads from any thread are safe.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "tessera/base/status.h"
+
+namespace tessera {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. Errors: kNotFound (no such file), kIoError (cannot open or map).
+  // An empty file maps to an empty span.
+  static Result<std::shared_ptr<MappedFile>> open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  std::string path_;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace tessera

@@ -1,0 +1,92 @@
+#include "tessera/base/thread_pool.h"
+
+#include <algorithm>
+
+#include "tessera/base/check.h"
+
+namespace tessera {
+namespace {
+constexpr int kSpinIterations = 20000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  workers_.reserve(n_threads_ - 1);
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::run(const std::function<void(int, int)>& fn) {
+  if (n_threads_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &fn;
+    pending_.store(n_threads_ - 1);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+  fn(0, n_threads_);
+  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
+      cpu_relax();
+      ++spins;
+    }
+    if (generation_.load(std::memory_order_acquire) == seen) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return generation_.load() != seen; });
+    }
+    const std::function<void(int, int)>* job;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      seen = generation_.load();
+      if (stop_.load()) return;
+      job = job_;
+    }
+    (*job)(index, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain,
+                              const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  const int64_t n_chunks = (n + grain - 1) / grain;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    fn(0, n);
+    return;
+  }
+  run([&](int t, int nt) {
+    // Static contiguous split over chunk indices: deterministic and cache-friendly.
+    const int64_t c0 = n_chunks * t / nt;
+    const int64_t c1 = n_chunks * (t + 1) / nt;
+    if (c0 < c1) fn(c0 * grain, std::min(n, c1 * grain));
+  });
+}
+
+}  // namespace tessera

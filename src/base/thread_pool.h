@@ -1,0 +1,51 @@
+// ThreadPool: a persistent pool that runs one parallel region at a time over all its threads,
+// the calling thread included (so a pool of N uses N cores, not N+1). Regions are short (one
+// matrix product), so workers spin briefly before sleeping to keep the hand-off cheap.
+// Thread-safety: run() must be called from one thread at a time (the owner, e.g. the model's
+// scheduler thread); it returns after every task has finished.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tessera {
+
+class ThreadPool {
+ public:
+  // `n_threads` >= 1 counts the caller; n_threads - 1 workers are started.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Calls fn(thread_index, n_threads) once on each of the pool's threads and waits for all.
+  void run(const std::function<void(int, int)>& fn);
+
+  // Splits [0, n) into contiguous chunks (multiples of `grain`, the last one shorter) and calls
+  // fn(begin, end) for each chunk, balancing chunks over the threads. Chunks never overlap.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void worker_loop(int index);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+// Number of hardware threads, at least 1.
+int hardware_threads();
+
+}  // namespace tessera

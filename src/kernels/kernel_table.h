@@ -1,0 +1,36 @@
+// The kernel table: one row of function pointers per supported dtype, filled once at start-up.
+// Every entry has a plain scalar reference (kept forever as the oracle and fallback); SIMD
+// variants with the same signatures replace entries when the CPU supports them.
+// Set TESSERA_FORCE_SCALAR=1 in the environment (or call force_scalar_kernels) to use only the
+// references. Thread-safety: the table is immutable after first use; the functions are pure.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/kernels/dtype.h"
+
+namespace tessera::kernels {
+
+struct DTypeKernels {
+  // Dequantizes n values (n a multiple of the block size) from `src` to floats.
+  void (*to_float)(const void* src, float* dst, int64_t n) = nullptr;
+  // Quantizes n floats (n a multiple of the block size) into `dst`.
+  void (*from_float)(const float* src, void* dst, int64_t n) = nullptr;
+  // Returns sum_i row[i] * x[i] over n elements, `row` in this dtype and `x` in f32.
+  float (*dot)(const void* row, const float* x, int64_t n) = nullptr;
+};
+
+struct KernelTable {
+  const char* isa = "scalar";  // which implementation set was chosen, for benchmark records
+  DTypeKernels dtypes[32];     // indexed by static_cast<uint32_t>(DType); unsupported rows null
+};
+
+// The active table (SIMD where available unless forced scalar). Never null.
+const KernelTable& kernel_table();
+// The scalar reference table, always available; tests compare against it.
+const KernelTable& scalar_kernel_table();
+// Row for dtype `t` in `table`. Precondition: dtype_info(t).supported.
+const DTypeKernels& kernels_for(const KernelTable& table, DType t);
+inline const DTypeKernels& kernels_for(DType t) { return kernels_for(kernel_table(), t); }
+
+}  // namespace tessera::kernels

@@ -1,0 +1,75 @@
+#include "tessera/kernels/ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tessera/base/check.h"
+#include "tessera/kernels/kernel_table.h"
+
+namespace tessera::kernels {
+
+void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
+  const DTypeKernels& k = kernels_for(w.dtype);
+  const auto* base = static_cast<const std::byte*>(w.data);
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* xt = x + t * w.n_cols;
+      float* yt = y + t * w.n_rows;
+      for (int64_t r = r0; r < r1; ++r) yt[r] = k.dot(base + r * w.row_bytes, xt, w.n_cols);
+    }
+  };
+  if (pool == nullptr) {
+    rows(0, w.n_rows);
+  } else {
+    pool->parallel_for(w.n_rows, 16, rows);
+  }
+}
+
+void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
+  TS_CHECK(row >= 0 && row < w.n_rows);
+  kernels_for(w.dtype).to_float(static_cast<const std::byte*>(w.data) + row * w.row_bytes, out,
+                                w.n_cols);
+}
+
+void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void softmax(float* x, int64_t n) {
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = std::max(max, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float* inv_freq) {
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const double angle = static_cast<double>(pos) * static_cast<double>(inv_freq[i]);
+    const float c = static_cast<float>(std::cos(angle));
+    const float s = static_cast<float>(std::sin(angle));
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* p = x + h * head_dim + 2 * i;
+      const float a = p[0];
+      const float b = p[1];
+      p[0] = a * c - b * s;
+      p[1] = a * s + b * c;
+    }
+  }
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+}  // namespace tessera::kernels

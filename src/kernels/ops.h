@@ -1,0 +1,45 @@
+// Dense operators of the forward pass over f32 activations, built on the kernel table.
+// Kernels know dtypes and shapes, never models. Shapes use: T = tokens, R = rows of a weight
+// matrix (output features), C = columns (input features).
+// Thread-safety: pure functions of their arguments; a ThreadPool argument is used for the call
+// only and must be owned by the calling thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tessera/base/thread_pool.h"
+#include "tessera/kernels/dtype.h"
+
+namespace tessera::kernels {
+
+// A weight matrix [R, C] stored row by row in `dtype`, rows `row_bytes` apart.
+struct MatrixRef {
+  DType dtype = DType::kF32;
+  const void* data = nullptr;
+  int64_t n_rows = 0;  // R
+  int64_t n_cols = 0;  // C, a multiple of the dtype's block size
+  size_t row_bytes = 0;
+};
+
+// y[T, R] = x[T, C] · w[R, C]^T. `pool` may be null (single-threaded). x and y must not alias.
+void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+
+// Copies row `row` of `w` into `out` as f32 (n_cols values): embedding lookup.
+void dequantize_row(const MatrixRef& w, int64_t row, float* out);
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]. out may equal x.
+void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
+
+// Numerically stable softmax in place (subtracts the max first).
+void softmax(float* x, int64_t n);
+
+// Rotates adjacent pairs (x[2i], x[2i+1]) of each of `n_heads` heads of `head_dim` values by
+// angle pos * inv_freq[i] (GGML "normal" RoPE, as Llama checkpoints converted to GGUF and
+// llama2.c use). inv_freq has head_dim / 2 entries.
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float* inv_freq);
+
+// gate[i] = silu(gate[i]) * up[i].
+void silu_mul(float* gate, const float* up, int64_t n);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,33 @@
+// Scalar reference kernels: the oracle for every SIMD kernel and the fallback on any CPU.
+// Written for clarity; numerics are documented per format in docs/KERNELS.md.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::kernels::scalar {
+
+void f32_to_float(const void* src, float* dst, int64_t n);
+void f32_from_float(const float* src, void* dst, int64_t n);
+float f32_dot(const void* row, const float* x, int64_t n);
+
+void f16_to_float(const void* src, float* dst, int64_t n);
+void f16_from_float(const float* src, void* dst, int64_t n);
+float f16_dot(const void* row, const float* x, int64_t n);
+
+void bf16_to_float(const void* src, float* dst, int64_t n);
+void bf16_from_float(const float* src, void* dst, int64_t n);
+float bf16_dot(const void* row, const float* x, int64_t n);
+
+// Q8_0: d = max|x| / 127, q = round(x / d).
+void q8_0_to_float(const void* src, float* dst, int64_t n);
+void q8_0_from_float(const float* src, void* dst, int64_t n);
+float q8_0_dot(const void* row, const float* x, int64_t n);
+
+// Q4_0: d = m / -8 where m is the value of largest magnitude (sign kept),
+// q = min(15, floor(x / d + 8.5)); as GGML's reference quantizer.
+void q4_0_to_float(const void* src, float* dst, int64_t n);
+void q4_0_from_float(const float* src, void* dst, int64_t n);
+float q4_0_dot(const void* row, const float* x, int64_t n);
+
+}  // namespace tessera::kernels::scalar

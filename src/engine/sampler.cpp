@@ -1,1 +1,111 @@
-// placeholder
+#include "tessera/engine/sampler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace tessera::engine {
+
+Status SamplingParams::validate() const {
+  if (!std::isfinite(temperature) || temperature < 0.0f) {
+    return invalid_argument(fmt::format("temperature must be >= 0, got {}", temperature));
+  }
+  if (!(top_p > 0.0f && top_p <= 1.0f)) {
+    return invalid_argument(fmt::format("top_p must be in (0, 1], got {}", top_p));
+  }
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) {
+    return invalid_argument(fmt::format("min_p must be in [0, 1], got {}", min_p));
+  }
+  if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
+    return invalid_argument(
+        fmt::format("repetition_penalty must be > 0, got {}", repetition_penalty));
+  }
+  if (!std::isfinite(frequency_penalty) || !std::isfinite(presence_penalty)) {
+    return invalid_argument("frequency_penalty and presence_penalty must be finite");
+  }
+  if (penalty_last_n < 0) return invalid_argument("penalty_last_n must be >= 0");
+  return Status::ok();
+}
+
+int32_t argmax(std::span<const float> logits) {
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {
+  const bool any = params_.repetition_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
+                   params_.presence_penalty != 0.0f;
+  if (!any || params_.penalty_last_n == 0 || history.empty()) return;
+  const size_t n = std::min(history.size(), static_cast<size_t>(params_.penalty_last_n));
+  std::unordered_map<int32_t, int> counts;
+  for (size_t i = history.size() - n; i < history.size(); ++i) ++counts[history[i]];
+  for (const auto& [tok, count] : counts) {
+    if (tok < 0 || static_cast<size_t>(tok) >= logits.size()) continue;
+    float& l = logits[static_cast<size_t>(tok)];
+    // CTRL-style: shrink positive logits, grow negative ones, so the token always gets less likely.
+    l = l > 0.0f ? l / params_.repetition_penalty : l * params_.repetition_penalty;
+    l -= static_cast<float>(count) * params_.frequency_penalty + params_.presence_penalty;
+  }
+}
+
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+  apply_penalties(logits, history);
+  if (params_.temperature <= 0.0f) return argmax(logits);
+
+  auto& c = candidates_;
+  c.clear();
+  c.reserve(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) c.emplace_back(logits[i], static_cast<int32_t>(i));
+  auto by_logit = [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  size_t k = c.size();
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < k) k = static_cast<size_t>(params_.top_k);
+  std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(), by_logit);
+  c.resize(k);
+
+  // Softmax over the survivors at the given temperature (c[0] holds the max).
+  const float inv_t = 1.0f / params_.temperature;
+  double sum = 0.0;
+  for (auto& [l, id] : c) {
+    l = static_cast<float>(std::exp(static_cast<double>((l - c[0].first) * inv_t)));
+    sum += l;
+  }
+  for (auto& [p, id] : c) p = static_cast<float>(p / sum);
+
+  // top-p: the smallest prefix whose mass reaches top_p (at least one token).
+  if (params_.top_p < 1.0f) {
+    double cum = 0.0;
+    size_t keep = c.size();
+    for (size_t i = 0; i < c.size(); ++i) {
+      cum += c[i].first;
+      if (cum >= params_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    c.resize(keep);
+  }
+  // min-p: drop tokens below min_p times the top probability.
+  if (params_.min_p > 0.0f) {
+    const float floor = params_.min_p * c[0].first;
+    size_t keep = 1;
+    while (keep < c.size() && c[keep].first >= floor) ++keep;
+    c.resize(keep);
+  }
+  double total = 0.0;
+  for (const auto& [p, id] : c) total += p;
+  double r = rng_.uniform() * total;
+  for (const auto& [p, id] : c) {
+    r -= p;
+    if (r < 0.0) return id;
+  }
+  return c.back().second;
+}
+
+}  // namespace tessera::engine

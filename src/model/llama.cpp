@@ -1,1 +1,278 @@
-// placeholder
+#include "tessera/model/llama.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tessera/kernels/kernel_table.h"
+#include "tessera/kernels/ops.h"
+
+// Shapes below: T = rows in the batch, D = model dim, Q = n_heads * head_dim,
+// KV = n_kv_heads * head_dim, F = ffn dim, V = vocabulary, H = head_dim.
+
+namespace tessera::model {
+namespace {
+
+using kernels::MatrixRef;
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [D]
+  MatrixRef wq;                  // [Q, D]
+  MatrixRef wk;                  // [KV, D]
+  MatrixRef wv;                  // [KV, D]
+  MatrixRef wo;                  // [D, Q]
+  std::vector<float> ffn_norm;   // [D]
+  MatrixRef w_gate;              // [F, D]
+  MatrixRef w_up;                // [F, D]
+  MatrixRef w_down;              // [D, F]
+};
+
+class LlamaModel final : public Model {
+ public:
+  LlamaModel(std::shared_ptr<const ModelFile> file, ModelConfig config)
+      : file_(std::move(file)), config_(std::move(config)) {}
+
+  Status load();
+  const ModelConfig& config() const override { return config_; }
+  const ModelFile& file() const override { return *file_; }
+  Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
+                 ThreadPool* pool) override;
+
+ private:
+  Result<MatrixRef> matrix(const std::string& name, int64_t rows, int64_t cols) const;
+  Result<std::vector<float>> vector(const std::string& name, int64_t n) const;
+  Status validate(const Batch& batch, const KvCache& kv, size_t n_logit_floats) const;
+  void attention(const Batch& batch, const KvCache& kv, int64_t layer, ThreadPool* pool);
+  void resize_scratch(int64_t n_rows, int n_threads, int64_t n_positions);
+
+  std::shared_ptr<const ModelFile> file_;
+  ModelConfig config_;
+  MatrixRef token_embd_;  // [V, D]
+  MatrixRef output_;      // [V, D] (token_embd_ when tied)
+  std::vector<float> output_norm_;
+  std::vector<float> inv_freq_;  // [H/2]
+  std::vector<LayerWeights> layers_;
+
+  // Scratch, reused across calls (sized for the largest batch seen).
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_, scores_;
+};
+
+Result<MatrixRef> LlamaModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
+  const TensorInfo* t = file_->find_tensor(name);
+  if (t == nullptr) return not_found(fmt::format("tensor '{}' is missing", name));
+  if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
+    return corrupt_data(fmt::format("tensor '{}' has shape {}, expected [{}, {}]", name,
+                                    t->shape_string(), cols, rows));
+  }
+  if (!kernels::dtype_info(t->dtype).supported) {
+    return unsupported(fmt::format("tensor '{}' has unsupported type {}", name,
+                                   kernels::dtype_name(t->dtype)));
+  }
+  return MatrixRef{t->dtype, t->data, rows, cols, kernels::dtype_row_bytes(t->dtype, cols)};
+}
+
+Result<std::vector<float>> LlamaModel::vector(const std::string& name, int64_t n) const {
+  const TensorInfo* t = file_->find_tensor(name);
+  if (t == nullptr) return not_found(fmt::format("tensor '{}' is missing", name));
+  if (t->n_elements() != n || t->n_dims != 1) {
+    return corrupt_data(fmt::format("tensor '{}' has shape {}, expected [{}]", name,
+                                    t->shape_string(), n));
+  }
+  if (!kernels::dtype_info(t->dtype).supported) {
+    return unsupported(fmt::format("tensor '{}' has unsupported type {}", name,
+                                   kernels::dtype_name(t->dtype)));
+  }
+  std::vector<float> out(static_cast<size_t>(n));
+  kernels::kernels_for(t->dtype).to_float(t->data, out.data(), n);
+  return out;
+}
+
+Status LlamaModel::load() {
+  const ModelConfig& c = config_;
+  TS_ASSIGN_OR_RETURN(token_embd_, matrix("token_embd.weight", c.n_vocab, c.dim));
+  TS_ASSIGN_OR_RETURN(output_norm_, vector("output_norm.weight", c.dim));
+  if (file_->find_tensor("output.weight") != nullptr) {
+    TS_ASSIGN_OR_RETURN(output_, matrix("output.weight", c.n_vocab, c.dim));
+    config_.tied_output = false;
+  } else {
+    output_ = token_embd_;
+    config_.tied_output = true;
+  }
+  std::vector<float> freq_factors;
+  const bool has_factors = file_->find_tensor("rope_freqs.weight") != nullptr;
+  if (has_factors) {
+    TS_ASSIGN_OR_RETURN(freq_factors, vector("rope_freqs.weight", c.head_dim / 2));
+    for (float f : freq_factors) {
+      if (!(f > 0.0f) || !std::isfinite(f)) {
+        return corrupt_data("tensor 'rope_freqs.weight' holds a non-positive factor");
+      }
+    }
+  }
+  inv_freq_ = rope_inv_freq(c.rope, c.head_dim, has_factors ? &freq_factors : nullptr);
+
+  layers_.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    const std::string p = fmt::format("blk.{}.", i);
+    LayerWeights& l = layers_[static_cast<size_t>(i)];
+    TS_ASSIGN_OR_RETURN(l.attn_norm, vector(p + "attn_norm.weight", c.dim));
+    TS_ASSIGN_OR_RETURN(l.wq, matrix(p + "attn_q.weight", c.q_dim(), c.dim));
+    TS_ASSIGN_OR_RETURN(l.wk, matrix(p + "attn_k.weight", c.kv_dim(), c.dim));
+    TS_ASSIGN_OR_RETURN(l.wv, matrix(p + "attn_v.weight", c.kv_dim(), c.dim));
+    TS_ASSIGN_OR_RETURN(l.wo, matrix(p + "attn_output.weight", c.dim, c.q_dim()));
+    TS_ASSIGN_OR_RETURN(l.ffn_norm, vector(p + "ffn_norm.weight", c.dim));
+    TS_ASSIGN_OR_RETURN(l.w_gate, matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim));
+    TS_ASSIGN_OR_RETURN(l.w_up, matrix(p + "ffn_up.weight", c.ffn_dim, c.dim));
+    TS_ASSIGN_OR_RETURN(l.w_down, matrix(p + "ffn_down.weight", c.dim, c.ffn_dim));
+  }
+  return Status::ok();
+}
+
+Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_floats) const {
+  const size_t n = b.tokens.size();
+  if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n) {
+    return invalid_argument("batch arrays have different lengths");
+  }
+  if (n == 0) return invalid_argument("empty batch");
+  if (kv.kv_dim() != config_.kv_dim()) return invalid_argument("KV cache built for another model");
+  for (size_t i = 0; i < n; ++i) {
+    if (b.tokens[i] < 0 || b.tokens[i] >= config_.n_vocab) {
+      return invalid_argument(fmt::format("token id {} is outside the vocabulary [0, {})",
+                                          b.tokens[i], config_.n_vocab));
+    }
+    if (b.seq_ids[i] < 0 || b.seq_ids[i] >= kv.n_slots()) {
+      return invalid_argument(fmt::format("sequence slot {} is outside [0, {})", b.seq_ids[i],
+                                          kv.n_slots()));
+    }
+    if (b.positions[i] < 0 || b.positions[i] >= kv.n_positions()) {
+      return out_of_range(fmt::format("position {} is outside the context of {} positions",
+                                      b.positions[i], kv.n_positions()));
+    }
+  }
+  if (n_logit_floats < static_cast<size_t>(b.n_logits() * config_.n_vocab)) {
+    return invalid_argument("logits buffer is too small");
+  }
+  return Status::ok();
+}
+
+void LlamaModel::resize_scratch(int64_t n_rows, int n_threads, int64_t n_positions) {
+  const ModelConfig& c = config_;
+  auto grow = [](std::vector<float>& v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  };
+  grow(x_, n_rows * c.dim);
+  grow(xn_, n_rows * std::max(c.dim, c.q_dim()));
+  grow(q_, n_rows * c.q_dim());
+  grow(k_, n_rows * c.kv_dim());
+  grow(v_, n_rows * c.kv_dim());
+  grow(att_, n_rows * c.q_dim());
+  grow(gate_, n_rows * c.ffn_dim);
+  grow(up_, n_rows * c.ffn_dim);
+  grow(tmp_, n_rows * c.dim);
+  grow(scores_, static_cast<int64_t>(n_threads) * n_positions);
+}
+
+// For each row and head: softmax(q · K[0..pos] / sqrt(H)) · V[0..pos] of the row's sequence.
+// Rows see the K/V written by earlier rows of the same batch (causal within a batch).
+void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, ThreadPool* pool) {
+  const ModelConfig& c = config_;
+  const int64_t H = c.head_dim;
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(H));
+  const int64_t n_tasks = b.size() * c.n_heads;
+  auto run = [&](int thread, int64_t t0, int64_t t1) {
+    float* scores = scores_.data() + static_cast<size_t>(thread) * kv.n_positions();
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t row = task / c.n_heads;
+      const int64_t h = task % c.n_heads;
+      const int64_t kvh = h / group;
+      const int32_t slot = b.seq_ids[static_cast<size_t>(row)];
+      const int64_t n_pos = b.positions[static_cast<size_t>(row)] + 1;
+      const float* q = q_.data() + row * c.q_dim() + h * H;
+      for (int64_t p = 0; p < n_pos; ++p) {
+        const float* k = kv.k(layer, slot, p) + kvh * H;
+        float s = 0.0f;
+        for (int64_t i = 0; i < H; ++i) s += q[i] * k[i];
+        scores[p] = s * scale;
+      }
+      kernels::softmax(scores, n_pos);
+      float* out = att_.data() + row * c.q_dim() + h * H;
+      std::fill(out, out + H, 0.0f);
+      for (int64_t p = 0; p < n_pos; ++p) {
+        const float* v = kv.v(layer, slot, p) + kvh * H;
+        const float w = scores[p];
+        for (int64_t i = 0; i < H; ++i) out[i] += w * v[i];
+      }
+    }
+  };
+  if (pool == nullptr || pool->size() == 1) {
+    run(0, 0, n_tasks);
+  } else {
+    pool->run([&](int t, int nt) { run(t, n_tasks * t / nt, n_tasks * (t + 1) / nt); });
+  }
+}
+
+Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
+                           ThreadPool* pool) {
+  TS_RETURN_IF_ERROR(validate(b, kv, logits.size()));
+  const ModelConfig& c = config_;
+  const int64_t T = b.size();
+  resize_scratch(T, pool != nullptr ? pool->size() : 1, kv.n_positions());
+
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::dequantize_row(token_embd_, b.tokens[static_cast<size_t>(t)], x_.data() + t * c.dim);
+  }
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& w = layers_[static_cast<size_t>(l)];
+    for (int64_t t = 0; t < T; ++t) {
+      kernels::rmsnorm(x_.data() + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps,
+                       xn_.data() + t * c.dim);
+    }
+    kernels::matmul(w.wq, xn_.data(), T, q_.data(), pool);
+    kernels::matmul(w.wk, xn_.data(), T, k_.data(), pool);
+    kernels::matmul(w.wv, xn_.data(), T, v_.data(), pool);
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t pos = b.positions[static_cast<size_t>(t)];
+      const int32_t slot = b.seq_ids[static_cast<size_t>(t)];
+      kernels::rope(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, pos, inv_freq_.data());
+      kernels::rope(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, pos, inv_freq_.data());
+      std::copy_n(k_.data() + t * c.kv_dim(), c.kv_dim(), kv.k(l, slot, pos));
+      std::copy_n(v_.data() + t * c.kv_dim(), c.kv_dim(), kv.v(l, slot, pos));
+    }
+    attention(b, kv, l, pool);
+    kernels::matmul(w.wo, att_.data(), T, tmp_.data(), pool);
+    for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
+
+    for (int64_t t = 0; t < T; ++t) {
+      kernels::rmsnorm(x_.data() + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps,
+                       xn_.data() + t * c.dim);
+    }
+    kernels::matmul(w.w_gate, xn_.data(), T, gate_.data(), pool);
+    kernels::matmul(w.w_up, xn_.data(), T, up_.data(), pool);
+    kernels::silu_mul(gate_.data(), up_.data(), T * c.ffn_dim);
+    kernels::matmul(w.w_down, gate_.data(), T, tmp_.data(), pool);
+    for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
+  }
+
+  // Final norm and output projection only for the rows that want logits.
+  int64_t n_out = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (!b.want_logits[static_cast<size_t>(t)]) continue;
+    kernels::rmsnorm(x_.data() + t * c.dim, output_norm_.data(), c.dim, c.rms_eps,
+                     xn_.data() + n_out * c.dim);
+    ++n_out;
+  }
+  if (n_out > 0) kernels::matmul(output_, xn_.data(), n_out, logits.data(), pool);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> build_llama(std::shared_ptr<const ModelFile> file) {
+  TS_ASSIGN_OR_RETURN(ModelConfig config, read_model_config(file->metadata, "llama"));
+  auto model = std::make_unique<LlamaModel>(std::move(file), std::move(config));
+  TS_RETURN_IF_ERROR(model->load());
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace tessera::model

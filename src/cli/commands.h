@@ -1,0 +1,19 @@
+// Subcommands of the `tessera` CLI. Each add_* registers its options on `app` and sets `run` to
+// the function that executes it; run returns the process exit code. Commands are thin: they parse
+// flags, call the library layers and print. Errors go to stderr with a non-zero exit.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+using RunFn = std::function<int()>;
+
+void add_generate_command(CLI::App& app, RunFn& run);
+void add_synth_command(CLI::App& app, RunFn& run);
+void add_info_command(CLI::App& app, RunFn& run);
+void add_demo_command(CLI::App& app, RunFn& run);
+
+}  // namespace tessera::cli

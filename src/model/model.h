@@ -1,0 +1,35 @@
+// Model: a loaded architecture ready to run forward steps. The engine owns one per model and
+// calls it from a single thread; the kernels underneath may use the ThreadPool it passes.
+// Thread-safety: not thread-safe (holds scratch buffers); one caller thread at a time.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "tessera/base/status.h"
+#include "tessera/base/thread_pool.h"
+#include "tessera/model/batch.h"
+#include "tessera/model/format/model_file.h"
+#include "tessera/model/kv_cache.h"
+#include "tessera/model/model_config.h"
+
+namespace tessera::model {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  // The file the weights live in (kept alive by the model).
+  virtual const ModelFile& file() const = 0;
+
+  // Runs one step over `batch`, reading and writing `kv`, and writes batch.n_logits() rows of
+  // n_vocab logits to `logits` in row order. `pool` may be null.
+  // Errors: kInvalidArgument (token id out of vocabulary, slot or position out of the cache's
+  // range, logits too small, rows of a sequence out of order); the cache is unchanged for
+  // rows before the failing check only if the batch is rejected before running (it is: all
+  // rows are validated first).
+  virtual Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
+                         ThreadPool* pool) = 0;
+};
+
+}  // namespace tessera::model

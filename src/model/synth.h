@@ -1,0 +1,54 @@
+// Synthetic models: random-weight GGUF files with the exact shapes of real models, so anyone can
+// benchmark and test without downloading weights. The vocabulary is copied from a vocab-only GGUF
+// when given, otherwise a small SentencePiece-style vocabulary (bytes, letters, common pieces) is
+// generated so that text round-trips.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/kernels/dtype.h"
+#include "tessera/model/format/metadata.h"
+#include "tessera/model/model_config.h"
+
+namespace tessera::model {
+
+struct SynthShape {
+  std::string name;
+  int64_t dim = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t ffn_dim = 0;
+  int64_t n_vocab = 0;
+  int64_t context_length = 2048;
+  double rope_base = 10000.0;
+  bool tied_output = false;
+  bool llama3_rope = false;  // writes rope_freqs.weight as Llama 3 converters do
+};
+
+// Known shapes: tinyllama-1.1b, llama-3.2-1b, smollm2-135m, and "tiny" (for tests and demos).
+const std::vector<SynthShape>& synth_shapes();
+std::optional<SynthShape> find_synth_shape(const std::string& name);
+
+struct SynthOptions {
+  SynthShape shape;
+  kernels::DType dtype = kernels::DType::kF32;  // matrices; norms stay f32
+  uint64_t seed = 1;
+  // Tokenizer metadata to copy (tokenizer.* keys). When set, the vocabulary size follows it.
+  std::optional<Metadata> vocab;
+};
+
+// Writes a GGUF file at `path`. Errors: kInvalidArgument for shapes that do not fit the dtype's
+// block size or an unsupported dtype, kIoError from writing.
+Status write_synthetic_model(const SynthOptions& options, const std::string& path);
+
+// The generated SentencePiece-style vocabulary of `n_vocab` tokens, as tokenizer.* metadata
+// (exposed for tests). Precondition: n_vocab >= 512.
+Metadata synthetic_vocab(int64_t n_vocab);
+
+}  // namespace tessera::model

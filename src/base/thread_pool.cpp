@@ -45,7 +45,14 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   cv_.notify_all();
   fn(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  // Spin briefly (regions are short), then yield so an oversubscribed machine still progresses.
+  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+    if (i < kSpinIterations) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -54,7 +61,7 @@ void ThreadPool::worker_loop(int index) {
     int spins = 0;
     while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
       cpu_relax();
-      ++spins;
+      if (++spins % 1024 == 0) std::this_thread::yield();
     }
     if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(mu_);

@@ -71,9 +71,10 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
 
   // Softmax over the survivors at the given temperature (c[0] holds the max).
   const float inv_t = 1.0f / params_.temperature;
+  const float max_logit = c[0].first;
   double sum = 0.0;
   for (auto& [l, id] : c) {
-    l = static_cast<float>(std::exp(static_cast<double>((l - c[0].first) * inv_t)));
+    l = static_cast<float>(std::exp(static_cast<double>((l - max_logit) * inv_t)));
     sum += l;
   }
   for (auto& [p, id] : c) p = static_cast<float>(p / sum);

@@ -1,0 +1,125 @@
+#include "tessera/engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace tessera::engine {
+namespace {
+
+std::vector<float> logits_from_probs(const std::vector<double>& p) {
+  std::vector<float> l;
+  for (double x : p) l.push_back(static_cast<float>(std::log(x)));
+  return l;
+}
+
+std::map<int32_t, int> histogram(SamplingParams p, const std::vector<float>& logits, int n) {
+  Sampler s(p);
+  std::map<int32_t, int> h;
+  for (int i = 0; i < n; ++i) {
+    auto l = logits;
+    ++h[s.sample(l, {})];
+  }
+  return h;
+}
+
+TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  Sampler s(p);
+  std::vector<float> l = {0.1f, 3.0f, 3.0f, -1.0f};
+  EXPECT_EQ(s.sample(l, {}), 1);
+}
+
+TEST(Sampler, SameSeedSameTokens) {
+  SamplingParams p;
+  p.seed = 99;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.temperature = 1.0f;
+  std::vector<float> base(50);
+  for (int i = 0; i < 50; ++i) base[i] = std::sin(i * 0.7f);
+  Sampler a(p), b(p);
+  for (int i = 0; i < 200; ++i) {
+    auto la = base, lb = base;
+    EXPECT_EQ(a.sample(la, {}), b.sample(lb, {}));
+  }
+}
+
+TEST(Sampler, TemperatureOneFollowsTheDistribution) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  const std::vector<double> probs = {0.5, 0.3, 0.15, 0.05};
+  const int n = 40000;
+  auto h = histogram(p, logits_from_probs(probs), n);
+  for (int i = 0; i < 4; ++i) {
+    const double sd = std::sqrt(probs[i] * (1 - probs[i]) / n);
+    EXPECT_NEAR(static_cast<double>(h[i]) / n, probs[i], 5 * sd) << i;
+  }
+}
+
+TEST(Sampler, TopKTopPMinPTruncate) {
+  const auto logits = logits_from_probs({0.4, 0.3, 0.2, 0.1});
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.top_k = 2;
+  auto h = histogram(p, logits, 2000);
+  EXPECT_EQ(h.count(2) + h.count(3), 0u);
+  p.top_k = 0;
+  p.top_p = 0.65f;  // 0.4 + 0.3 reaches it
+  h = histogram(p, logits, 2000);
+  EXPECT_EQ(h.count(2) + h.count(3), 0u);
+  EXPECT_GT(h[1], 0);
+  p.top_p = 1.0f;
+  p.min_p = 0.6f;  // keeps p >= 0.24: tokens 0 and 1
+  h = histogram(p, logits, 2000);
+  EXPECT_EQ(h.count(2) + h.count(3), 0u);
+}
+
+TEST(Sampler, PenaltiesDiscourageRepeats) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.repetition_penalty = 2.0f;
+  Sampler s(p);
+  std::vector<float> l = {2.0f, 1.5f, -1.0f};
+  const std::vector<int32_t> history = {0};
+  EXPECT_EQ(s.sample(l, history), 1);  // 2.0 / 2 = 1.0 < 1.5
+  p.repetition_penalty = 1.0f;
+  p.presence_penalty = 0.3f;
+  p.frequency_penalty = 0.2f;
+  Sampler s2(p);
+  std::vector<float> l2 = {2.0f, 1.5f};
+  const std::vector<int32_t> h2 = {0, 0};  // 2.0 - 0.3 - 2 * 0.2 = 1.3 < 1.5
+  EXPECT_EQ(s2.sample(l2, h2), 1);
+  p.penalty_last_n = 0;  // window of zero disables penalties
+  Sampler s3(p);
+  std::vector<float> l3 = {2.0f, 1.5f};
+  EXPECT_EQ(s3.sample(l3, h2), 0);
+}
+
+TEST(Sampler, ValidateRejectsBadValues) {
+  SamplingParams p;
+  p.temperature = -1.0f;
+  EXPECT_EQ(p.validate().code(), ErrorCode::kInvalidArgument);
+  p = {};
+  p.top_p = 0.0f;
+  EXPECT_FALSE(p.validate().is_ok());
+  p = {};
+  p.min_p = 2.0f;
+  EXPECT_FALSE(p.validate().is_ok());
+  p = {};
+  p.temperature = NAN;
+  EXPECT_FALSE(p.validate().is_ok());
+  EXPECT_TRUE(SamplingParams{}.validate().is_ok());
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -1,11 +1,28 @@
 # Compiler flags shared by every target. No -march=native: SIMD code is compiled per file
 # (see kernels/) and chosen at run time, so one binary runs on any x86-64 CPU.
-set(TESSERA_WARNINGS -Wall -Wextra -Wpedantic -Wno-unused-parameter -Wshadow=local)
+set(TESSERA_WARNINGS -Wall -Wextra -Wpedantic -Wno-unused-parameter)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND TESSERA_WARNINGS -Wshadow=local)
+else()  # clang's name for the same warning (fuzz builds use clang)
+  list(APPEND TESSERA_WARNINGS -Wshadow-uncaptured-local)
+endif()
 
 if(TESSERA_SANITIZE)
   string(REPLACE ";" "," _san "${TESSERA_SANITIZE}")
   add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=${_san})
+endif()
+
+# libFuzzer builds (-DTESSERA_FUZZ=ON, clang only; see fuzz/ and scripts/fuzz.sh): every target
+# gets coverage instrumentation plus ASan and UBSan; only the fuzz targets link libFuzzer's main.
+if(TESSERA_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "TESSERA_FUZZ=ON needs clang (found ${CMAKE_CXX_COMPILER_ID}): "
+                        "configure a separate build directory with CXX=clang++")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
 endif()
 
 # Asserts in hot paths stay on in release builds (TS_CHECK); NDEBUG only disables <cassert>.

@@ -14,11 +14,17 @@ void set_row(KernelTable& t, DType d, DTypeKernels k) { t.dtypes[static_cast<uin
 KernelTable make_scalar_table() {
   KernelTable t;
   t.isa = "scalar";
-  set_row(t, DType::kF32, {scalar::f32_to_float, scalar::f32_from_float, scalar::f32_dot});
-  set_row(t, DType::kF16, {scalar::f16_to_float, scalar::f16_from_float, scalar::f16_dot});
-  set_row(t, DType::kBF16, {scalar::bf16_to_float, scalar::bf16_from_float, scalar::bf16_dot});
-  set_row(t, DType::kQ8_0, {scalar::q8_0_to_float, scalar::q8_0_from_float, scalar::q8_0_dot});
-  set_row(t, DType::kQ4_0, {scalar::q4_0_to_float, scalar::q4_0_from_float, scalar::q4_0_dot});
+  // dtype: to_float, from_float, dot (f32 activations), vec_dot_type, vec_dot.
+  set_row(t, DType::kF32, {scalar::f32_to_float, scalar::f32_from_float, scalar::f32_dot,
+                           DType::kF32, scalar::f32_vec_dot});
+  set_row(t, DType::kF16, {scalar::f16_to_float, scalar::f16_from_float, scalar::f16_dot,
+                           DType::kF32, scalar::f16_vec_dot});
+  set_row(t, DType::kBF16, {scalar::bf16_to_float, scalar::bf16_from_float, scalar::bf16_dot,
+                            DType::kF32, scalar::bf16_vec_dot});
+  set_row(t, DType::kQ8_0, {scalar::q8_0_to_float, scalar::q8_0_from_float, scalar::q8_0_dot,
+                            DType::kQ8_0, scalar::q8_0_q8_0_vec_dot});
+  set_row(t, DType::kQ4_0, {scalar::q4_0_to_float, scalar::q4_0_from_float, scalar::q4_0_dot,
+                            DType::kQ8_0, scalar::q4_0_q8_0_vec_dot});
   return t;
 }
 

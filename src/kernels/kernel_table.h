@@ -16,8 +16,14 @@ struct DTypeKernels {
   void (*to_float)(const void* src, float* dst, int64_t n) = nullptr;
   // Quantizes n floats (n a multiple of the block size) into `dst`.
   void (*from_float)(const float* src, void* dst, int64_t n) = nullptr;
-  // Returns sum_i row[i] * x[i] over n elements, `row` in this dtype and `x` in f32.
+  // Returns sum_i row[i] * x[i] over n elements, `row` in this dtype and `x` in f32. The
+  // accurate path: used for small products and as the oracle for vec_dot.
   float (*dot)(const void* row, const float* x, int64_t n) = nullptr;
+  // The format activations are converted to for vec_dot (GGML's design: quantized weights meet
+  // activations quantized on the fly, e.g. Q4_0 x Q8_0 as integer dot products).
+  DType vec_dot_type = DType::kF32;
+  // Returns sum_i row[i] * x[i] with `x` already in vec_dot_type. The fast matmul path.
+  float (*vec_dot)(const void* row, const void* x, int64_t n) = nullptr;
 };
 
 struct KernelTable {

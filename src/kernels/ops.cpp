@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "tessera/base/check.h"
 #include "tessera/kernels/kernel_table.h"
@@ -11,11 +12,24 @@ namespace tessera::kernels {
 void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
   const DTypeKernels& k = kernels_for(w.dtype);
   const auto* base = static_cast<const std::byte*>(w.data);
+  // Activations in the weights' vec_dot_type, converted once per call (not per row).
+  const void* xq = x;
+  size_t xq_row_bytes = static_cast<size_t>(w.n_cols) * sizeof(float);
+  thread_local std::vector<std::byte> xq_buffer;
+  if (k.vec_dot_type != DType::kF32) {
+    const DTypeKernels& kx = kernels_for(k.vec_dot_type);
+    xq_row_bytes = dtype_row_bytes(k.vec_dot_type, w.n_cols);
+    if (xq_buffer.size() < xq_row_bytes * n_tokens) xq_buffer.resize(xq_row_bytes * n_tokens);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      kx.from_float(x + t * w.n_cols, xq_buffer.data() + t * xq_row_bytes, w.n_cols);
+    }
+    xq = xq_buffer.data();
+  }
   auto rows = [&](int64_t r0, int64_t r1) {
     for (int64_t t = 0; t < n_tokens; ++t) {
-      const float* xt = x + t * w.n_cols;
+      const auto* xt = static_cast<const std::byte*>(xq) + t * xq_row_bytes;
       float* yt = y + t * w.n_rows;
-      for (int64_t r = r0; r < r1; ++r) yt[r] = k.dot(base + r * w.row_bytes, xt, w.n_cols);
+      for (int64_t r = r0; r < r1; ++r) yt[r] = k.vec_dot(base + r * w.row_bytes, xt, w.n_cols);
     }
   };
   if (pool == nullptr) {

@@ -23,6 +23,8 @@ struct MatrixRef {
 };
 
 // y[T, R] = x[T, C] · w[R, C]^T. `pool` may be null (single-threaded). x and y must not alias.
+// Numerics: x is first converted to the weights' vec_dot_type (f32 for float weights; Q8_0 for
+// Q8_0 and Q4_0 weights, i.e. activations quantized per 32-block), then each row is a vec_dot.
 void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
 
 // Copies row `row` of `w` into `out` as f32 (n_cols values): embedding lookup.

@@ -129,4 +129,41 @@ float q4_0_dot(const void* row, const float* x, int64_t n) {
   return sum;
 }
 
+float f32_vec_dot(const void* row, const void* x, int64_t n) {
+  return f32_dot(row, static_cast<const float*>(x), n);
+}
+float f16_vec_dot(const void* row, const void* x, int64_t n) {
+  return f16_dot(row, static_cast<const float*>(x), n);
+}
+float bf16_vec_dot(const void* row, const void* x, int64_t n) {
+  return bf16_dot(row, static_cast<const float*>(x), n);
+}
+
+float q8_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
+  const BlockQ8_0* w = static_cast<const BlockQ8_0*>(row);
+  const BlockQ8_0* a = static_cast<const BlockQ8_0*>(x);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK8_0; ++i) {
+    int32_t acc = 0;
+    for (int j = 0; j < kQK8_0; ++j) acc += static_cast<int32_t>(w[i].qs[j]) * a[i].qs[j];
+    sum += f16_to_f32(w[i].d) * f16_to_f32(a[i].d) * static_cast<float>(acc);
+  }
+  return sum;
+}
+
+float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
+  const BlockQ4_0* w = static_cast<const BlockQ4_0*>(row);
+  const BlockQ8_0* a = static_cast<const BlockQ8_0*>(x);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK4_0; ++i) {
+    int32_t acc = 0;
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      acc += ((w[i].qs[j] & 0x0f) - 8) * a[i].qs[j];
+      acc += ((w[i].qs[j] >> 4) - 8) * a[i].qs[j + kQK4_0 / 2];
+    }
+    sum += f16_to_f32(w[i].d) * f16_to_f32(a[i].d) * static_cast<float>(acc);
+  }
+  return sum;
+}
+
 }  // namespace tessera::kernels::scalar

@@ -30,4 +30,12 @@ void q4_0_to_float(const void* src, float* dst, int64_t n);
 void q4_0_from_float(const float* src, void* dst, int64_t n);
 float q4_0_dot(const void* row, const float* x, int64_t n);
 
+// Products against activations already in the weights' vec_dot_type (see kernel_table.h).
+float f32_vec_dot(const void* row, const void* x, int64_t n);   // x: f32
+float f16_vec_dot(const void* row, const void* x, int64_t n);   // x: f32
+float bf16_vec_dot(const void* row, const void* x, int64_t n);  // x: f32
+// Integer dot per block, scaled by both blocks' scales: sum_b d_w * d_x * sum_j q_w * q_x.
+float q8_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
+float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
+
 }  // namespace tessera::kernels::scalar

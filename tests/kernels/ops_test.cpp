@@ -60,6 +60,14 @@ TEST(Ops, MatmulMatchesDoubleForEveryDtypeAndThreading) {
     k.from_float(wf.data(), q.data(), R * C);
     std::vector<float> deq(R * C);
     k.to_float(q.data(), deq.data(), R * C);
+    // The activations as the kernel sees them: converted to the vec_dot_type and back.
+    std::vector<float> xs = x;
+    if (k.vec_dot_type != DType::kF32) {
+      const auto& kx = kernels_for(k.vec_dot_type);
+      std::vector<std::byte> xq(dtype_row_bytes(k.vec_dot_type, T * C));
+      kx.from_float(x.data(), xq.data(), T * C);
+      kx.to_float(xq.data(), xs.data(), T * C);
+    }
     MatrixRef m{t, q.data(), R, C, dtype_row_bytes(t, C)};
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
       std::vector<float> y(T * R);
@@ -67,7 +75,7 @@ TEST(Ops, MatmulMatchesDoubleForEveryDtypeAndThreading) {
       for (int64_t tt = 0; tt < T; ++tt)
         for (int64_t r = 0; r < R; ++r) {
           double want = 0;
-          for (int64_t c = 0; c < C; ++c) want += static_cast<double>(deq[r * C + c]) * x[tt * C + c];
+          for (int64_t c = 0; c < C; ++c) want += static_cast<double>(deq[r * C + c]) * xs[tt * C + c];
           EXPECT_NEAR(y[tt * R + r], want, 1e-3) << dtype_name(t);
         }
     }

@@ -29,14 +29,17 @@ struct TypeCase {
   DType dtype;
   RefType ref;
   // Largest |engine - reference| allowed, relative to the largest |reference| logit. The engine
-  // decodes the same weights exactly, so what remains is f32 accumulation and f32 activations.
+  // decodes the same weights exactly, so for float weights what remains is f32 accumulation.
+  // Q8_0/Q4_0 weights multiply activations quantized to Q8_0 per 32-block (as GGML runs them),
+  // which costs up to 1/254 of each block's largest activation per matmul; through every layer
+  // of these small random models that reaches a few percent of the largest logit.
   double tolerance;
 };
 
 const TypeCase kTypes[] = {
     {DType::kF32, RefType::kF32, 1e-4},   {DType::kF16, RefType::kF16, 1e-4},
-    {DType::kBF16, RefType::kBF16, 1e-4}, {DType::kQ8_0, RefType::kQ8_0, 1e-4},
-    {DType::kQ4_0, RefType::kQ4_0, 1e-4},
+    {DType::kBF16, RefType::kBF16, 1e-4}, {DType::kQ8_0, RefType::kQ8_0, 6e-2},
+    {DType::kQ4_0, RefType::kQ4_0, 6e-2},
 };
 
 const Shape kShapes[] = {

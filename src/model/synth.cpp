@@ -30,8 +30,20 @@ std::vector<std::byte> encode(const std::vector<float>& values, kernels::DType d
   return out;
 }
 
+// The type a matrix with `cols` inputs is written in: `dtype`, or, when rows do not fit its
+// block size (k-quants need multiples of 256; SmolLM2's 576 does not), a block-32 type of similar
+// size, as llama.cpp's quantizer falls back too.
+kernels::DType matrix_dtype(kernels::DType dtype, int64_t cols) {
+  if (cols % kernels::dtype_info(dtype).block_size == 0) return dtype;
+  switch (dtype) {
+    case kernels::DType::kQ4_K: return kernels::DType::kQ4_0;
+    default: return kernels::DType::kQ8_0;
+  }
+}
+
 Status add(GgufWriter& w, const std::string& name, kernels::DType dtype,
            std::vector<int64_t> shape, const std::vector<float>& values) {
+  if (shape.size() == 2) dtype = matrix_dtype(dtype, shape[0]);
   std::vector<std::byte> bytes = encode(values, dtype);
   return w.add_tensor(name, dtype, std::move(shape), bytes);
 }
@@ -83,9 +95,10 @@ Status check_shape(const SynthShape& s, kernels::DType dtype) {
         "divide into an even head size; heads must be a multiple of kv-heads)",
         s.dim, s.n_layers, s.n_heads, s.n_kv_heads, s.ffn_dim, s.n_vocab));
   }
-  if (s.dim % info.block_size != 0 || s.ffn_dim % info.block_size != 0) {
-    return invalid_argument(fmt::format("dim {} and ffn {} must be multiples of {}'s block size {}",
-                                        s.dim, s.ffn_dim, info.name, info.block_size));
+  const int64_t needed = info.block_size >= 256 ? 32 : info.block_size;  // k-quants fall back
+  if (s.dim % needed != 0 || s.ffn_dim % needed != 0) {
+    return invalid_argument(fmt::format("dim {} and ffn {} must be multiples of {}", s.dim,
+                                        s.ffn_dim, needed));
   }
   return Status::ok();
 }

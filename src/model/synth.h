@@ -37,7 +37,9 @@ std::optional<SynthShape> find_synth_shape(const std::string& name);
 
 struct SynthOptions {
   SynthShape shape;
-  kernels::DType dtype = kernels::DType::kF32;  // matrices; norms stay f32
+  // Matrices; norms stay f32. A k-quant dtype falls back to Q4_0 (q4_K) or Q8_0 (others) for
+  // matrices whose rows are not a multiple of 256.
+  kernels::DType dtype = kernels::DType::kF32;
   uint64_t seed = 1;
   // Tokenizer metadata to copy (tokenizer.* keys). When set, the vocabulary size follows it.
   std::optional<Metadata> vocab;

@@ -37,7 +37,7 @@ RunResult run_cli(const std::string& args) {
 }
 
 TEST(Cli, HelpForEverySubcommand) {
-  for (const char* sub : {"generate", "synth", "info", "demo"}) {
+  for (const char* sub : {"generate", "synth", "info", "demo", "bench machine", "bench model"}) {
     auto r = run_cli(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;
@@ -96,6 +96,27 @@ TEST(Cli, SynthInfoGenerateJson) {
                               " --prompt 'Hello' --max-tokens 12 --temperature 1 --seed 5 --json";
   EXPECT_EQ(nlohmann::json::parse(run_cli(sampled).out)["tokens"],
             nlohmann::json::parse(run_cli(sampled).out)["tokens"]);
+}
+
+TEST(Cli, BenchMachineAndModelJson) {
+  auto r = run_cli("bench machine --reps 1 --buffer-mib 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto m = nlohmann::json::parse(r.out);
+  EXPECT_GT(m["machine"]["read_gbps"].get<double>(), 0);
+  EXPECT_GT(m["machine"]["fma_gflops"].get<double>(), 0);
+  EXPECT_FALSE(m["environment"]["commit"].get<std::string>().empty());
+  testing::TempDir dir;
+  std::ofstream(dir.file("machine.json")) << r.out;
+  ASSERT_EQ(run_cli("synth --shape tiny --dtype q8_0 --out " + dir.file("t.gguf")).exit_code, 0);
+  r = run_cli("bench model -m " + dir.file("t.gguf") + " -p 16 -n 8 -r 1 --json --machine " +
+              dir.file("machine.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][1]["test"], "tg8");
+  EXPECT_EQ(j["model"]["dtype"], "q8_0");
+  EXPECT_GT(j["results"][1]["mbu"].get<double>(), 0);
+  EXPECT_NE(run_cli("bench model -m " + dir.file("t.gguf") + " --machine /nonexistent").exit_code, 0);
 }
 
 TEST(Cli, SynthRefusesBadArguments) {

@@ -1,0 +1,29 @@
+// Measured ceilings of this machine: memory read bandwidth (streaming reads over a buffer much
+// larger than the caches, on every thread) and peak FMA throughput (independent FMA chains in
+// registers, on every thread). The roofline figures of `bench model` divide by these.
+// Thread-safety: runs its own ThreadPool; call from one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tessera::bench {
+
+struct MachineCeilings {
+  double read_gbps = 0.0;     // median over repetitions, GB = 1e9 bytes
+  double fma_gflops = 0.0;    // median over repetitions, f32
+  std::string fma_isa;        // which probe ran: avx512, avx2, scalar
+  int threads = 0;
+  int64_t buffer_bytes = 0;
+  int reps = 0;
+};
+
+struct MachineBenchOptions {
+  int threads = 0;                        // 0: all hardware threads
+  int64_t buffer_bytes = int64_t{1} << 30;  // 1 GiB, far past any L3
+  int reps = 5;
+};
+
+MachineCeilings measure_machine(const MachineBenchOptions& options);
+
+}  // namespace tessera::bench

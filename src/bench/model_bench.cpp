@@ -1,0 +1,119 @@
+#include "tessera/bench/model_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tessera/base/clock.h"
+#include "tessera/base/rng.h"
+
+namespace tessera::bench {
+
+WorkModel work_model(const model::Model& m) {
+  const auto& c = m.config();
+  WorkModel w;
+  double params = 0;
+  for (const auto& t : m.file().tensors) {
+    if (t.n_dims != 2) continue;
+    if (t.name == "token_embd.weight" && !c.tied_output) continue;  // lookup reads one row
+    w.weight_bytes += static_cast<double>(t.n_bytes);
+    params += static_cast<double>(t.n_elements());
+  }
+  w.matmul_flops_per_token = 2.0 * params;
+  w.kv_bytes_per_position = 2.0 * static_cast<double>(c.n_layers * c.kv_dim()) * sizeof(float);
+  w.attn_flops_per_position = 4.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim);
+  return w;
+}
+
+namespace {
+
+std::vector<int32_t> random_tokens(int64_t n_vocab, int32_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(n_vocab));
+  return t;
+}
+
+// One repetition of pp: all prompt tokens in one batch, logits for the last.
+Result<double> run_pp(model::Model& m, ThreadPool& pool, const std::vector<int32_t>& tokens) {
+  TS_ASSIGN_OR_RETURN(model::KvCache kv, model::KvCache::create(m.config(), 1, tokens.size()));
+  model::Batch b;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    b.add(tokens[i], static_cast<int32_t>(i), 0, i + 1 == tokens.size());
+  }
+  std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
+  const int64_t t0 = real_clock()->now_ns();
+  TS_RETURN_IF_ERROR(m.forward(b, kv, logits, &pool));
+  return static_cast<double>(real_clock()->now_ns() - t0) * 1e-9;
+}
+
+// One repetition of tg: one token per step at positions 0..n-1.
+Result<double> run_tg(model::Model& m, ThreadPool& pool, const std::vector<int32_t>& tokens) {
+  TS_ASSIGN_OR_RETURN(model::KvCache kv, model::KvCache::create(m.config(), 1, tokens.size()));
+  model::Batch b;
+  std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
+  const int64_t t0 = real_clock()->now_ns();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    b.clear();
+    b.add(tokens[i], static_cast<int32_t>(i), 0, true);
+    TS_RETURN_IF_ERROR(m.forward(b, kv, logits, &pool));
+  }
+  return static_cast<double>(real_clock()->now_ns() - t0) * 1e-9;
+}
+
+template <typename Fn>
+Result<TestResult> repeat(const std::string& name, int32_t n, int reps, Fn&& once) {
+  TestResult r;
+  r.name = name;
+  r.n_tokens = n;
+  TS_RETURN_IF_ERROR(once().status());  // warm-up: page in weights, size buffers
+  std::vector<double> tps, secs;
+  for (int i = 0; i < reps; ++i) {
+    TS_ASSIGN_OR_RETURN(double s, once());
+    secs.push_back(s);
+    tps.push_back(n / s);
+  }
+  r.tokens_per_second = summarize(tps);
+  r.mean_seconds = summarize(secs).mean;
+  return r;
+}
+
+}  // namespace
+
+Result<std::vector<TestResult>> run_model_bench(model::Model& m, ThreadPool& pool,
+                                                const ModelBenchOptions& o) {
+  const auto& c = m.config();
+  const int32_t longest = std::max(o.prompt_tokens, o.gen_tokens);
+  if (longest > c.context_length) {
+    return out_of_range(fmt::format("{} tokens exceed the model's context of {}", longest,
+                                    c.context_length));
+  }
+  const WorkModel w = work_model(m);
+  const int reps = std::max(1, o.reps);
+  std::vector<TestResult> out;
+  if (o.prompt_tokens > 0) {
+    const int32_t n = o.prompt_tokens;
+    auto tokens = random_tokens(c.n_vocab, n, o.seed);
+    TS_ASSIGN_OR_RETURN(TestResult r, repeat(fmt::format("pp{}", n), n, reps,
+                                             [&] { return run_pp(m, pool, tokens); }));
+    // One pass over the weights for the whole batch; attention over i+1 positions for row i.
+    const double positions = static_cast<double>(n) * (n + 1) / 2.0;
+    r.bytes_per_run = w.weight_bytes + positions * w.kv_bytes_per_position;
+    r.flops_per_run = n * w.matmul_flops_per_token + positions * w.attn_flops_per_position;
+    out.push_back(r);
+  }
+  if (o.gen_tokens > 0) {
+    const int32_t n = o.gen_tokens;
+    auto tokens = random_tokens(c.n_vocab, n, o.seed + 1);
+    TS_ASSIGN_OR_RETURN(TestResult r, repeat(fmt::format("tg{}", n), n, reps,
+                                             [&] { return run_tg(m, pool, tokens); }));
+    // Every step reads all weights and the K/V of every cached position.
+    const double positions = static_cast<double>(n) * (n + 1) / 2.0;
+    r.bytes_per_run = n * w.weight_bytes + positions * w.kv_bytes_per_position;
+    r.flops_per_run = n * w.matmul_flops_per_token + positions * w.attn_flops_per_position;
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace tessera::bench

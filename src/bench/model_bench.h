@@ -1,0 +1,51 @@
+// `bench model`: prompt processing (pp: one batch of N prompt tokens from an empty cache) and
+// token generation (tg: N single-token steps from an empty cache), like llama-bench's pp512 and
+// tg128, repeated and summarized, with the work each does written down so achieved bandwidth and
+// FLOP/s (and their fraction of the machine's ceilings) come out of the same record.
+// Thread-safety: uses the model from the calling thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tessera/base/status.h"
+#include "tessera/base/thread_pool.h"
+#include "tessera/bench/stats.h"
+#include "tessera/model/model.h"
+
+namespace tessera::bench {
+
+struct ModelBenchOptions {
+  int32_t prompt_tokens = 512;  // 0 skips pp
+  int32_t gen_tokens = 128;     // 0 skips tg
+  int reps = 5;
+  uint64_t seed = 1;
+};
+
+// Bytes and FLOPs one forward step moves and performs. Weight bytes count every matrix the step
+// multiplies (all layers and the output projection; the embedding lookup reads one row).
+struct WorkModel {
+  double weight_bytes = 0.0;        // per forward step
+  double matmul_flops_per_token = 0.0;  // 2 x multiplied parameters
+  double kv_bytes_per_position = 0.0;   // K and V over all layers, per cached position
+  double attn_flops_per_position = 0.0;  // QK and AV over all layers, per (token, position)
+};
+
+WorkModel work_model(const model::Model& m);
+
+struct TestResult {
+  std::string name;  // "pp512", "tg128"
+  int32_t n_tokens = 0;
+  Summary tokens_per_second;
+  double bytes_per_run = 0.0;   // weights + KV traffic of one repetition
+  double flops_per_run = 0.0;
+  double mean_seconds = 0.0;
+  double gbps() const { return mean_seconds > 0 ? bytes_per_run / mean_seconds / 1e9 : 0.0; }
+  double gflops() const { return mean_seconds > 0 ? flops_per_run / mean_seconds / 1e9 : 0.0; }
+};
+
+// Runs pp then tg. Errors come from the model (e.g. context too short for the requested tokens).
+Result<std::vector<TestResult>> run_model_bench(model::Model& m, ThreadPool& pool,
+                                                const ModelBenchOptions& options);
+
+}  // namespace tessera::bench

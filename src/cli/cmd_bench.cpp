@@ -1,0 +1,181 @@
+// `tessera bench machine|model`: measured ceilings of this machine, and model throughput with
+// roofline figures against them. Records describe themselves (commit, compiler, CPU, threads,
+// model, dtype) in --json output.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "tessera/bench/environment.h"
+#include "tessera/bench/machine_bench.h"
+#include "tessera/bench/model_bench.h"
+#include "tessera/model/architecture.h"
+
+namespace tessera::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::string machine_json;
+  int threads = 0;
+  int reps = 5;
+  int32_t prompt_tokens = 512;
+  int32_t gen_tokens = 128;
+  int64_t buffer_mib = 1024;
+  bool json = false;
+};
+
+nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
+  return {{"read_gbps", c.read_gbps}, {"fma_gflops", c.fma_gflops}, {"fma_isa", c.fma_isa},
+          {"threads", c.threads},     {"buffer_bytes", c.buffer_bytes}, {"reps", c.reps}};
+}
+
+int run_bench_machine(const BenchArgs& a) {
+  bench::MachineBenchOptions o;
+  o.threads = a.threads;
+  o.reps = a.reps;
+  o.buffer_bytes = a.buffer_mib << 20;
+  const bench::MachineCeilings c = bench::measure_machine(o);
+  if (a.json) {
+    nlohmann::json j = {{"environment", bench::describe_environment(c.threads)},
+                        {"machine", ceilings_json(c)}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("cpu:               %s (%s)\n", bench::cpu_model_name().c_str(),
+              bench::cpu_simd_flags().c_str());
+  std::printf("threads:           %d\n", c.threads);
+  std::printf("memory read:       %.1f GB/s   (median of %d passes over %lld MiB)\n", c.read_gbps,
+              c.reps, static_cast<long long>(c.buffer_bytes >> 20));
+  std::printf("peak f32 FMA:      %.1f GFLOP/s (median of %d, %s chains)\n", c.fma_gflops, c.reps,
+              c.fma_isa.c_str());
+  return 0;
+}
+
+Result<bench::MachineCeilings> ceilings_for(const BenchArgs& a, int threads) {
+  bench::MachineCeilings c;
+  if (!a.machine_json.empty()) {
+    std::ifstream in(a.machine_json);
+    if (!in) return not_found("cannot read " + a.machine_json);
+    try {
+      auto j = nlohmann::json::parse(in);
+      const auto& m = j.contains("machine") ? j["machine"] : j;
+      c.read_gbps = m.at("read_gbps").get<double>();
+      c.fma_gflops = m.at("fma_gflops").get<double>();
+      c.fma_isa = m.value("fma_isa", "");
+      c.threads = m.value("threads", threads);
+    } catch (const std::exception& e) {
+      return invalid_argument(fmt::format("{}: not a `bench machine --json` record: {}",
+                                          a.machine_json, e.what()));
+    }
+    return c;
+  }
+  bench::MachineBenchOptions o;
+  o.threads = threads;
+  o.reps = 3;
+  return bench::measure_machine(o);
+}
+
+std::string dominant_dtype(const model::ModelFile& f) {
+  std::map<std::string, uint64_t> bytes;
+  for (const auto& t : f.tensors) bytes[std::string(kernels::dtype_name(t.dtype))] += t.n_bytes;
+  std::string best;
+  uint64_t most = 0;
+  for (const auto& [k, v] : bytes) {
+    if (v > most) most = v, best = k;
+  }
+  return best;
+}
+
+int run_bench_model(const BenchArgs& a) {
+  auto m = model::load_model(a.model);
+  if (!m.is_ok()) return fail(m.status());
+  ThreadPool pool(a.threads > 0 ? a.threads : hardware_threads());
+  auto ceil = ceilings_for(a, pool.size());
+  if (!ceil.is_ok()) return fail(ceil.status());
+  bench::ModelBenchOptions o;
+  o.prompt_tokens = a.prompt_tokens;
+  o.gen_tokens = a.gen_tokens;
+  o.reps = a.reps;
+  auto results = bench::run_model_bench(**m, pool, o);
+  if (!results.is_ok()) return fail(results.status());
+
+  const auto& f = (*m)->file();
+  const std::string dtype = dominant_dtype(f);
+  nlohmann::json model_j = {{"path", a.model},
+                            {"name", (*m)->config().name},
+                            {"dtype", dtype},
+                            {"parameters", f.n_parameters()},
+                            {"bytes", f.tensor_bytes()}};
+  nlohmann::json out = {{"environment", bench::describe_environment(pool.size())},
+                        {"machine", ceilings_json(*ceil)},
+                        {"model", model_j},
+                        {"results", nlohmann::json::array()}};
+  for (const auto& r : *results) {
+    out["results"].push_back({{"test", r.name},
+                              {"n_tokens", r.n_tokens},
+                              {"reps", r.tokens_per_second.n},
+                              {"tokens_per_second_mean", r.tokens_per_second.mean},
+                              {"tokens_per_second_stddev", r.tokens_per_second.stddev},
+                              {"tokens_per_second_median", r.tokens_per_second.median},
+                              {"bytes_per_run", r.bytes_per_run},
+                              {"flops_per_run", r.flops_per_run},
+                              {"gbps", r.gbps()},
+                              {"gflops", r.gflops()},
+                              {"mbu", r.gbps() / ceil->read_gbps},
+                              {"mfu", r.gflops() / ceil->fma_gflops}});
+  }
+  if (a.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s: %s, %.1f M params, %.1f MiB | %d threads, kernels %s | ceilings %.1f GB/s, %.1f GFLOP/s\n",
+              a.model.c_str(), dtype.c_str(), f.n_parameters() / 1e6, f.tensor_bytes() / 1048576.0,
+              pool.size(), out["environment"]["kernel_isa"].get<std::string>().c_str(),
+              ceil->read_gbps, ceil->fma_gflops);
+  std::printf("| %-7s | %18s | %8s | %6s | %9s | %6s |\n", "test", "t/s", "GB/s", "MBU", "GFLOP/s", "MFU");
+  std::printf("|---------|--------------------|----------|--------|-----------|--------|\n");
+  for (const auto& r : *results) {
+    std::printf("| %-7s | %9.2f ± %6.2f | %8.2f | %5.1f%% | %9.1f | %5.1f%% |\n", r.name.c_str(),
+                r.tokens_per_second.mean, r.tokens_per_second.stddev, r.gbps(),
+                100.0 * r.gbps() / ceil->read_gbps, r.gflops(), 100.0 * r.gflops() / ceil->fma_gflops);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, RunFn& run) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: machine ceilings, model throughput");
+  bench->require_subcommand(1);
+
+  auto am = std::make_shared<BenchArgs>();
+  CLI::App* machine = bench->add_subcommand(
+      "machine", "Measure memory read bandwidth and peak FMA throughput of this machine");
+  machine->add_option("--threads,-t", am->threads, "Threads (default: all cores)");
+  machine->add_option("--reps", am->reps, "Repetitions (median reported)")->capture_default_str();
+  machine->add_option("--buffer-mib", am->buffer_mib, "Bandwidth buffer size")->capture_default_str();
+  machine->add_flag("--json", am->json, "Print a JSON record");
+  machine->callback([&run, am] { run = [am] { return run_bench_machine(*am); }; });
+
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* model = bench->add_subcommand(
+      "model", "Prompt processing (pp) and generation (tg) tokens/s with roofline figures");
+  model->add_option("--model,-m", a->model, "Model file")->required();
+  model->add_option("--threads,-t", a->threads, "Threads (default: all cores)");
+  model->add_option("--prompt-tokens,-p", a->prompt_tokens, "Prompt tokens for pp (0: skip)")
+      ->capture_default_str();
+  model->add_option("--gen-tokens,-n", a->gen_tokens, "Generated tokens for tg (0: skip)")
+      ->capture_default_str();
+  model->add_option("--reps,-r", a->reps, "Repetitions")->capture_default_str();
+  model->add_option("--machine", a->machine_json,
+                    "Ceilings from a `bench machine --json` file (default: measure now)");
+  model->add_flag("--json", a->json, "Print a JSON record");
+  model->callback([&run, a] { run = [a] { return run_bench_model(*a); }; });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,45 @@
+#include "tessera/bench/model_bench.h"
+
+#include <gtest/gtest.h>
+
+#include "tessera/model/architecture.h"
+#include "tessera/model/synth.h"
+#include "test_util.h"
+
+namespace tessera::bench {
+namespace {
+
+TEST(ModelBench, WorkModelCountsWhatAStepReads) {
+  testing::TempDir dir;
+  model::SynthOptions o;
+  o.shape = *model::find_synth_shape("tiny");  // dim 128, 2 layers, 4 heads, 2 kv, ffn 384, vocab 1024
+  o.dtype = kernels::DType::kF32;
+  ASSERT_TRUE(model::write_synthetic_model(o, dir.file("t.gguf")).is_ok());
+  auto m = model::load_model(dir.file("t.gguf"));
+  ASSERT_TRUE(m.is_ok());
+  const WorkModel w = work_model(**m);
+  // Per layer: q 128x128, k and v 64x128, o 128x128, gate/up/down 384x128; plus output 1024x128.
+  const double params = 2 * (128.0 * 128 * 2 + 64.0 * 128 * 2 + 384.0 * 128 * 3) + 1024.0 * 128;
+  EXPECT_DOUBLE_EQ(w.weight_bytes, params * 4);
+  EXPECT_DOUBLE_EQ(w.matmul_flops_per_token, 2 * params);
+  EXPECT_DOUBLE_EQ(w.kv_bytes_per_position, 2.0 * 2 * 64 * 4);
+
+  ThreadPool pool(1);
+  ModelBenchOptions bo;
+  bo.prompt_tokens = 16;
+  bo.gen_tokens = 8;
+  bo.reps = 2;
+  auto r = run_model_bench(**m, pool, bo);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].name, "pp16");
+  EXPECT_EQ((*r)[1].name, "tg8");
+  EXPECT_EQ((*r)[1].tokens_per_second.n, 2u);
+  EXPECT_GT((*r)[1].tokens_per_second.mean, 0);
+  EXPECT_DOUBLE_EQ((*r)[1].bytes_per_run, 8 * w.weight_bytes + 36 * w.kv_bytes_per_position);
+  bo.gen_tokens = 100000;
+  EXPECT_EQ(run_model_bench(**m, pool, bo).status().code(), ErrorCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace tessera::bench

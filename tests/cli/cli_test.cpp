@@ -119,6 +119,20 @@ TEST(Cli, BenchMachineAndModelJson) {
   EXPECT_NE(run_cli("bench model -m " + dir.file("t.gguf") + " --machine /nonexistent").exit_code, 0);
 }
 
+TEST(Cli, SynthWithARealVocabulary) {
+  TS_SKIP_WITHOUT_SHARED(vocab, "tokenizers/ggml-vocab-gpt-2.gguf");
+  testing::TempDir dir;
+  auto r = run_cli("synth --dim 64 --layers 1 --heads 4 --ffn 96 --vocab " + vocab.string() +
+                   " --out " + dir.file("v.gguf"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli("generate -m " + dir.file("v.gguf") + " -p 'Hello world' -n 4 --json --seed 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_tokens"], nlohmann::json({15496, 995}));  // GPT-2's ids, no BOS
+  auto info = nlohmann::json::parse(run_cli("info --json " + dir.file("v.gguf")).out);
+  EXPECT_EQ(info["hparams"]["n_vocab"], 50257);
+}
+
 TEST(Cli, SynthRefusesBadArguments) {
   testing::TempDir dir;
   EXPECT_NE(run_cli("synth --shape nonesuch --out " + dir.file("x.gguf")).exit_code, 0);

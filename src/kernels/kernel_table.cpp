@@ -4,6 +4,11 @@
 #include <cstring>
 
 #include "tessera/base/check.h"
+#include "tessera/base/log.h"
+#include "tessera/kernels/avx2_kernels.h"
+#include "tessera/kernels/avx512_kernels.h"
+#include "tessera/kernels/cpu_features.h"
+#include "tessera/kernels/kquants.h"
 #include "tessera/kernels/scalar_kernels.h"
 
 namespace tessera::kernels {
@@ -25,6 +30,14 @@ KernelTable make_scalar_table() {
                             DType::kQ8_0, scalar::q8_0_q8_0_vec_dot});
   set_row(t, DType::kQ4_0, {scalar::q4_0_to_float, scalar::q4_0_from_float, scalar::q4_0_dot,
                             DType::kQ8_0, scalar::q4_0_q8_0_vec_dot});
+  set_row(t, DType::kQ4_K, {scalar::q4_k_to_float, scalar::q4_k_from_float, scalar::q4_k_dot,
+                            DType::kQ8_K, scalar::q4_k_q8_k_vec_dot});
+  set_row(t, DType::kQ5_K, {scalar::q5_k_to_float, scalar::q5_k_from_float, scalar::q5_k_dot,
+                            DType::kQ8_K, scalar::q5_k_q8_k_vec_dot});
+  set_row(t, DType::kQ6_K, {scalar::q6_k_to_float, scalar::q6_k_from_float, scalar::q6_k_dot,
+                            DType::kQ8_K, scalar::q6_k_q8_k_vec_dot});
+  set_row(t, DType::kQ8_K, {scalar::q8_k_to_float, scalar::q8_k_from_float, scalar::q8_k_dot,
+                            DType::kF32, scalar::q8_k_vec_dot});
   return t;
 }
 
@@ -33,10 +46,35 @@ bool env_forces_scalar() {
   return v != nullptr && std::strcmp(v, "") != 0 && std::strcmp(v, "0") != 0;
 }
 
+// Kernel sets in increasing order; TESSERA_ISA=scalar|avx2|avx512 caps the one CPUID would pick
+// (side-by-side benchmarks, bisecting a numerics difference). Unset means no cap.
+enum class IsaLevel { kScalar, kAvx2, kAvx512 };
+
+IsaLevel env_isa_cap() {
+  const char* v = std::getenv("TESSERA_ISA");
+  if (v == nullptr || *v == '\0') return IsaLevel::kAvx512;
+  if (std::strcmp(v, "scalar") == 0) return IsaLevel::kScalar;
+  if (std::strcmp(v, "avx2") == 0) return IsaLevel::kAvx2;
+  if (std::strcmp(v, "avx512") == 0) return IsaLevel::kAvx512;
+  log_warn("TESSERA_ISA='{}' is not one of scalar, avx2, avx512; ignoring it", v);
+  return IsaLevel::kAvx512;
+}
+
 KernelTable make_active_table() {
   KernelTable t = make_scalar_table();
   if (env_forces_scalar()) return t;
-  // SIMD rows are installed here by CPUID dispatch (CPU performance work).
+  // CPUID dispatch: each ISA level adds the rows it has on top of the level below.
+  const CpuFeatures& cpu = cpu_features();
+  const IsaLevel cap = env_isa_cap();
+  if (cap >= IsaLevel::kAvx2 && cpu.has_avx2_set()) {
+    install_avx2_rows(t);
+    install_avx2_kquant_rows(t);
+    t.isa = "avx2";
+  }
+  if (cap >= IsaLevel::kAvx512 && cpu.has_avx512_set()) {
+    install_avx512_rows(t);
+    t.isa = "avx512";
+  }
   return t;
 }
 

@@ -8,16 +8,29 @@
 #include "tessera/kernels/kernel_table.h"
 
 namespace tessera::kernels {
+namespace {
+
+// Cache budgets of matmul's tiles: weight rows per tile within a typical L1 (32-48 KiB), a token
+// tile's activations within a typical per-core L2 (>= 512 KiB on current x86 cores).
+constexpr size_t kTileWeightBytes = 16 << 10;
+constexpr size_t kTileActivationBytes = 256 << 10;
+
+}  // namespace
 
 void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
-  const DTypeKernels& k = kernels_for(w.dtype);
+  matmul(kernel_table(), w, x, n_tokens, y, pool);
+}
+
+void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_t n_tokens,
+            float* y, ThreadPool* pool) {
+  const DTypeKernels& k = kernels_for(table, w.dtype);
   const auto* base = static_cast<const std::byte*>(w.data);
   // Activations in the weights' vec_dot_type, converted once per call (not per row).
   const void* xq = x;
   size_t xq_row_bytes = static_cast<size_t>(w.n_cols) * sizeof(float);
   thread_local std::vector<std::byte> xq_buffer;
   if (k.vec_dot_type != DType::kF32) {
-    const DTypeKernels& kx = kernels_for(k.vec_dot_type);
+    const DTypeKernels& kx = kernels_for(table, k.vec_dot_type);
     xq_row_bytes = dtype_row_bytes(k.vec_dot_type, w.n_cols);
     if (xq_buffer.size() < xq_row_bytes * n_tokens) xq_buffer.resize(xq_row_bytes * n_tokens);
     for (int64_t t = 0; t < n_tokens; ++t) {
@@ -25,11 +38,25 @@ void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, Thre
     }
     xq = xq_buffer.data();
   }
+  // Tiles of rows x tokens, so that weights are streamed from memory once per token tile rather
+  // than once per token (prefill): a block of weight rows small enough for L1 meets every token of
+  // the tile before the next block is loaded, and the tile's activations stay in L2 meanwhile.
+  // Each output is still one vec_dot, so results do not depend on the tiling.
+  const int64_t row_block =
+      std::max<int64_t>(1, static_cast<int64_t>(kTileWeightBytes / std::max<size_t>(1, w.row_bytes)));
+  const int64_t token_block =
+      std::max<int64_t>(1, static_cast<int64_t>(kTileActivationBytes / xq_row_bytes));
   auto rows = [&](int64_t r0, int64_t r1) {
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      const auto* xt = static_cast<const std::byte*>(xq) + t * xq_row_bytes;
-      float* yt = y + t * w.n_rows;
-      for (int64_t r = r0; r < r1; ++r) yt[r] = k.vec_dot(base + r * w.row_bytes, xt, w.n_cols);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += token_block) {
+      const int64_t t1 = std::min(n_tokens, t0 + token_block);
+      for (int64_t rb = r0; rb < r1; rb += row_block) {
+        const int64_t re = std::min(r1, rb + row_block);
+        for (int64_t t = t0; t < t1; ++t) {
+          const auto* xt = static_cast<const std::byte*>(xq) + t * xq_row_bytes;
+          float* yt = y + t * w.n_rows;
+          for (int64_t r = rb; r < re; ++r) yt[r] = k.vec_dot(base + r * w.row_bytes, xt, w.n_cols);
+        }
+      }
     }
   };
   if (pool == nullptr) {

@@ -13,6 +13,8 @@
 
 namespace tessera::kernels {
 
+struct KernelTable;
+
 // A weight matrix [R, C] stored row by row in `dtype`, rows `row_bytes` apart.
 struct MatrixRef {
   DType dtype = DType::kF32;
@@ -26,6 +28,10 @@ struct MatrixRef {
 // Numerics: x is first converted to the weights' vec_dot_type (f32 for float weights; Q8_0 for
 // Q8_0 and Q4_0 weights, i.e. activations quantized per 32-block), then each row is a vec_dot.
 void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+// The same with an explicit kernel table, e.g. scalar_kernel_table() for benchmarks and tests
+// that compare implementations side by side.
+void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_t n_tokens,
+            float* y, ThreadPool* pool);
 
 // Copies row `row` of `w` into `out` as f32 (n_cols values): embedding lookup.
 void dequantize_row(const MatrixRef& w, int64_t row, float* out);

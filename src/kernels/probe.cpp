@@ -1,14 +1,13 @@
 #include "tessera/kernels/probe.h"
 
+#include "tessera/kernels/cpu_features.h"
 #include "tessera/kernels/probe_simd.h"
 
 namespace tessera::kernels {
 namespace {
 
-bool has_avx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-bool has_avx512() { return __builtin_cpu_supports("avx512f"); }
+bool has_avx2() { return cpu_features().avx2 && cpu_features().fma; }
+bool has_avx512() { return cpu_features().avx512f; }
 
 float probe_read_scalar(const float* data, int64_t n) {
   float acc[8] = {};

@@ -82,5 +82,54 @@ TEST(Ops, MatmulMatchesDoubleForEveryDtypeAndThreading) {
   }
 }
 
+// matmul cuts the work into tiles of rows x tokens (sized from the row length); every output must
+// still be exactly the vec_dot of its row and token, for shapes that end mid-tile in both
+// directions, with and without a pool, for the scalar and the active tables.
+TEST(Ops, MatmulTilingGivesEachOutputItsVecDot) {
+  struct Case {
+    DType dtype;
+    int64_t n_rows, n_cols, n_tokens;
+  };
+  const Case cases[] = {
+      {DType::kF32, 37, 5632, 25},   // one row per tile, 11 tokens per tile
+      {DType::kQ8_0, 37, 5632, 50},  // two rows per tile, 43 tokens per tile
+      {DType::kQ4_0, 300, 256, 5},   // 113 rows per tile
+      {DType::kF16, 1, 96, 1},       // a single row and token
+  };
+  std::mt19937 rng(9);
+  std::normal_distribution<float> d;
+  ThreadPool pool(3);
+  for (const KernelTable* table : {&scalar_kernel_table(), &kernel_table()}) {
+    for (const Case& c : cases) {
+      const DTypeKernels& k = kernels_for(*table, c.dtype);
+      std::vector<float> wf(static_cast<size_t>(c.n_rows * c.n_cols));
+      std::vector<float> x(static_cast<size_t>(c.n_tokens * c.n_cols));
+      for (auto& v : wf) v = d(rng);
+      for (auto& v : x) v = d(rng);
+      const size_t row_bytes = dtype_row_bytes(c.dtype, c.n_cols);
+      std::vector<std::byte> q(row_bytes * static_cast<size_t>(c.n_rows));
+      k.from_float(wf.data(), q.data(), c.n_rows * c.n_cols);
+      const size_t xq_row_bytes = dtype_row_bytes(k.vec_dot_type, c.n_cols);
+      std::vector<std::byte> xq(xq_row_bytes * static_cast<size_t>(c.n_tokens));
+      for (int64_t t = 0; t < c.n_tokens; ++t) {
+        kernels_for(*table, k.vec_dot_type)
+            .from_float(x.data() + t * c.n_cols, xq.data() + t * xq_row_bytes, c.n_cols);
+      }
+      const MatrixRef m{c.dtype, q.data(), c.n_rows, c.n_cols, row_bytes};
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> y(static_cast<size_t>(c.n_tokens * c.n_rows), -1.0f);
+        matmul(*table, m, x.data(), c.n_tokens, y.data(), p);
+        for (int64_t t = 0; t < c.n_tokens; ++t) {
+          for (int64_t r = 0; r < c.n_rows; ++r) {
+            const float want = k.vec_dot(q.data() + r * row_bytes, xq.data() + t * xq_row_bytes, c.n_cols);
+            ASSERT_EQ(y[t * c.n_rows + r], want) << table->isa << " " << dtype_name(c.dtype) << " t " << t
+                                                  << " r " << r << (p ? " pool" : "");
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::kernels

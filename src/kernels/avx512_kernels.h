@@ -1,0 +1,32 @@
+// AVX-512 (F, BW, VL, VNNI) kernels: the dot products, where the wider registers and the VNNI
+// integer dot (vpdpbusd) pay; conversions and the Q8_0 quantizer stay the AVX2 versions. Same
+// signatures, contracts and numerics as avx2_kernels.h (the same precondition included: Q8_0
+// activation quants in [-127, 127]). Compiled in its own translation unit with per-file flags;
+// may only run after cpu_features().has_avx512_set() said yes.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/kernels/kernel_table.h"
+
+namespace tessera::kernels {
+
+// Replaces the dot/vec_dot entries of F32/F16/BF16/Q8_0/Q4_0 in `t` with AVX-512 versions; meant
+// to run after install_avx2_rows. Precondition: cpu_features().has_avx512_set().
+void install_avx512_rows(KernelTable& t);
+
+namespace avx512 {
+
+float f32_dot(const void* row, const float* x, int64_t n);
+float f16_dot(const void* row, const float* x, int64_t n);
+float bf16_dot(const void* row, const float* x, int64_t n);
+
+float f32_vec_dot(const void* row, const void* x, int64_t n);        // x: f32
+float f16_vec_dot(const void* row, const void* x, int64_t n);        // x: f32
+float bf16_vec_dot(const void* row, const void* x, int64_t n);       // x: f32
+float q8_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
+float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
+
+}  // namespace avx512
+}  // namespace tessera::kernels

@@ -9,7 +9,7 @@
 
 namespace tessera::bench {
 
-WorkModel work_model(const model::Model& m) {
+WorkModel work_model(const model::Model& m, kernels::DType kv_dtype) {
   const auto& c = m.config();
   WorkModel w;
   double params = 0;
@@ -20,7 +20,8 @@ WorkModel work_model(const model::Model& m) {
     params += static_cast<double>(t.n_elements());
   }
   w.matmul_flops_per_token = 2.0 * params;
-  w.kv_bytes_per_position = 2.0 * static_cast<double>(c.n_layers * c.kv_dim()) * sizeof(float);
+  w.kv_bytes_per_position =
+      2.0 * static_cast<double>(c.n_layers) * static_cast<double>(kernels::dtype_row_bytes(kv_dtype, c.kv_dim()));
   w.attn_flops_per_position = 4.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim);
   return w;
 }

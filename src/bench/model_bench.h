@@ -11,6 +11,7 @@
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/bench/stats.h"
+#include "tessera/kernels/dtype.h"
 #include "tessera/model/model.h"
 
 namespace tessera::bench {
@@ -31,7 +32,8 @@ struct WorkModel {
   double attn_flops_per_position = 0.0;  // QK and AV over all layers, per (token, position)
 };
 
-WorkModel work_model(const model::Model& m);
+// `kv_dtype`: the KV cache's element type (the benchmark uses the engine's default, f16).
+WorkModel work_model(const model::Model& m, kernels::DType kv_dtype = kernels::DType::kF16);
 
 struct TestResult {
   std::string name;  // "pp512", "tg128"

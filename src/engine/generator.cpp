@@ -46,7 +46,7 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt,
                                     "context of {} tokens",
                                     prompt.size(), o.max_tokens, cfg.context_length));
   }
-  TS_ASSIGN_OR_RETURN(model::KvCache kv, model::KvCache::create(cfg, 1, n_ctx));
+  TS_ASSIGN_OR_RETURN(model::KvCache kv, model::KvCache::create(cfg, 1, n_ctx, o.kv_dtype));
 
   GenerateResult r;
   r.prompt_tokens.assign(prompt.begin(), prompt.end());

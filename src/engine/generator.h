@@ -14,6 +14,7 @@
 #include "tessera/base/clock.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/engine/sampler.h"
+#include "tessera/kernels/dtype.h"
 #include "tessera/model/model.h"
 #include "tessera/model/tokenizer/tokenizer.h"
 
@@ -24,6 +25,7 @@ struct GenerateOptions {
   SamplingParams sampling;
   bool stop_at_end_of_generation = true;  // stop on EOS/EOT tokens
   int32_t prefill_chunk = 512;            // prompt rows per forward step
+  kernels::DType kv_dtype = kernels::DType::kF16;  // KV cache storage: f16 (default) or f32
 };
 
 enum class StopReason { kLength, kEndOfGeneration, kCallback };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tessera/kernels/attention.h"
 #include "tessera/kernels/kernel_table.h"
 #include "tessera/kernels/ops.h"
 
@@ -44,7 +45,7 @@ class LlamaModel final : public Model {
   Result<std::vector<float>> vector(const std::string& name, int64_t n) const;
   Status validate(const Batch& batch, const KvCache& kv, size_t n_logit_floats) const;
   void attention(const Batch& batch, const KvCache& kv, int64_t layer, ThreadPool* pool);
-  void resize_scratch(int64_t n_rows, int n_threads, int64_t n_positions);
+  void resize_scratch(int64_t n_rows);
 
   std::shared_ptr<const ModelFile> file_;
   ModelConfig config_;
@@ -55,7 +56,7 @@ class LlamaModel final : public Model {
   std::vector<LayerWeights> layers_;
 
   // Scratch, reused across calls (sized for the largest batch seen).
-  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_, scores_;
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
 };
 
 Result<MatrixRef> LlamaModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
@@ -155,7 +156,7 @@ Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_fl
   return Status::ok();
 }
 
-void LlamaModel::resize_scratch(int64_t n_rows, int n_threads, int64_t n_positions) {
+void LlamaModel::resize_scratch(int64_t n_rows) {
   const ModelConfig& c = config_;
   auto grow = [](std::vector<float>& v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
@@ -169,46 +170,27 @@ void LlamaModel::resize_scratch(int64_t n_rows, int n_threads, int64_t n_positio
   grow(gate_, n_rows * c.ffn_dim);
   grow(up_, n_rows * c.ffn_dim);
   grow(tmp_, n_rows * c.dim);
-  grow(scores_, static_cast<int64_t>(n_threads) * n_positions);
 }
 
-// For each row and head: softmax(q · K[0..pos] / sqrt(H)) · V[0..pos] of the row's sequence.
-// Rows see the K/V written by earlier rows of the same batch (causal within a batch).
+// Each row attends over its sequence's cache up to its own position, so rows see the K/V written
+// by earlier rows of the same batch (causal within a batch). Work is split over (row, KV head).
 void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, ThreadPool* pool) {
   const ModelConfig& c = config_;
-  const int64_t H = c.head_dim;
-  const int64_t group = c.n_heads / c.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(H));
-  const int64_t n_tasks = b.size() * c.n_heads;
-  auto run = [&](int thread, int64_t t0, int64_t t1) {
-    float* scores = scores_.data() + static_cast<size_t>(thread) * kv.n_positions();
+  const int64_t n_tasks = b.size() * c.n_kv_heads;
+  auto run = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t row = task / c.n_heads;
-      const int64_t h = task % c.n_heads;
-      const int64_t kvh = h / group;
-      const int32_t slot = b.seq_ids[static_cast<size_t>(row)];
-      const int64_t n_pos = b.positions[static_cast<size_t>(row)] + 1;
-      const float* q = q_.data() + row * c.q_dim() + h * H;
-      for (int64_t p = 0; p < n_pos; ++p) {
-        const float* k = kv.k(layer, slot, p) + kvh * H;
-        float s = 0.0f;
-        for (int64_t i = 0; i < H; ++i) s += q[i] * k[i];
-        scores[p] = s * scale;
-      }
-      kernels::softmax(scores, n_pos);
-      float* out = att_.data() + row * c.q_dim() + h * H;
-      std::fill(out, out + H, 0.0f);
-      for (int64_t p = 0; p < n_pos; ++p) {
-        const float* v = kv.v(layer, slot, p) + kvh * H;
-        const float w = scores[p];
-        for (int64_t i = 0; i < H; ++i) out[i] += w * v[i];
-      }
+      const int64_t row = task / c.n_kv_heads;
+      const int64_t kvh = task % c.n_kv_heads;
+      const auto r = static_cast<size_t>(row);
+      kernels::attention_row(q_.data() + row * c.q_dim(), kv.rows(layer, b.seq_ids[r]),
+                             b.positions[r] + 1, c.n_heads, c.n_kv_heads, c.head_dim, kvh, kvh + 1,
+                             att_.data() + row * c.q_dim());
     }
   };
-  if (pool == nullptr || pool->size() == 1) {
-    run(0, 0, n_tasks);
+  if (pool == nullptr) {
+    run(0, n_tasks);
   } else {
-    pool->run([&](int t, int nt) { run(t, n_tasks * t / nt, n_tasks * (t + 1) / nt); });
+    pool->parallel_for(n_tasks, 1, run);
   }
 }
 
@@ -217,7 +199,8 @@ Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
   TS_RETURN_IF_ERROR(validate(b, kv, logits.size()));
   const ModelConfig& c = config_;
   const int64_t T = b.size();
-  resize_scratch(T, pool != nullptr ? pool->size() : 1, kv.n_positions());
+  resize_scratch(T);
+  const kernels::DTypeKernels& kv_conv = kernels::kernels_for(kv.dtype());
 
   for (int64_t t = 0; t < T; ++t) {
     kernels::dequantize_row(token_embd_, b.tokens[static_cast<size_t>(t)], x_.data() + t * c.dim);
@@ -236,8 +219,8 @@ Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
       const int32_t slot = b.seq_ids[static_cast<size_t>(t)];
       kernels::rope(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, pos, inv_freq_.data());
       kernels::rope(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, pos, inv_freq_.data());
-      std::copy_n(k_.data() + t * c.kv_dim(), c.kv_dim(), kv.k(l, slot, pos));
-      std::copy_n(v_.data() + t * c.kv_dim(), c.kv_dim(), kv.v(l, slot, pos));
+      kv_conv.from_float(k_.data() + t * c.kv_dim(), kv.k_row(l, slot, pos), c.kv_dim());
+      kv_conv.from_float(v_.data() + t * c.kv_dim(), kv.v_row(l, slot, pos), c.kv_dim());
     }
     attention(b, kv, l, pool);
     kernels::matmul(w.wo, att_.data(), T, tmp_.data(), pool);

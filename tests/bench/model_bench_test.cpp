@@ -22,7 +22,7 @@ TEST(ModelBench, WorkModelCountsWhatAStepReads) {
   const double params = 2 * (128.0 * 128 * 2 + 64.0 * 128 * 2 + 384.0 * 128 * 3) + 1024.0 * 128;
   EXPECT_DOUBLE_EQ(w.weight_bytes, params * 4);
   EXPECT_DOUBLE_EQ(w.matmul_flops_per_token, 2 * params);
-  EXPECT_DOUBLE_EQ(w.kv_bytes_per_position, 2.0 * 2 * 64 * 4);
+  EXPECT_DOUBLE_EQ(w.kv_bytes_per_position, 2.0 * 2 * 64 * 2);  // K and V, 2 layers, f16
 
   ThreadPool pool(1);
   ModelBenchOptions bo;

@@ -204,8 +204,8 @@ TEST_P(LlamaReferenceTest, LogitsMatchFloat64Reference) {
   const std::vector<int> prompt = {1, 5, 17, 3, 42, 8, 33, 2, 61, 7, 12, 50};
   const auto want = ref.forward(prompt);
 
-  // 1. Whole prompt in one batch, logits for every row.
-  auto kv = KvCache::create(m.config(), 2, 64);
+  // 1. Whole prompt in one batch, logits for every row (f32 cache: the tolerance is the weights').
+  auto kv = KvCache::create(m.config(), 2, 64, DType::kF32);
   ASSERT_TRUE(kv.is_ok());
   Batch batch;
   for (size_t i = 0; i < prompt.size(); ++i) batch.add(prompt[i], static_cast<int32_t>(i), 0, true);
@@ -244,7 +244,7 @@ TEST_P(LlamaReferenceTest, TwoSequencesInOneBatch) {
   const int V = shape.vocab;
   const std::vector<int> a = {4, 9, 1, 22, 13};
   const std::vector<int> b = {30, 2, 7};
-  auto kv = KvCache::create((*model)->config(), 2, 16);
+  auto kv = KvCache::create((*model)->config(), 2, 16, DType::kF32);
   ASSERT_TRUE(kv.is_ok());
   Batch batch;  // rows of the two sequences interleaved
   for (size_t i = 0; i < a.size(); ++i) {
@@ -257,6 +257,34 @@ TEST_P(LlamaReferenceTest, TwoSequencesInOneBatch) {
   EXPECT_LE(rel_error(std::span<const float>(logits).first(V), ref.forward(b).back()), tc.tolerance);
   EXPECT_LE(rel_error(std::span<const float>(logits).subspan(V, V), ref.forward(a).back()),
             tc.tolerance);
+}
+
+// The default f16 cache rounds K and V to 11 significant bits; the logits stay within 2e-3
+// of the largest on top of the weights' own tolerance.
+TEST_P(LlamaReferenceTest, F16KvCacheStaysClose) {
+  const auto& [shape, tc] = GetParam();
+  testing::TempDir dir;
+  const std::string path = dir.file("m.gguf");
+  RefModel ref;
+  build_model(shape, tc, path, ref);
+  if (HasFatalFailure()) return;
+  auto model = load_model(path);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const int V = shape.vocab;
+  const std::vector<int> prompt = {1, 5, 17, 3, 42, 8, 33, 2, 61, 7, 12, 50};
+  const auto want = ref.forward(prompt);
+  auto kv = KvCache::create((*model)->config(), 1, 64);
+  ASSERT_TRUE(kv.is_ok());
+  EXPECT_EQ(kv->dtype(), DType::kF16);
+  Batch batch;
+  for (size_t i = 0; i < prompt.size(); ++i) batch.add(prompt[i], static_cast<int32_t>(i), 0, true);
+  std::vector<float> logits(prompt.size() * V);
+  ASSERT_TRUE((*model)->forward(batch, *kv, logits, nullptr).is_ok());
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    EXPECT_LE(rel_error(std::span<const float>(logits).subspan(t * V, V), want[t]),
+              tc.tolerance + 2e-3)
+        << "row " << t;
+  }
 }
 
 std::string case_name(const ::testing::TestParamInfo<LlamaReferenceTest::ParamType>& info) {

@@ -1,0 +1,33 @@
+// Attention over a KV cache for one query row: for each head, softmax(q · K[0..n) / sqrt(H)) · V,
+// computed in one pass with an online softmax (running max and sum, rescaling the accumulator
+// when the max grows), so no score buffer is needed and long contexts stay numerically stable.
+// Heads that share a KV head (grouped-query attention) are processed together, so each cached
+// K and V row is read and converted once per KV head, not once per query head.
+// Shapes: H = head_dim, NH = query heads, NKV = KV heads (NH % NKV == 0).
+// Thread-safety: pure function; callers may run different rows or heads on different threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tessera/kernels/dtype.h"
+
+namespace tessera::kernels {
+
+// K and V of one sequence in one layer: position p's row starts at k + p * row_stride bytes
+// and holds NKV * H values of `dtype` (f32 or f16); KV head h starts at element h * H.
+struct KvRows {
+  DType dtype = DType::kF32;
+  const std::byte* k = nullptr;
+  const std::byte* v = nullptr;
+  size_t row_stride = 0;
+};
+
+// q: [NH * H] f32 (already rotated); out: [NH * H] f32. Attends to positions [0, n_pos).
+// `kv_heads` selects a range [kv_begin, kv_end) of KV heads to process (with their query heads),
+// so callers can split work by KV head. Precondition: n_pos >= 1, H <= 256.
+void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
+                   int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
+                   float* out);
+
+}  // namespace tessera::kernels

@@ -29,7 +29,8 @@ KernelTable make_scalar_table() {
   set_row(t, DType::kQ8_0, {scalar::q8_0_to_float, scalar::q8_0_from_float, scalar::q8_0_dot,
                             DType::kQ8_0, scalar::q8_0_q8_0_vec_dot});
   set_row(t, DType::kQ4_0, {scalar::q4_0_to_float, scalar::q4_0_from_float, scalar::q4_0_dot,
-                            DType::kQ8_0, scalar::q4_0_q8_0_vec_dot});
+                            DType::kQ8_0, scalar::q4_0_q8_0_vec_dot,
+                            scalar::q4_0_q8_0_vec_dot_tile});
   set_row(t, DType::kQ4_K, {scalar::q4_k_to_float, scalar::q4_k_from_float, scalar::q4_k_dot,
                             DType::kQ8_K, scalar::q4_k_q8_k_vec_dot});
   set_row(t, DType::kQ5_K, {scalar::q5_k_to_float, scalar::q5_k_from_float, scalar::q5_k_dot,

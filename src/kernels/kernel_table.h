@@ -24,7 +24,18 @@ struct DTypeKernels {
   DType vec_dot_type = DType::kF32;
   // Returns sum_i row[i] * x[i] with `x` already in vec_dot_type. The fast matmul path.
   float (*vec_dot)(const void* row, const void* x, int64_t n) = nullptr;
+  // Optional (null: matmul calls vec_dot per output). A tile of vec_dots sharing loads:
+  // y[t * y_stride + r] = vec_dot(w + r * w_row_bytes, x + t * x_row_bytes, n) for
+  // r < n_rows, t < n_tokens, both in [1, kMaxTile]. Each weight block is unpacked once for
+  // all the tile's tokens and each activation block loaded once for all its rows; every output
+  // equals vec_dot's within the dtype's vec_dot tolerance.
+  void (*vec_dot_tile)(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                       size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                       int64_t n) = nullptr;
 };
+
+// Largest n_rows and n_tokens of a vec_dot_tile call.
+constexpr int kMaxTile = 4;
 
 struct KernelTable {
   const char* isa = "scalar";  // which implementation set was chosen, for benchmark records

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "tessera/kernels/half.h"
@@ -164,6 +165,17 @@ float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
     sum += f16_to_f32(w[i].d) * f16_to_f32(a[i].d) * static_cast<float>(acc);
   }
   return sum;
+}
+
+void q4_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  const auto* xb = static_cast<const std::byte*>(x);
+  for (int t = 0; t < n_tokens; ++t) {
+    for (int r = 0; r < n_rows; ++r) {
+      y[t * y_stride + r] = q4_0_q8_0_vec_dot(wb + r * w_row_bytes, xb + t * x_row_bytes, n);
+    }
+  }
 }
 
 }  // namespace tessera::kernels::scalar

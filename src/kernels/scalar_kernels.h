@@ -3,6 +3,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tessera::kernels::scalar {
@@ -37,5 +38,8 @@ float bf16_vec_dot(const void* row, const void* x, int64_t n);  // x: f32
 // Integer dot per block, scaled by both blocks' scales: sum_b d_w * d_x * sum_j q_w * q_x.
 float q8_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
 float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
+// vec_dot_tile (kernel_table.h) as one q4_0_q8_0_vec_dot per output: the oracle for the SIMD tiles.
+void q4_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
 
 }  // namespace tessera::kernels::scalar

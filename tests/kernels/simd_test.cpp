@@ -312,6 +312,67 @@ TEST_P(SimdTest, VecDotMatchesReference) {
   }
 }
 
+// vec_dot_tile: every output of every tile shape within vec_dot's tolerance of the reference
+// vec_dot, nothing written outside the tile, and each output bit-identical whatever the tile's
+// shape (matmul's results must not depend on how it tiles). Random quant bytes included.
+TEST_P(SimdTest, VecDotTileMatchesReference) {
+  std::mt19937_64 rng(13);
+  for (DType t : kDTypes) {
+    if (simd(t).vec_dot_tile == nullptr) continue;
+    const DType xt = ref(t).vec_dot_type;
+    for (int64_t n : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{160}, int64_t{5632}}) {
+      const size_t wrb = dtype_row_bytes(t, n);
+      const size_t xrb = dtype_row_bytes(xt, n);
+      std::vector<std::byte> w(wrb * kMaxTile), xq(xrb * kMaxTile);
+      for (int r = 0; r < kMaxTile; ++r) {
+        auto q = random_row(t, n, 700 + static_cast<uint64_t>(n * 8 + r));
+        if (r == kMaxTile - 1) {  // random quant bytes, including -128 / every nibble
+          const size_t bb = static_cast<size_t>(dtype_info(t).block_bytes);
+          for (size_t off = 0; off < q.size(); off += bb) {
+            for (size_t j = 2; j < bb; ++j) q[off + j] = static_cast<std::byte>(rng());
+          }
+        }
+        std::memcpy(w.data() + r * wrb, q.data(), wrb);
+        const auto x = random_floats(static_cast<size_t>(n), 800 + static_cast<uint64_t>(n * 8 + r));
+        ref(xt).from_float(x.data(), xq.data() + r * xrb, n);
+      }
+      float one[kMaxTile][kMaxTile];  // [token][row] from 1x1 tiles
+      for (int tk = 0; tk < kMaxTile; ++tk) {
+        for (int r = 0; r < kMaxTile; ++r) {
+          simd(t).vec_dot_tile(w.data() + r * wrb, wrb, 1, xq.data() + tk * xrb, xrb, 1,
+                               &one[tk][r], 1, n);
+          std::vector<float> wd(static_cast<size_t>(n)), xd(static_cast<size_t>(n));
+          ref(t).to_float(w.data() + r * wrb, wd.data(), n);
+          ref(xt).to_float(xq.data() + tk * xrb, xd.data(), n);
+          double mag = 0;
+          for (int64_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(wd[i]) * xd[i]);
+          const float want = ref(t).vec_dot(w.data() + r * wrb, xq.data() + tk * xrb, n);
+          EXPECT_NEAR(one[tk][r], want, dot_tolerance(t) * mag)
+              << dtype_name(t) << " n " << n << " row " << r << " token " << tk;
+        }
+      }
+      for (int nr = 1; nr <= kMaxTile; ++nr) {
+        for (int nt = 1; nt <= kMaxTile; ++nt) {
+          const int64_t stride = kMaxTile + 1;
+          std::vector<float> y(static_cast<size_t>(stride * kMaxTile), -7.0f);
+          simd(t).vec_dot_tile(w.data(), wrb, nr, xq.data(), xrb, nt, y.data(), stride, n);
+          for (int tk = 0; tk < kMaxTile; ++tk) {
+            for (int r = 0; r < stride; ++r) {
+              const float got = y[static_cast<size_t>(tk * stride + r)];
+              if (tk < nt && r < nr) {
+                EXPECT_EQ(bits_of(got), bits_of(one[tk][r]))
+                    << dtype_name(t) << " n " << n << " tile " << nr << "x" << nt;
+              } else {
+                EXPECT_EQ(got, -7.0f) << "wrote outside the tile " << nr << "x" << nt;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Rows installed by an ISA replace only entries that exist, never the vec_dot_type.
 TEST_P(SimdTest, RowsKeepTheirContracts) {
   for (DType t : kDTypes) {

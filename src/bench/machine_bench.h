@@ -10,8 +10,12 @@
 namespace tessera::bench {
 
 struct MachineCeilings {
-  double read_gbps = 0.0;     // median over repetitions, GB = 1e9 bytes
-  double fma_gflops = 0.0;    // median over repetitions, f32
+  // A ceiling is what the hardware allows, and noise (other tenants, frequency dips) only ever
+  // lowers a pass, so the ceiling is the best pass; the median is kept to show the spread.
+  double read_gbps = 0.0;     // best over repetitions, GB = 1e9 bytes
+  double fma_gflops = 0.0;    // best over repetitions, f32
+  double read_gbps_median = 0.0;
+  double fma_gflops_median = 0.0;
   std::string fma_isa;        // which probe ran: avx512, avx2, scalar
   int threads = 0;
   int64_t buffer_bytes = 0;

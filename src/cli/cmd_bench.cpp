@@ -30,7 +30,9 @@ struct BenchArgs {
 };
 
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
-  return {{"read_gbps", c.read_gbps}, {"fma_gflops", c.fma_gflops}, {"fma_isa", c.fma_isa},
+  return {{"read_gbps", c.read_gbps}, {"fma_gflops", c.fma_gflops},
+          {"read_gbps_median", c.read_gbps_median}, {"fma_gflops_median", c.fma_gflops_median},
+          {"fma_isa", c.fma_isa},
           {"threads", c.threads},     {"buffer_bytes", c.buffer_bytes}, {"reps", c.reps}};
 }
 
@@ -49,10 +51,10 @@ int run_bench_machine(const BenchArgs& a) {
   std::printf("cpu:               %s (%s)\n", bench::cpu_model_name().c_str(),
               bench::cpu_simd_flags().c_str());
   std::printf("threads:           %d\n", c.threads);
-  std::printf("memory read:       %.1f GB/s   (median of %d passes over %lld MiB)\n", c.read_gbps,
-              c.reps, static_cast<long long>(c.buffer_bytes >> 20));
-  std::printf("peak f32 FMA:      %.1f GFLOP/s (median of %d, %s chains)\n", c.fma_gflops, c.reps,
-              c.fma_isa.c_str());
+  std::printf("memory read:       %.1f GB/s   (best of %d passes over %lld MiB; median %.1f)\n",
+              c.read_gbps, c.reps, static_cast<long long>(c.buffer_bytes >> 20), c.read_gbps_median);
+  std::printf("peak f32 FMA:      %.1f GFLOP/s (best of %d, %s chains; median %.1f)\n", c.fma_gflops,
+              c.reps, c.fma_isa.c_str(), c.fma_gflops_median);
   return 0;
 }
 
@@ -76,7 +78,7 @@ Result<bench::MachineCeilings> ceilings_for(const BenchArgs& a, int threads) {
   }
   bench::MachineBenchOptions o;
   o.threads = threads;
-  o.reps = 3;
+  o.reps = 5;
   return bench::measure_machine(o);
 }
 

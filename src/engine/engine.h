@@ -1,0 +1,98 @@
+// Engine: serves many requests on one model with continuous batching. One scheduler thread owns
+// the model, the paged KV cache and the running batch; each iteration it admits waiting requests,
+// builds one batch mixing decode tokens and prefill chunks under a token budget, runs it, samples
+// and posts events. Callers on any thread submit() requests and receive events through a sink.
+//
+//   submit() ──> waiting queue ──> [scheduler thread: admit → batch → forward → sample] ──> sink
+//   cancel() ──> cancel queue  ──┘          (paged KV cache, prefix cache, preemption)
+//
+// Thread-safety: submit, cancel, stats, drain and stop are thread-safe. step() is for tests that
+// drive the engine without its thread (do not mix with start()).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "tessera/base/clock.h"
+#include "tessera/base/status.h"
+#include "tessera/base/thread_pool.h"
+#include "tessera/engine/request.h"
+#include "tessera/kernels/dtype.h"
+#include "tessera/model/model.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+
+namespace tessera::engine {
+
+struct EngineOptions {
+  int32_t n_threads = 0;          // compute threads; 0 = hardware concurrency
+  int32_t max_running = 4;        // sequences decoding at once ("parallel slots")
+  int32_t max_waiting = 256;      // queued requests beyond which submit() refuses (429)
+  int64_t ctx_size = 0;           // max positions per sequence; 0 = the model's context length
+  int32_t block_size = 16;        // positions per KV block
+  int32_t n_blocks = 0;           // KV blocks in the pool; 0 = enough for max_running * ctx_size
+  int32_t max_batch_tokens = 512; // rows per forward step (chunked prefill budget)
+  bool prefix_cache = true;       // reuse cached full blocks of identical prompt prefixes
+  kernels::DType kv_dtype = kernels::DType::kF16;
+};
+
+// A consistent snapshot for /metrics.
+struct EngineStats {
+  int64_t waiting = 0;            // queued, not yet admitted
+  int64_t running = 0;            // admitted sequences (prefilling or decoding)
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;     // referenced by a sequence
+  int64_t kv_blocks_cached = 0;   // unreferenced but kept for prefix reuse (evictable)
+  int64_t prefix_queries = 0;     // prompt blocks looked up in the prefix cache
+  int64_t prefix_hits = 0;        // of which were found
+  int64_t prompt_tokens = 0;      // totals since start
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t iterations = 0;
+  int64_t last_batch_rows = 0;
+};
+
+class Engine {
+ public:
+  // Builds an engine over `model` (shared, kept alive) and `tokenizer` (kept alive). `clock` null
+  // means the real clock. Errors: kInvalidArgument for bad options, kResourceExhausted when the KV
+  // pool cannot be allocated.
+  static Result<std::unique_ptr<Engine>> create(std::shared_ptr<model::Model> model,
+                                                std::shared_ptr<const model::Tokenizer> tokenizer,
+                                                const EngineOptions& options,
+                                                const Clock* clock = nullptr);
+  ~Engine();  // stop()s
+
+  // Starts the scheduler thread. Idempotent.
+  void start();
+  // Cancels everything (sinks get kCancelled) and joins the thread. Idempotent.
+  void stop();
+  // Refuses new requests (kUnavailable), waits until in-flight ones finish or `timeout` passes,
+  // then stop()s. Returns true if all finished in time.
+  bool drain(std::chrono::milliseconds timeout);
+
+  // Queues a request. On success the sink will receive its events. Errors (the sink is not
+  // called): kInvalidArgument (empty prompt, bad sampling, token out of vocabulary),
+  // kOutOfRange (prompt does not fit the context), kResourceExhausted (waiting queue full),
+  // kUnavailable (draining or stopped).
+  Result<RequestId> submit(Request request, EventSink sink);
+  // Cancels a queued or running request: its blocks are freed and its sink gets kCancelled.
+  // Unknown or finished ids are ignored.
+  void cancel(RequestId id);
+
+  // Runs one scheduler iteration on the calling thread. Returns false when there was nothing to
+  // do. For tests; not while start()ed.
+  bool step();
+
+  EngineStats stats() const;
+  const model::ModelConfig& config() const;
+  const model::Tokenizer& tokenizer() const;
+  const EngineOptions& options() const;
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::engine

@@ -151,7 +151,7 @@ struct LoadGenerator::Impl final : QueryObserver {
   void on_chunk(uint64_t id, int32_t n_tokens) override {
     const int64_t now = clock->now_ns();
     QueryRecord& r = rec(id);
-    if (r.first_token_ns < 0) r.first_token_ns = now;
+    if (!r.has_first_token()) r.first_token_ns = now;
     r.chunk_ns.push_back(now);
     r.chunk_tokens.push_back(n_tokens);
   }
@@ -204,7 +204,7 @@ struct LoadGenerator::Impl final : QueryObserver {
     }
     ++progress.issued;
     r.issued_ns = clock->now_ns();
-    sut->issue(Query{r.id, &sample}, this);
+    sut->issue(Query{r.id, sample_index, &sample}, this);
   }
 
   void report_progress(bool force) {
@@ -338,11 +338,11 @@ Result<RunResult> LoadGenerator::run(const TestSettings& s) {
   int64_t last_end = start;
   for (uint64_t id = 0; id < m.n_records; ++id) {
     QueryRecord r = std::move(m.rec(id));
-    if (id >= first_measured) last_end = std::max(last_end, r.end_ns);
+    if (id >= first_measured && r.has_end()) last_end = std::max(last_end, r.end_ns);
     r.scheduled_ns -= start;
     r.issued_ns -= start;
-    if (r.first_token_ns >= 0) r.first_token_ns -= start;
-    if (r.end_ns >= 0) r.end_ns -= start;
+    if (r.has_first_token()) r.first_token_ns -= start;
+    if (r.has_end()) r.end_ns -= start;
     for (int64_t& t : r.chunk_ns) t -= start;
     out.records.push_back(std::move(r));
   }

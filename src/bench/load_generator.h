@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -74,6 +75,9 @@ struct ScheduledQuery {
 // (more are appended in the same cyclic order while min_duration_s has not passed).
 std::vector<ScheduledQuery> draw_schedule(const TestSettings& settings, size_t library_size);
 
+// A time that did not happen (no output, no terminal call).
+inline constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+
 // What happened to one query. Times are nanoseconds from the measured run's start (warm-up
 // queries have negative times).
 struct QueryRecord {
@@ -82,8 +86,8 @@ struct QueryRecord {
   bool warmup = false;
   int64_t scheduled_ns = 0;
   int64_t issued_ns = 0;
-  int64_t first_token_ns = -1;  // -1: no output arrived
-  int64_t end_ns = -1;          // terminal call
+  int64_t first_token_ns = kNoTime;  // kNoTime: no output arrived
+  int64_t end_ns = kNoTime;          // terminal call
   std::vector<int64_t> chunk_ns;      // arrival of each streamed chunk
   std::vector<int32_t> chunk_tokens;  // tokens in each chunk
   int32_t input_tokens = 0;     // from the backend when it knows, else the sample's intent
@@ -93,6 +97,8 @@ struct QueryRecord {
   std::optional<QueryError> error;
 
   double queue_delay_s() const { return (issued_ns - scheduled_ns) * 1e-9; }
+  bool has_first_token() const { return first_token_ns != kNoTime; }
+  bool has_end() const { return end_ns != kNoTime; }
 };
 
 struct RunResult {

@@ -76,9 +76,9 @@ Distribution distribution_ms(const std::vector<double>& seconds) {
 QueryLatency query_latency(const QueryRecord& r) {
   QueryLatency q;
   q.queue_s = r.queue_delay_s();
-  if (r.first_token_ns >= 0) q.ttft_s = (r.first_token_ns - r.scheduled_ns) * 1e-9;
-  if (r.end_ns >= 0) q.e2e_s = (r.end_ns - r.scheduled_ns) * 1e-9;
-  if (r.output_tokens >= 2 && r.first_token_ns >= 0) {
+  if (r.has_first_token()) q.ttft_s = (r.first_token_ns - r.scheduled_ns) * 1e-9;
+  if (r.has_end()) q.e2e_s = (r.end_ns - r.scheduled_ns) * 1e-9;
+  if (r.output_tokens >= 2 && r.has_first_token() && r.has_end()) {
     q.tpot_s = (q.e2e_s - q.ttft_s) / (r.output_tokens - 1);
   }
   return q;
@@ -104,7 +104,7 @@ ServeMetrics compute_metrics(const RunResult& run, const Slo& slo) {
     ++m.measured;
     queue.push_back(r.queue_delay_s());
     edges.emplace_back(r.issued_ns, +1);
-    if (r.end_ns >= 0) edges.emplace_back(r.end_ns, -1);
+    if (r.has_end()) edges.emplace_back(r.end_ns, -1);
     if (!r.ok) {
       ++m.failed;
       ++m.errors_by_kind[std::string(error_kind_name(r.error ? r.error->kind : ErrorKind::kServer))];

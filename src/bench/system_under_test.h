@@ -47,7 +47,8 @@ struct CompletionInfo {
 };
 
 struct Query {
-  uint64_t id = 0;             // dense, from 0, unique within a run
+  uint64_t id = 0;                      // dense, from 0, unique within a run
+  size_t sample_index = 0;              // in the library given to prepare()
   const QuerySample* sample = nullptr;  // owned by the library; outlives the query
 };
 

@@ -9,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <mutex>
@@ -202,6 +203,10 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!c->text.empty()) {
         ++content_chunks_;
         observer_->on_chunk(id_, 1);
+      }
+      if (c->server_prompt_ms >= 0) {
+        info_.server_ttft_ms = c->server_prompt_ms;
+        info_.server_e2e_ms = c->server_prompt_ms + std::max(0.0, c->server_predicted_ms);
       }
       if (c->has_usage) {
         info_.prompt_tokens = c->prompt_tokens;

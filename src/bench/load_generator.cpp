@@ -164,6 +164,8 @@ struct LoadGenerator::Impl final : QueryObserver {
     r.output_tokens = info.output_tokens >= 0 ? info.output_tokens : sum;
     r.output_tokens_exact = info.output_tokens >= 0;
     if (info.prompt_tokens >= 0) r.input_tokens = info.prompt_tokens;
+    r.server_ttft_ms = info.server_ttft_ms;
+    r.server_e2e_ms = info.server_e2e_ms;
     finish(id, false, r.output_tokens);
   }
   void on_error(uint64_t id, QueryError error) override {

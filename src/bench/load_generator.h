@@ -93,6 +93,8 @@ struct QueryRecord {
   int32_t input_tokens = 0;     // from the backend when it knows, else the sample's intent
   int32_t output_tokens = 0;    // from the backend when it knows, else the chunks' sum
   bool output_tokens_exact = false;
+  double server_ttft_ms = -1;  // as the server reported them (CompletionInfo), -1 if not
+  double server_e2e_ms = -1;
   bool ok = false;
   std::optional<QueryError> error;
 

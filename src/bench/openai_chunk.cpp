@@ -42,6 +42,11 @@ Result<OpenAiChunk> parse_openai_chunk(std::string_view data, bool chat) {
       c.prompt_tokens = u.value("prompt_tokens", -1);
       c.completion_tokens = u.value("completion_tokens", -1);
     }
+    if (j.contains("timings") && j["timings"].is_object()) {
+      const auto& t = j["timings"];
+      c.server_prompt_ms = t.value("prompt_ms", -1.0);
+      c.server_predicted_ms = t.value("predicted_ms", -1.0);
+    }
     if (!known) return corrupt_data("stream event has no choices, usage or error: " +
                                     std::string(data.substr(0, 200)));
   } catch (const std::exception& e) {

@@ -19,6 +19,9 @@ struct OpenAiChunk {
   int32_t prompt_tokens = -1;
   int32_t completion_tokens = -1;
   std::string error;        // non-empty when the event is {"error": ...}
+  // llama.cpp's server adds {"timings": {"prompt_ms", "predicted_ms", ...}} to its last chunk.
+  double server_prompt_ms = -1;
+  double server_predicted_ms = -1;
 };
 
 // `chat`: read delta.content (and delta.reasoning_content) instead of text.

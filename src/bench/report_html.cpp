@@ -178,25 +178,28 @@ std::string render_report_html(const nlohmann::json& summary, const std::vector<
   const auto backend = summary.value("backend", nlohmann::json::object());
   h += "<p>backend <b>" + html_escape(backend.value("kind", std::string("?"))) + "</b> " +
        html_escape(backend.dump()) + "</p>\n";
-  for (const ServePoint& p : points) {
-    h += "<h2>" + html_escape(p.label.empty() ? std::string(scenario_name(p.settings.scenario))
-                                              : p.label) + "</h2>\n";
-    h += "<pre>" + html_escape(format_summary(p, backend.value("kind", std::string("?")))) + "</pre>\n";
-  }
   if (points.size() > 1) {
     const double att = summary.contains("slo_break")
                            ? summary["slo_break"].value("min_attainment", 0.99) : 0.99;
     h += "<h2>Sweep</h2>\n<pre>" + html_escape(format_sweep(points, att)) + "</pre>\n";
   }
   h += "<h2>Charts</h2>\n<div class=\"grid\">\n";
-  for (const char* id : {"cdf-ttft", "cdf-tpot", "cdf-itl", "cdf-e2el", "sweep", "ttft-time", "itl-time"}) {
-    h += std::string("<div><h3>") +
-         (std::string(id) == "sweep" ? "Latency vs throughput" :
-          std::string(id) == "ttft-time" ? "TTFT over time" :
-          std::string(id) == "itl-time" ? "ITL over time" : std::string("CDF: ") + (id + 4)) +
-         "</h3><div class=\"chart\"><canvas id=\"" + id + "\"></canvas></div></div>\n";
+  static constexpr const char* kCharts[][2] = {
+      {"cdf-ttft", "TTFT CDF"},          {"cdf-tpot", "TPOT CDF"},
+      {"cdf-itl", "ITL CDF"},            {"cdf-e2el", "E2E latency CDF"},
+      {"sweep", "Latency vs throughput"}, {"ttft-time", "TTFT over time"},
+      {"itl-time", "ITL over time"}};
+  for (const auto& [id, title] : kCharts) {
+    h += std::string("<div><h3>") + title + "</h3><div class=\"chart\"><canvas id=\"" + id +
+         "\"></canvas></div></div>\n";
   }
-  h += "</div>\n<h2>Environment and settings</h2>\n<pre>";
+  h += "</div>\n";
+  for (const ServePoint& p : points) {
+    h += "<h2>" + html_escape(p.label.empty() ? std::string(scenario_name(p.settings.scenario))
+                                              : p.label) + "</h2>\n";
+    h += "<pre>" + html_escape(format_summary(p, backend.value("kind", std::string("?")))) + "</pre>\n";
+  }
+  h += "<h2>Environment and settings</h2>\n<pre>";
   nlohmann::json meta = summary;
   meta.erase("points");
   h += html_escape(meta.dump(2));

@@ -133,6 +133,8 @@ nlohmann::json query_json(const QueryRecord& r, const std::string& label) {
                       {"output_tokens", r.output_tokens},
                       {"output_tokens_exact", r.output_tokens_exact}};
   if (!label.empty()) j["point"] = label;
+  if (r.server_ttft_ms >= 0) j["server_ttft_ms"] = r.server_ttft_ms;
+  if (r.server_e2e_ms >= 0) j["server_e2e_ms"] = r.server_e2e_ms;
   if (r.error) {
     j["error_kind"] = error_kind_name(r.error->kind);
     if (r.error->http_status) j["http_status"] = r.error->http_status;

@@ -44,6 +44,11 @@ struct QueryError {
 struct CompletionInfo {
   int32_t prompt_tokens = -1;
   int32_t output_tokens = -1;
+  // The server's own account of the request when it reports one (llama.cpp's timings), in ms:
+  // time to its first token (prompt processing) and to its last; -1 when not reported. Kept in
+  // the records to cross-check the harness's client-side numbers.
+  double server_ttft_ms = -1;
+  double server_e2e_ms = -1;
 };
 
 struct Query {

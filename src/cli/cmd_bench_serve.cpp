@@ -312,6 +312,7 @@ int run_bench_serve(const ServeArgs& a) {
   if (sweep) std::printf("%s", bench::format_sweep(results, a.slo_attainment).c_str());
 
   if (!a.out.empty()) {
+    std::fflush(stdout);  // the tables first, then what was written (stderr)
     std::error_code ec;
     std::filesystem::create_directories(a.out, ec);
     if (ec) return fail("cannot create --out directory " + a.out + ": " + ec.message());

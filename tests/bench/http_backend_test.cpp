@@ -242,6 +242,10 @@ TEST(OpenAiChunk, ParsesTextDeltaUsageDoneAndErrors) {
   EXPECT_EQ(u->completion_tokens, 3);
   EXPECT_TRUE(parse_openai_chunk("[DONE]", false)->done);
   EXPECT_EQ(parse_openai_chunk(R"({"error":{"message":"boom"}})", false)->error, "boom");
+  auto t = parse_openai_chunk(
+      R"({"choices":[{"text":""}],"timings":{"prompt_ms":12.5,"predicted_ms":40}})", false);
+  EXPECT_EQ(t->server_prompt_ms, 12.5);
+  EXPECT_EQ(t->server_predicted_ms, 40);
   EXPECT_FALSE(parse_openai_chunk("nope", false).is_ok());
   EXPECT_FALSE(parse_openai_chunk(R"({"id":"x"})", false).is_ok());
 }

@@ -353,6 +353,7 @@ float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
 }  // namespace avx2
 
 void install_avx2_rows(KernelTable& t) {
+  t.attention_row = avx2::attention_row;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal
   f32.vec_dot = avx2::f32_vec_dot;

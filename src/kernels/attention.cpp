@@ -35,7 +35,7 @@ void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_he
     }
     const size_t head_offset = static_cast<size_t>(kvh * H) * elem_bytes;
     for (int64_t p = 0; p < n_pos; ++p) {
-      const size_t row = static_cast<size_t>(p) * kv.row_stride + head_offset;
+      const size_t row = kv.offset(p) + head_offset;
       conv.to_float(kv.k + row, k_row, H);
       conv.to_float(kv.v + row, v_row, H);
       for (int64_t g = 0; g < group; ++g) {

@@ -14,13 +14,25 @@
 
 namespace tessera::kernels {
 
-// K and V of one sequence in one layer: position p's row starts at k + p * row_stride bytes
-// and holds NKV * H values of `dtype` (f32 or f16); KV head h starts at element h * H.
+// K and V of one sequence in one layer. Each row holds NKV * H values of `dtype` (f32 or f16);
+// KV head h starts at element h * H. Contiguous (blocks == nullptr): position p's row starts at
+// k + p * row_stride bytes. Paged: position p lives in block blocks[p / block_size], at
+// k + blocks[p / block_size] * block_stride + (p % block_size) * row_stride (same for v).
 struct KvRows {
   DType dtype = DType::kF32;
   const std::byte* k = nullptr;
   const std::byte* v = nullptr;
   size_t row_stride = 0;
+  const int32_t* blocks = nullptr;  // block table, or null for contiguous rows
+  int64_t block_size = 0;           // positions per block (paged only)
+  size_t block_stride = 0;          // bytes between blocks (paged only)
+
+  // Byte offset of position p's row from k (or v).
+  size_t offset(int64_t p) const {
+    if (blocks == nullptr) return static_cast<size_t>(p) * row_stride;
+    return static_cast<size_t>(blocks[p / block_size]) * block_stride +
+           static_cast<size_t>(p % block_size) * row_stride;
+  }
 };
 
 // q: [NH * H] f32 (already rotated); out: [NH * H] f32. Attends to positions [0, n_pos).

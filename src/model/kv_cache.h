@@ -1,14 +1,17 @@
-// KvCache: keys and values of every layer for a fixed number of sequence slots, addressed by
-// (layer, sequence slot, position), stored in f16 (the default: half the memory and bandwidth)
-// or f32. This is the storage the forward pass reads and writes; which slot a request uses, and
-// paging across blocks, belong to the engine above.
-// Layout: [layer][slot][position][kv_dim] for K and for V.
+// KvCache: keys and values of every layer, stored in fixed-size blocks of positions (paged), in
+// f16 (the default: half the memory and bandwidth) or f32. Each sequence slot has a block table
+// mapping its positions to blocks: position p of a slot lives in block table[p / block_size].
+// This is the storage the forward pass reads and writes; which blocks a sequence gets, sharing
+// of prefix blocks and eviction belong to the engine above (engine/block_allocator.h).
+// Layout: [layer][block][position in block][kv_dim] for K and for V.
+// create() gives the simple unpaged case: one block per slot holding the whole context.
 // Thread-safety: not synchronized; used by the thread that runs the model. Distinct
 // (layer, slot, position) entries may be written from different pool threads.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "tessera/base/status.h"
@@ -20,33 +23,55 @@ namespace tessera::model {
 
 class KvCache {
  public:
-  // Allocates zeroed storage. `dtype` must be f16 or f32 (kInvalidArgument otherwise).
+  // n_slots sequences of n_positions each, one block per slot (block tables preset).
+  // `dtype` must be f16 or f32 (kInvalidArgument otherwise).
   // Errors: kResourceExhausted if the size overflows or cannot be had.
   static Result<KvCache> create(const ModelConfig& config, int32_t n_slots, int64_t n_positions,
                                 kernels::DType dtype = kernels::DType::kF16);
+  // A pool of n_blocks blocks of block_size positions shared by n_slots sequence slots whose
+  // block tables start empty (set_block_table). Errors as create().
+  static Result<KvCache> create_paged(const ModelConfig& config, int32_t n_slots, int32_t n_blocks,
+                                      int32_t block_size,
+                                      kernels::DType dtype = kernels::DType::kF16);
 
-  int32_t n_slots() const { return n_slots_; }
-  int64_t n_positions() const { return n_positions_; }
+  int32_t n_slots() const { return static_cast<int32_t>(tables_.size()); }
+  int32_t n_blocks() const { return n_blocks_; }
+  int32_t block_size() const { return block_size_; }
+  int64_t n_layers() const { return n_layers_; }
   int64_t kv_dim() const { return kv_dim_; }
   kernels::DType dtype() const { return dtype_; }
   size_t row_bytes() const { return row_bytes_; }  // one position's K (or V) of one layer
   size_t bytes() const { return k_.size() + v_.size(); }
+  size_t block_bytes() const { return 2 * static_cast<size_t>(n_layers_) * block_stride_; }
+
+  // Positions slot `slot` can hold: its block table's length times block_size.
+  int64_t capacity(int32_t slot) const;
+  // Points `slot` at `blocks` (each in [0, n_blocks)). The caller (the engine) guarantees a block
+  // is written by at most one sequence: shared prefix blocks are full and only read.
+  void set_block_table(int32_t slot, std::span<const int32_t> blocks);
+  std::span<const int32_t> block_table(int32_t slot) const;
 
   // The K / V row of (layer, slot, pos): kv_dim values of dtype(). Preconditions (checked):
-  // layer, slot and pos in range.
+  // layer and slot in range, pos < capacity(slot).
   std::byte* k_row(int64_t layer, int32_t slot, int64_t pos) { return k_.data() + offset(layer, slot, pos); }
   std::byte* v_row(int64_t layer, int32_t slot, int64_t pos) { return v_.data() + offset(layer, slot, pos); }
-  // Every position of (layer, slot), for the attention kernel.
+  // Every position of (layer, slot), for the attention kernel. Valid until the slot's block
+  // table changes.
   kernels::KvRows rows(int64_t layer, int32_t slot) const;
 
  private:
+  static Result<KvCache> allocate(const ModelConfig& config, int32_t n_slots, int32_t n_blocks,
+                                  int64_t block_size, kernels::DType dtype);
   size_t offset(int64_t layer, int32_t slot, int64_t pos) const;
   int64_t n_layers_ = 0;
-  int32_t n_slots_ = 0;
-  int64_t n_positions_ = 0;
+  int32_t n_blocks_ = 0;
+  int32_t block_size_ = 0;
   int64_t kv_dim_ = 0;
   kernels::DType dtype_ = kernels::DType::kF16;
   size_t row_bytes_ = 0;
+  size_t block_stride_ = 0;  // bytes of one block in one layer
+  size_t layer_stride_ = 0;  // bytes of one layer
+  std::vector<std::vector<int32_t>> tables_;  // per slot
   std::vector<std::byte> k_;
   std::vector<std::byte> v_;
 };

@@ -135,7 +135,9 @@ Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_fl
     return invalid_argument("batch arrays have different lengths");
   }
   if (n == 0) return invalid_argument("empty batch");
-  if (kv.kv_dim() != config_.kv_dim()) return invalid_argument("KV cache built for another model");
+  if (kv.kv_dim() != config_.kv_dim() || kv.n_layers() != config_.n_layers) {
+    return invalid_argument("KV cache built for another model");
+  }
   for (size_t i = 0; i < n; ++i) {
     if (b.tokens[i] < 0 || b.tokens[i] >= config_.n_vocab) {
       return invalid_argument(fmt::format("token id {} is outside the vocabulary [0, {})",
@@ -145,9 +147,9 @@ Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_fl
       return invalid_argument(fmt::format("sequence slot {} is outside [0, {})", b.seq_ids[i],
                                           kv.n_slots()));
     }
-    if (b.positions[i] < 0 || b.positions[i] >= kv.n_positions()) {
-      return out_of_range(fmt::format("position {} is outside the context of {} positions",
-                                      b.positions[i], kv.n_positions()));
+    if (b.positions[i] < 0 || b.positions[i] >= kv.capacity(b.seq_ids[i])) {
+      return out_of_range(fmt::format("position {} is outside the {} positions of slot {}",
+                                      b.positions[i], kv.capacity(b.seq_ids[i]), b.seq_ids[i]));
     }
   }
   if (n_logit_floats < static_cast<size_t>(b.n_logits() * config_.n_vocab)) {

@@ -344,6 +344,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void reply_error_and_close(ApiError e, int status) {
     e.http_status = status;
+    request_unread_ = true;
     keep_alive_ = false;
     state_ = State::kResponding;
     status_sent_ = status;
@@ -505,6 +506,10 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kClosing;
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (!request_unread_) {  // the request was read whole: nothing is in flight towards us
+      close_socket();
+      return;
+    }
     linger_deadline_ = std::chrono::steady_clock::now() + kLingerTime;
     linger();
   }
@@ -564,6 +569,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::chrono::steady_clock::time_point linger_deadline_;
   size_t lingered_ = 0;
+  bool request_unread_ = false;  // we answer before the client finished sending (413, 400)
   std::array<char, 4096> scratch_{};
 };
 

@@ -20,11 +20,11 @@ int64_t unix_seconds() {
 class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
  public:
   GenerationCall(std::shared_ptr<ModelBackend> backend, GenerationSpec spec,
-                 std::shared_ptr<ResponseWriter> writer, ServingMetrics* metrics)
+                 std::shared_ptr<ResponseWriter> writer, std::shared_ptr<ServingMetrics> metrics)
       : backend_(std::move(backend)),
         spec_(std::move(spec)),
         writer_(std::move(writer)),
-        metrics_(metrics) {
+        metrics_(std::move(metrics)) {
     ident_.kind = spec_.kind;
     ident_.id = new_response_id(spec_.kind);
     ident_.created = unix_seconds();
@@ -35,6 +35,10 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     // The sink runs on the engine thread and must not block: it only hands the event over.
     auto self = shared_from_this();
     engine::EventSink sink = [self](engine::Event&& ev) {
+      // Recorded here rather than on the connection, so requests whose client left count too.
+      if (self->metrics_ && ev.is_finish()) {
+        self->metrics_->record_finish(self->spec_.model, std::get<engine::FinishEvent>(ev.body));
+      }
       self->writer_->post([self, ev = std::move(ev)]() mutable { self->on_event(std::move(ev)); });
     };
     auto id = backend_->submit(std::move(request), std::move(sink));
@@ -91,7 +95,6 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   }
 
   void on_finish(engine::FinishEvent&& f) {
-    if (metrics_) metrics_->record_finish(spec_.model, f);
     using engine::FinishReason;
     if (f.reason == FinishReason::kError || f.reason == FinishReason::kCancelled) {
       // Cancelled: the client left (nobody reads this) or the engine is stopping (503).
@@ -131,7 +134,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   std::shared_ptr<ModelBackend> backend_;
   GenerationSpec spec_;
   std::shared_ptr<ResponseWriter> writer_;
-  ServingMetrics* metrics_;
+  std::shared_ptr<ServingMetrics> metrics_;
   ResponseIdentity ident_;
   std::string text_;                         // non-stream: the output so far
   std::vector<TokenLogprobEntry> logprobs_;  // non-stream
@@ -142,9 +145,9 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
 
 void start_generation(std::shared_ptr<ModelBackend> backend, engine::Request request,
                       GenerationSpec spec, std::shared_ptr<ResponseWriter> writer,
-                      ServingMetrics* metrics) {
+                      std::shared_ptr<ServingMetrics> metrics) {
   auto call = std::make_shared<GenerationCall>(std::move(backend), std::move(spec),
-                                               std::move(writer), metrics);
+                                               std::move(writer), std::move(metrics));
   call->start(std::move(request));
 }
 

@@ -26,9 +26,9 @@ struct GenerationSpec {
 };
 
 // Submits `request` to `backend` and answers through `writer`: an error response if submit
-// fails, else the generation. `metrics` may be null; it must outlive the call otherwise.
+// fails, else the generation. `metrics` may be null.
 void start_generation(std::shared_ptr<ModelBackend> backend, engine::Request request,
                       GenerationSpec spec, std::shared_ptr<ResponseWriter> writer,
-                      ServingMetrics* metrics);
+                      std::shared_ptr<ServingMetrics> metrics);
 
 }  // namespace tessera::serve

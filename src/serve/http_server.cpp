@@ -154,7 +154,14 @@ class Session : public std::enable_shared_from_this<Session> {
   template <typename Fn>
   void post(Fn&& fn) {
     net::post(stream_.get_executor(),
-              [self = shared_from_this(), fn = std::forward<Fn>(fn)]() mutable { fn(*self); });
+              [self = shared_from_this(), fn = std::forward<Fn>(fn)]() mutable {
+                // Work posted by handlers (engine events) must not take the I/O thread down.
+                try {
+                  fn(*self);
+                } catch (const std::exception& e) {
+                  log_warn("serve: task for {} threw: {}", self->remote_, e.what());
+                }
+              });
   }
 
   // --- calls from writers, on the strand ---------------------------------------------------

@@ -17,7 +17,7 @@ namespace tessera::serve {
 
 struct RouteContext {
   std::shared_ptr<ModelRouter> models;
-  ServingMetrics* metrics = nullptr;
+  std::shared_ptr<ServingMetrics> metrics;  // may be null
   // kOk when generation requests are accepted; else why not (kUnavailable: loading, draining).
   std::function<Status()> accepting;
 };

@@ -45,7 +45,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
     : options_(std::move(options)),
       models_(std::move(models)),
-      ctx_{models_, &serving_metrics_,
+      ctx_{models_, serving_metrics_,
            [this]() -> Status {
              switch (state_.load()) {
                case ServerState::kServing: return Status::ok();
@@ -56,7 +56,7 @@ Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
            }},
       http_(options_.http,
             [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) { handle(std::move(r), std::move(w)); },
-            [this](const ExchangeRecord& rec) { serving_metrics_.record_exchange(rec.path, rec.status); }) {}
+            [this](const ExchangeRecord& rec) { serving_metrics_->record_exchange(rec.path, rec.status); }) {}
 
 Server::~Server() { shutdown(std::chrono::milliseconds(0)); }
 

@@ -51,7 +51,7 @@ class Server {
 
   ServerState state() const { return state_.load(); }
   int port() const { return http_.port(); }
-  MetricsRegistry& metrics() { return registry_; }
+  MetricsRegistry& metrics() { return *registry_; }
   const std::shared_ptr<ModelRouter>& models() const { return models_; }
 
  private:
@@ -61,8 +61,8 @@ class Server {
   ServerOptions options_;
   std::shared_ptr<ModelRouter> models_;
   std::atomic<ServerState> state_{ServerState::kLoading};
-  MetricsRegistry registry_;
-  ServingMetrics serving_metrics_{registry_};
+  std::shared_ptr<MetricsRegistry> registry_ = std::make_shared<MetricsRegistry>();
+  std::shared_ptr<ServingMetrics> serving_metrics_ = std::make_shared<ServingMetrics>(registry_);
   RouteContext ctx_;
   HttpServer http_;  // last: stopped (in the destructor) before the members its handlers use
 };

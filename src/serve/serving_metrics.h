@@ -4,6 +4,7 @@
 // Thread-safety: every method is safe from any thread.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -15,7 +16,8 @@ namespace tessera::serve {
 
 class ServingMetrics {
  public:
-  explicit ServingMetrics(MetricsRegistry& registry) : registry_(registry) {}
+  explicit ServingMetrics(std::shared_ptr<MetricsRegistry> registry)
+      : registry_(std::move(registry)) {}
 
   // One finished HTTP exchange; `path` is reduced to a known route or "other" (bounded labels).
   // `status` 0 means the client left before a status was sent.
@@ -25,10 +27,10 @@ class ServingMetrics {
   // Sets the engine gauges of `model` from a stats snapshot.
   void update_engine(const std::string& model, const engine::EngineStats& stats);
 
-  MetricsRegistry& registry() { return registry_; }
+  MetricsRegistry& registry() { return *registry_; }
 
  private:
-  MetricsRegistry& registry_;
+  std::shared_ptr<MetricsRegistry> registry_;
 };
 
 // The route label of `path`: one of the served routes, or "other".

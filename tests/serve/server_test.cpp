@@ -342,8 +342,11 @@ TEST_F(ServerTest, DisconnectMidStreamCancelsTheEngineRequest) {
   for (int i = 0; i < 300 && backend_->active() > 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(backend_->cancelled().size(), 1u);
   EXPECT_EQ(backend_->active(), 0);
-  // The server is fine afterwards.
+  // The server is fine afterwards, and counted the cancelled request.
   EXPECT_EQ(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}).status, 200);
+  EXPECT_NE(get("/metrics").body.find(
+                "tessera_requests_finished_total{model=\"tiny\",reason=\"cancelled\"} 1"),
+            std::string::npos);
 }
 
 TEST_F(ServerTest, MetricsExposeRequestsLatenciesAndEngineState) {

@@ -278,6 +278,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_header() {
     state_ = State::kReadingHeader;
+    method_.clear();
+    path_.clear();
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(core_->options.max_header_bytes));
     parser_->body_limit(core_->options.max_body_bytes);
@@ -331,6 +333,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read_error(beast::error_code ec) {
+    if (parser_ && method_.empty()) {  // the error came while reading the head: name what we saw
+      const auto& req = parser_->get();
+      method_ = std::string(req.method_string());
+      path_ = std::string(req.target().substr(0, req.target().find('?')));
+    }
     if (ec == http::error::body_limit) {
       reply_error_and_close(invalid_request(
           fmt::format("request body exceeds the limit of {} bytes", core_->options.max_body_bytes),

@@ -61,6 +61,8 @@ std::string header_safe(std::string_view v) {
   return out;
 }
 
+constexpr size_t kUntilClose = static_cast<size_t>(-1);  // no Content-Length, no chunking
+
 std::string response_head(int status, std::string_view content_type, const HttpHeaders& headers,
                           bool chunked, size_t content_length, bool keep_alive) {
   std::string_view reason = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
@@ -72,6 +74,8 @@ std::string response_head(int status, std::string_view content_type, const HttpH
   }
   if (chunked) {
     out += "Transfer-Encoding: chunked\r\n";
+  } else if (content_length == kUntilClose) {
+    // HTTP/1.0 has no chunked encoding: the body ends when the connection closes.
   } else {
     out += fmt::format("Content-Length: {}\r\n", content_length);
   }
@@ -180,7 +184,12 @@ class Session : public std::enable_shared_from_this<Session> {
     if (id != exchange_id_ || state_ != State::kHandling || closed_) return;
     state_ = State::kStreaming;
     status_sent_ = status;
-    queue(response_head(status, content_type, headers, true, 0, keep_alive_));
+    if (http10_) {
+      keep_alive_ = false;
+      queue(response_head(status, content_type, headers, false, kUntilClose, false));
+    } else {
+      queue(response_head(status, content_type, headers, true, 0, keep_alive_));
+    }
     flush();
   }
 
@@ -190,7 +199,7 @@ class Session : public std::enable_shared_from_this<Session> {
         data.empty()) {
       return;
     }
-    queue(chunk_frame(data));
+    queue(http10_ ? std::move(data) : chunk_frame(data));
     if (out_bytes_ > core_->options.max_stream_backlog) {
       log_warn("serve: {} is not reading its stream ({} bytes queued); closing", remote_,
                out_bytes_);
@@ -202,8 +211,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void end_stream(uint64_t id) {
     if (id != exchange_id_ || state_ != State::kStreaming || closed_ || response_done_) return;
-    queue("0\r\n\r\n");
+    if (!http10_) queue("0\r\n\r\n");
     response_done_ = true;
+    if (out_.empty() && !writing_) {
+      finish_exchange();
+      return;
+    }
     flush();
   }
 
@@ -374,6 +387,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     ++n_exchanges_;
     keep_alive_ = msg.keep_alive() && !core_->draining.load();
+    http10_ = msg.version() < 11;
 
     HttpRequest req;
     req.method = std::string(msg.method_string());
@@ -570,6 +584,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::function<void()> on_disconnect_;
   std::string method_, path_;
   bool keep_alive_ = true;
+  bool http10_ = false;  // the request was HTTP/1.0: stream without chunked encoding
   bool response_done_ = false;
   int status_sent_ = 0;
   bool closed_ = false;

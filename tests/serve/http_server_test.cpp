@@ -19,6 +19,7 @@ using testing::TestClient;
 using namespace std::chrono_literals;
 namespace http = boost::beast::http;
 namespace net = boost::asio;
+namespace beast = boost::beast;
 
 // Routes for the tests: /echo answers the body, /stream streams N chunks from another thread,
 // /late answers after 200 ms from another thread, /throw throws, /drop never answers.
@@ -105,6 +106,24 @@ TEST_F(HttpServerTest, StreamsChunksWrittenFromAnotherThread) {
   EXPECT_EQ(r.headers[http::field::transfer_encoding], "chunked");
   EXPECT_EQ(r.body, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n");
   EXPECT_EQ(c.request("POST", "/echo", "after").body, "after");
+}
+
+TEST_F(HttpServerTest, StreamsToHttp10ClientsUntilClose) {
+  start();
+  TestClient c(server_->port());
+  net::write(c.socket(), net::buffer(std::string("GET /stream HTTP/1.0\r\n\r\n")));
+  std::string all;
+  beast::error_code ec;
+  char buf[4096];
+  for (;;) {
+    size_t n = c.socket().read_some(net::buffer(buf), ec);
+    if (ec) break;
+    all.append(buf, n);
+  }
+  EXPECT_EQ(ec, net::error::eof);
+  EXPECT_TRUE(all.starts_with("HTTP/1.1 200 OK\r\n")) << all;
+  EXPECT_EQ(all.find("chunked"), std::string::npos) << all;
+  EXPECT_TRUE(all.ends_with("\r\n\r\ndata: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n")) << all;
 }
 
 TEST_F(HttpServerTest, HandlerThatThrowsOrDropsTheWriterGets500) {

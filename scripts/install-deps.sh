@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev
+  libboost-dev  # Boost.Asio/Beast (header-only) for the HTTP server
   clang libclang-rt-14-dev  # libFuzzer for the fuzz targets
 )
 

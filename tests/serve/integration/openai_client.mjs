@@ -2,8 +2,10 @@
 // chat, streaming and not, usage, and the client's typed errors. Env: BASE, API_KEY, MODEL_NAME.
 // argv[2]: path of the installed package's index.mjs.
 import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
-const { default: OpenAI } = await import(process.argv[2]);
+const { default: OpenAI } = await import(pathToFileURL(resolve(process.argv[2])).href);
 const { BASE, API_KEY, MODEL_NAME } = process.env;
 const client = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: API_KEY, maxRetries: 0 });
 let failures = 0;

@@ -10,6 +10,7 @@ WORK=$2
 WHAT=${3:-all}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
 
 MODEL="$WORK/tiny-q8_0.gguf"

@@ -55,9 +55,9 @@ void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_he
 }  // namespace scalar
 
 namespace avx2 {
-// Blocks of positions: scores of a block for all heads of a group, one max/rescale per block,
-// F16C conversion and FMA dot products. Equals the reference within float rounding (the softmax
-// is rescaled per block instead of per position). Falls back to the reference when H % 8 != 0.
+// Blocks of 8 positions: K and V rows converted once per group of query heads, 8 scores per
+// vector, vectorized exp, one max/rescale per block. Equals the reference within float rounding
+// (block-wise rescaling, a polynomial exp). Falls back to the reference when H % 8 != 0.
 void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
                    int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
                    float* out);

@@ -19,6 +19,7 @@ using testing::TestClient;
 using namespace std::chrono_literals;
 namespace http = boost::beast::http;
 namespace net = boost::asio;
+using tcp = net::ip::tcp;
 
 class ServerEngineTest : public ::testing::Test {
  protected:
@@ -123,6 +124,80 @@ TEST_F(ServerEngineTest, DisconnectMidStreamFreesKvBlocks) {
   }
   EXPECT_EQ(s.running, 0);
   EXPECT_EQ(s.kv_blocks_used, 0);
+}
+
+// 500 clients at once, each with a generation request, over one client thread: every one gets an
+// answer (200, or 429 with Retry-After once the waiting queue is full), nothing hangs, and the
+// server serves normally afterwards with every KV block back in the pool.
+TEST_F(ServerEngineTest, FiveHundredConcurrentRequestsAreAnsweredAndServingContinues) {
+  constexpr int kClients = 500;
+  net::io_context ioc;
+  struct Conn {
+    explicit Conn(net::io_context& io) : socket(io) {}
+    tcp::socket socket;
+    boost::beast::flat_buffer buffer;
+    http::request<http::string_body> req;
+    http::response<http::string_body> res;
+    boost::system::error_code ec;
+    bool done = false;
+  };
+  const tcp::endpoint ep(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(server_->port()));
+  std::vector<std::unique_ptr<Conn>> conns;
+  for (int i = 0; i < kClients; ++i) {
+    auto c = std::make_unique<Conn>(ioc);
+    c->socket.connect(ep);
+    c->req = {http::verb::post, "/v1/completions", 11};
+    c->req.set(http::field::host, "127.0.0.1");
+    c->req.set(http::field::content_type, "application/json");
+    c->req.body() = json({{"prompt", "request " + std::to_string(i)}, {"max_tokens", 2},
+                          {"ignore_eos", true}, {"temperature", 0}})
+                        .dump();
+    c->req.prepare_payload();
+    conns.push_back(std::move(c));
+  }
+  for (auto& up : conns) {
+    Conn* c = up.get();
+    http::async_write(c->socket, c->req, [c](boost::system::error_code ec, size_t) {
+      if (ec) {
+        c->ec = ec;
+        c->done = true;
+        return;
+      }
+      http::async_read(c->socket, c->buffer, c->res, [c](boost::system::error_code ec2, size_t) {
+        c->ec = ec2;
+        c->done = true;
+      });
+    });
+  }
+  ioc.run_for(120s);
+  int ok = 0, busy = 0;
+  for (const auto& c : conns) {
+    ASSERT_TRUE(c->done) << "a client got no answer";
+    ASSERT_FALSE(c->ec) << c->ec.message();
+    const int status = c->res.result_int();
+    if (status == 200) {
+      ++ok;
+    } else {
+      ASSERT_EQ(status, 429) << c->res.body();
+      EXPECT_NE(c->res.find(http::field::retry_after), c->res.end());
+      ++busy;
+    }
+  }
+  EXPECT_EQ(ok + busy, kClients);
+  std::printf("%d answered 200, %d answered 429\n", ok, busy);
+  EXPECT_GT(ok, 0);
+  TestClient after(server_->port());
+  auto r = after.request("POST", "/v1/completions",
+                         json({{"prompt", "still serving"}, {"max_tokens", 3}}).dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  engine::EngineStats s;
+  for (int i = 0; i < 300; ++i) {
+    s = engine_->stats();
+    if (s.kv_blocks_used == 0 && s.running == 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.running, 0);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 //   matmul/<dtype>/<isa>/R<r>xC<c>/T<t>   y[T, R] = x[T, C] . w[R, C]^T through kernels::matmul
 //   .../cold                              the same, cycling through copies of w totalling
 //                                         >= 256 MiB so every call streams w from DRAM
+//   attention/<isa>/H64xNH9xNKV3/P<n>     one query row over n cached f16 positions (SmolLM2
+//                                         heads); bytes = the K and V rows read
 // Counters: bytes_per_second counts the bytes a call must move (weights in their dtype + f32
 // activations in + f32 outputs); FLOP/s counts 2 per multiply-add. Every record's context names
 // the commit, compiler, CPU flags and active ISA.
@@ -147,6 +149,28 @@ std::vector<const KernelTable*> tables_to_compare() {
   return tables;
 }
 
+// One decode row of SmolLM2-135M's attention (H = 64, 9 query heads, 3 KV heads) over an f16
+// cache of n_pos positions.
+void bm_attention(benchmark::State& state, AttentionRowFn fn, int64_t n_pos) {
+  constexpr int64_t H = 64, NH = 9, NKV = 3;
+  std::vector<float> kf = random_floats(static_cast<size_t>(n_pos * NKV * H), 5);
+  std::vector<float> vf = random_floats(kf.size(), 6);
+  std::vector<std::byte> k(kf.size() * 2), v(vf.size() * 2);
+  kernels_for(scalar_kernel_table(), DType::kF16).from_float(kf.data(), k.data(), static_cast<int64_t>(kf.size()));
+  kernels_for(scalar_kernel_table(), DType::kF16).from_float(vf.data(), v.data(), static_cast<int64_t>(vf.size()));
+  const KvRows rows{DType::kF16, k.data(), v.data(), static_cast<size_t>(NKV * H * 2)};
+  std::vector<float> q = random_floats(static_cast<size_t>(NH * H), 7);
+  std::vector<float> out(q.size());
+  for (auto _ : state) {
+    fn(q.data(), rows, n_pos, NH, NKV, H, 0, NKV, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(k.size() + v.size()));
+  state.counters["FLOP/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * 4.0 * static_cast<double>(NH * H * n_pos),
+      benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   const std::vector<const KernelTable*> tables = tables_to_compare();
   const std::string row = "/" + std::to_string(kRowLength);
@@ -175,6 +199,14 @@ void register_all() {
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, table, t, s)
             ->Unit(benchmark::kMicrosecond);
       }
+    }
+  }
+  for (int64_t n_pos : {128, 1024}) {
+    for (const KernelTable* table : tables) {
+      const std::string name = "attention/" + std::string(table->isa) + "/H64xNH9xNKV3/P" +
+                               std::to_string(n_pos);
+      benchmark::RegisterBenchmark(name.c_str(), bm_attention, table->attention_row, n_pos)
+          ->Unit(benchmark::kMicrosecond);
     }
   }
 }

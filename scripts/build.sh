@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of Tessera.
-#   scripts/build.sh [release|asan|tsan|debug]   (default: release) -> build/<flavour>
+#   scripts/build.sh [release|asan|tsan|debug] [TARGET...]   (default: release, all targets)
+#   -> build/<flavour>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour="${1:-release}"
+shift || true
 case "$flavour" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
   debug)   args=(-DCMAKE_BUILD_TYPE=Debug) ;;
@@ -13,4 +15,6 @@ case "$flavour" in
 esac
 jobs="${TESSERA_JOBS:-$(nproc)}"
 cmake -S . -B "build/$flavour" -G Ninja "${args[@]}" >/dev/null
-cmake --build "build/$flavour" -j "$jobs"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "build/$flavour" -j "$jobs" "${targets[@]}"

@@ -7,8 +7,8 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev
+  libboost-dev  # Boost.Asio/Beast (header-only): the HTTP server and bench's HTTP client
   clang libclang-rt-14-dev  # libFuzzer for the fuzz targets
-  libboost-dev              # Boost.Beast/Asio (header-only): the serve layer and bench's HTTP client
   chromium                  # the headless report test (Chart.js itself comes from npm, below)
 )
 

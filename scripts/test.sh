@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test Tessera has, as CI runs them: install dependencies; Release build + all tests;
-# ASan+UBSan build + all tests; the GGUF fuzzer for a short run.
+# ASan+UBSan build + all tests; TSan build + the engine and server tests (the threaded parts);
+# the GGUF fuzzer for a short run.
 #   scripts/test.sh            everything
 #   scripts/test.sh quick      Release tests only
 # Tests that need ../shared data skip with a message when it is absent.
@@ -21,6 +22,11 @@ echo "== ASan + UBSan build and tests"
 ./scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+echo "== TSan build and the engine and server tests"
+./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests tessera
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server"
 
 echo "== GGUF fuzzer (libFuzzer, clang)"
 ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-60}"

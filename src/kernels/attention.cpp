@@ -16,10 +16,18 @@ constexpr int64_t kMaxGroup = 64;
 void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
                    int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
                    float* out) {
+  kernel_table().attention_row(q, kv, n_pos, n_heads, n_kv_heads, head_dim, kv_begin, kv_end, out);
+}
+
+namespace scalar {
+
+void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
+                   int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
+                   float* out) {
   const int64_t H = head_dim;
   const int64_t group = n_heads / n_kv_heads;
   TS_CHECK(n_pos >= 1 && H <= kMaxHeadDim && group <= kMaxGroup);
-  const DTypeKernels& conv = kernels_for(kv.dtype);
+  const DTypeKernels& conv = kernels_for(scalar_kernel_table(), kv.dtype);
   const size_t elem_bytes = kv.dtype == DType::kF16 ? 2 : 4;
   const float scale = 1.0f / std::sqrt(static_cast<float>(H));
   float k_row[kMaxHeadDim];
@@ -63,4 +71,5 @@ void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_he
   }
 }
 
+}  // namespace scalar
 }  // namespace tessera::kernels

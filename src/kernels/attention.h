@@ -37,9 +37,30 @@ struct KvRows {
 
 // q: [NH * H] f32 (already rotated); out: [NH * H] f32. Attends to positions [0, n_pos).
 // `kv_heads` selects a range [kv_begin, kv_end) of KV heads to process (with their query heads),
-// so callers can split work by KV head. Precondition: n_pos >= 1, H <= 256.
+// so callers can split work by KV head. Preconditions: n_pos >= 1, H <= 256, NH / NKV <= 64.
+// Dispatches to the kernel table's implementation (scalar reference or SIMD).
 void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
                    int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
                    float* out);
+
+using AttentionRowFn = void (*)(const float* q, const KvRows& kv, int64_t n_pos,
+                                int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                                int64_t kv_begin, int64_t kv_end, float* out);
+
+namespace scalar {
+// The reference: one position at a time, exact online-softmax recurrence.
+void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
+                   int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
+                   float* out);
+}  // namespace scalar
+
+namespace avx2 {
+// Blocks of 8 positions: K and V rows converted once per group of query heads, 8 scores per
+// vector, vectorized exp, one max/rescale per block. Equals the reference within float rounding
+// (block-wise rescaling, a polynomial exp). Falls back to the reference when H % 8 != 0.
+void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
+                   int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
+                   float* out);
+}  // namespace avx2
 
 }  // namespace tessera::kernels

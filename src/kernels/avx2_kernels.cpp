@@ -353,6 +353,7 @@ float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
 }  // namespace avx2
 
 void install_avx2_rows(KernelTable& t) {
+  t.attention_row = avx2::attention_row;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal
   f32.vec_dot = avx2::f32_vec_dot;
@@ -379,6 +380,8 @@ void install_avx2_rows(KernelTable& t) {
   q4.to_float = avx2::q4_0_to_float;  // from_float (offline weight quantization) stays scalar
   q4.dot = avx2::q4_0_dot;
   q4.vec_dot = avx2::q4_0_q8_0_vec_dot;
+  // No AVX2 tile yet: the scalar tile would be ~15x slower than AVX2 vec_dot per output.
+  q4.vec_dot_tile = nullptr;
 }
 
 }  // namespace tessera::kernels

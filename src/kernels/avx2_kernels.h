@@ -19,7 +19,7 @@
 namespace tessera::kernels {
 
 // Replaces the F32/F16/BF16/Q8_0/Q4_0 entries of `t` that have AVX2 versions (f32 conversions
-// stay the scalar memcpy). Precondition: cpu_features().has_avx2_set().
+// stay the scalar memcpy) and the attention kernel. Precondition: cpu_features().has_avx2_set().
 void install_avx2_rows(KernelTable& t);
 
 namespace avx2 {

@@ -107,20 +107,26 @@ __m512 q4_0_q8_0_x2(const BlockQ4_0* w, const BlockQ8_0* a, __m512 acc) {
 
 // An R x T tile of Q4_0 rows against Q8_0 tokens (vec_dot_tile): per pair of blocks each row's
 // nibbles and scales are unpacked once for all T tokens, and each token's quants, their
-// 8 * sum term and scales are loaded once for all R rows. Per output the lane arithmetic is
-// q4_0_q8_0_x2's (integer block dot, d_w * d_a per lane, one fma), in one accumulator.
+// 8 * sum term and scales are loaded once for all R rows. Every output is bit-identical to
+// q4_0_q8_0_vec_dot: the same lane arithmetic (integer block dot, d_w * d_a per lane, one fma)
+// into the same two accumulators (even block pairs into the first, odd into the second), summed
+// the same way. So a token's logits do not depend on how many tokens share the product (batch
+// invariance: decode uses vec_dot, prefill and batched decode use tiles).
 template <int R, int T>
 void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
                     size_t x_row_bytes, float* y, int64_t y_stride, int64_t n) {
   const int64_t nb = n / kQK4_0;
   const __m512i zero = _mm512_setzero_si512();
   const __m512i eights = _mm512_set1_epi8(8);
-  __m512 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  __m512 acc[2][R][T];
+  for (int k = 0; k < 2; ++k) {
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) acc[k][r][t] = _mm512_setzero_ps();
+    }
   }
   int64_t i = 0;
   for (; i + 2 <= nb; i += 2) {
+    const int k = static_cast<int>((i / 2) & 1);
     __m512i qa[T], qa8[T];
     __m512 da[T];
     for (int t = 0; t < T; ++t) {
@@ -135,13 +141,14 @@ void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
       const __m512 dw = scales_x2(f16_scale(b[0].d), f16_scale(b[1].d));
       for (int t = 0; t < T; ++t) {
         const __m512i dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, q, qa[t]), qa8[t]);
-        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[r][t]);
+        acc[k][r][t] =
+            _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[k][r][t]);
       }
     }
   }
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) {
-      float sum = hsum512(acc[r][t]);
+      float sum = hsum512(_mm512_add_ps(acc[0][r][t], acc[1][r][t]));
       if (i < nb) {  // odd last block: the 256-bit form
         const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(w + r * w_row_bytes)[i];
         const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes)[i];
@@ -153,6 +160,69 @@ void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
       }
       y[t * y_stride + r] = sum;
     }
+  }
+}
+
+// An R x T tile of Q8_0 rows against Q8_0 tokens, bit-identical to q8_0_q8_0_vec_dot per output
+// (same lane arithmetic, same two accumulators in the same order; see q4_0_q8_0_tile). Each
+// row's |w| and sign mask are computed once per block pair for all T tokens.
+template <int R, int T>
+void q8_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
+                    size_t x_row_bytes, float* y, int64_t y_stride, int64_t n) {
+  const int64_t nb = n / kQK8_0;
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[2][R][T];
+  for (int k = 0; k < 2; ++k) {
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) acc[k][r][t] = _mm512_setzero_ps();
+    }
+  }
+  int64_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    const int k = static_cast<int>((i / 2) & 1);
+    __m512i qa[T];
+    __m512 da[T];
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes) + i;
+      qa[t] = load_q8_0_x2(a);
+      da[t] = scales_x2(f16_scale(a[0].d), f16_scale(a[1].d));
+    }
+    for (int r = 0; r < R; ++r) {
+      const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(w + r * w_row_bytes) + i;
+      const __m512i q = load_q8_0_x2(b);
+      const __m512i abs_w = _mm512_abs_epi8(q);
+      const __mmask64 neg = _mm512_movepi8_mask(q);
+      const __m512 dw = scales_x2(f16_scale(b[0].d), f16_scale(b[1].d));
+      for (int t = 0; t < T; ++t) {
+        const __m512i signed_a = _mm512_mask_sub_epi8(qa[t], neg, zero, qa[t]);
+        const __m512i dot = _mm512_dpbusd_epi32(zero, abs_w, signed_a);
+        acc[k][r][t] =
+            _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[k][r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      float sum = hsum512(_mm512_add_ps(acc[0][r][t], acc[1][r][t]));
+      if (i < nb) {  // odd last block: the 256-bit form
+        const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(w + r * w_row_bytes)[i];
+        const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes)[i];
+        const __m256i dot = i8_dot(load256(b.qs), load256(a.qs));
+        sum += f16_scale(b.d) * f16_scale(a.d) * hsum256(_mm256_cvtepi32_ps(dot));
+      }
+      y[t * y_stride + r] = sum;
+    }
+  }
+}
+
+template <int R>
+void q8_0_q8_0_tile_rows(const std::byte* w, size_t w_row_bytes, const std::byte* x,
+                         size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n) {
+  switch (n_tokens) {
+    case 1: q8_0_q8_0_tile<R, 1>(w, w_row_bytes, x, x_row_bytes, y, y_stride, n); break;
+    case 2: q8_0_q8_0_tile<R, 2>(w, w_row_bytes, x, x_row_bytes, y, y_stride, n); break;
+    case 3: q8_0_q8_0_tile<R, 3>(w, w_row_bytes, x, x_row_bytes, y, y_stride, n); break;
+    default: q8_0_q8_0_tile<R, 4>(w, w_row_bytes, x, x_row_bytes, y, y_stride, n); break;
   }
 }
 
@@ -313,6 +383,18 @@ void q4_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const
   }
 }
 
+void q8_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  const auto* xb = static_cast<const std::byte*>(x);
+  switch (n_rows) {
+    case 1: q8_0_q8_0_tile_rows<1>(wb, w_row_bytes, xb, x_row_bytes, n_tokens, y, y_stride, n); break;
+    case 2: q8_0_q8_0_tile_rows<2>(wb, w_row_bytes, xb, x_row_bytes, n_tokens, y, y_stride, n); break;
+    case 3: q8_0_q8_0_tile_rows<3>(wb, w_row_bytes, xb, x_row_bytes, n_tokens, y, y_stride, n); break;
+    default: q8_0_q8_0_tile_rows<4>(wb, w_row_bytes, xb, x_row_bytes, n_tokens, y, y_stride, n); break;
+  }
+}
+
 }  // namespace avx512
 
 void install_avx512_rows(KernelTable& t) {
@@ -326,6 +408,7 @@ void install_avx512_rows(KernelTable& t) {
   bf16.dot = avx512::bf16_dot;
   bf16.vec_dot = avx512::bf16_vec_dot;
   row_of(t, DType::kQ8_0).vec_dot = avx512::q8_0_q8_0_vec_dot;
+  row_of(t, DType::kQ8_0).vec_dot_tile = avx512::q8_0_q8_0_vec_dot_tile;
   row_of(t, DType::kQ4_0).vec_dot = avx512::q4_0_q8_0_vec_dot;
   row_of(t, DType::kQ4_0).vec_dot_tile = avx512::q4_0_q8_0_vec_dot_tile;
 }

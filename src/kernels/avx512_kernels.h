@@ -29,6 +29,8 @@ float q8_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
 float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
 void q4_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
                             size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
+void q8_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
 
 }  // namespace avx512
 }  // namespace tessera::kernels

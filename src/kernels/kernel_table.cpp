@@ -39,6 +39,7 @@ KernelTable make_scalar_table() {
                             DType::kQ8_K, scalar::q6_k_q8_k_vec_dot});
   set_row(t, DType::kQ8_K, {scalar::q8_k_to_float, scalar::q8_k_from_float, scalar::q8_k_dot,
                             DType::kF32, scalar::q8_k_vec_dot});
+  t.attention_row = scalar::attention_row;
   return t;
 }
 

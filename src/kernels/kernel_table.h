@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "tessera/kernels/attention.h"
 #include "tessera/kernels/dtype.h"
 
 namespace tessera::kernels {
@@ -40,6 +41,7 @@ constexpr int kMaxTile = 4;
 struct KernelTable {
   const char* isa = "scalar";  // which implementation set was chosen, for benchmark records
   DTypeKernels dtypes[32];     // indexed by static_cast<uint32_t>(DType); unsupported rows null
+  AttentionRowFn attention_row = nullptr;  // attention over the KV cache (attention.h)
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

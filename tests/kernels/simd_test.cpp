@@ -313,14 +313,15 @@ TEST_P(SimdTest, VecDotMatchesReference) {
 }
 
 // vec_dot_tile: every output of every tile shape within vec_dot's tolerance of the reference
-// vec_dot, nothing written outside the tile, and each output bit-identical whatever the tile's
-// shape (matmul's results must not depend on how it tiles). Random quant bytes included.
+// vec_dot and bit-identical to the same ISA's vec_dot, nothing written outside the tile, and each
+// output bit-identical whatever the tile's shape (matmul's results must not depend on how it
+// tiles or how many tokens share it). Random quant bytes included.
 TEST_P(SimdTest, VecDotTileMatchesReference) {
   std::mt19937_64 rng(13);
   for (DType t : kDTypes) {
     if (simd(t).vec_dot_tile == nullptr) continue;
     const DType xt = ref(t).vec_dot_type;
-    for (int64_t n : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{160}, int64_t{5632}}) {
+    for (int64_t n : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{160}, int64_t{224}, int64_t{5632}}) {
       const size_t wrb = dtype_row_bytes(t, n);
       const size_t xrb = dtype_row_bytes(xt, n);
       std::vector<std::byte> w(wrb * kMaxTile), xq(xrb * kMaxTile);
@@ -348,6 +349,11 @@ TEST_P(SimdTest, VecDotTileMatchesReference) {
           for (int64_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(wd[i]) * xd[i]);
           const float want = ref(t).vec_dot(w.data() + r * wrb, xq.data() + tk * xrb, n);
           EXPECT_NEAR(one[tk][r], want, dot_tolerance(t) * mag)
+              << dtype_name(t) << " n " << n << " row " << r << " token " << tk;
+          // Batch invariance: matmul uses vec_dot for one token and tiles for several, so a
+          // tile's output must be the same ISA's vec_dot bit for bit.
+          const float same_isa = simd(t).vec_dot(w.data() + r * wrb, xq.data() + tk * xrb, n);
+          EXPECT_EQ(bits_of(one[tk][r]), bits_of(same_isa))
               << dtype_name(t) << " n " << n << " row " << r << " token " << tk;
         }
       }

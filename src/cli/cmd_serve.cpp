@@ -1,0 +1,184 @@
+// `tessera serve`: an OpenAI-compatible HTTP server over one model with continuous batching.
+// The port is bound first (/health answers 503 while the model loads), then the model is loaded,
+// the engine started and the server switched to serving. SIGINT/SIGTERM drain in-flight requests
+// for up to --drain-seconds, then exit 0.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include "commands.h"
+#include "common.h"
+#include "tessera/base/log.h"
+#include "tessera/engine/engine.h"
+#include "tessera/serve/chat_template.h"
+#include "tessera/serve/model_router.h"
+#include "tessera/serve/server.h"
+
+namespace tessera::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string tokenizer;
+  std::string name;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int threads = 0;
+  int parallel = 4;
+  int64_t ctx_size = 4096;
+  int32_t kv_blocks = 0;
+  int32_t block_size = 16;
+  int32_t batch_tokens = 512;
+  int32_t max_queue = 256;
+  bool no_prefix_cache = false;
+  std::string kv_type = "f16";
+  std::string api_key;
+  std::string chat_template;
+  int io_threads = 2;
+  double drain_seconds = 30.0;
+};
+
+// A renderer for the model's chat template, or one that explains why there is none (the chat
+// route answers 400 with that message; completions keep working).
+serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
+                                       std::shared_ptr<const model::Tokenizer> tokenizer,
+                                       const std::string& override_name) {
+  auto kind = serve::resolve_chat_template(metadata, override_name);
+  if (!kind.is_ok()) {
+    log_warn("chat route disabled: {}", kind.status().message());
+    Status why = kind.status();
+    return [why](const std::vector<serve::ChatTurn>&) -> Result<std::string> { return why; };
+  }
+  const serve::ChatTemplateKind k = *kind;
+  const std::string bos =
+      tokenizer->bos_id() >= 0 ? std::string(tokenizer->token_text(tokenizer->bos_id())) : "";
+  const std::string eos =
+      tokenizer->eos_id() >= 0 ? std::string(tokenizer->token_text(tokenizer->eos_id())) : "";
+  // The route encodes with the vocabulary's own BOS rule; when the template also writes BOS at
+  // the start, drop that one so the prompt does not begin with two.
+  const bool tokenizer_adds_bos = !tokenizer->encode("", true, false).empty() &&
+                                  tokenizer->encode("", true, false).front() == tokenizer->bos_id();
+  const bool strip_leading_bos = serve::chat_template_writes_bos(k) && tokenizer_adds_bos;
+  return [k, bos, eos, strip_leading_bos](const std::vector<serve::ChatTurn>& turns)
+             -> Result<std::string> {
+    std::vector<serve::ChatMessage> messages;
+    messages.reserve(turns.size());
+    for (const auto& t : turns) messages.push_back({t.role, t.content});
+    TS_ASSIGN_OR_RETURN(std::string text, serve::render_chat(k, messages, true, bos, eos));
+    if (strip_leading_bos && !bos.empty() && text.starts_with(bos)) text.erase(0, bos.size());
+    return text;
+  };
+}
+
+int run_serve(const ServeArgs& a) {
+  // Signals are taken by sigwait() below: block them before any thread starts so every thread
+  // inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  kernels::DType kv_dtype = kernels::DType::kF16;
+  if (a.kv_type == "f32") kv_dtype = kernels::DType::kF32;
+  else if (a.kv_type != "f16") return fail("--kv-type must be f16 or f32");
+
+  serve::ServerOptions options;
+  options.http.host = a.host;
+  options.http.port = a.port;
+  options.http.n_threads = a.io_threads;
+  options.api_key = a.api_key;
+  if (options.api_key.empty()) {
+    if (const char* k = std::getenv("TESSERA_API_KEY")) options.api_key = k;
+  }
+  auto router = std::make_shared<serve::ModelRouter>();
+  serve::Server server(options, router);
+  if (Status s = server.start(); !s.is_ok()) return fail(s.with_context("starting the HTTP server"));
+  std::printf("tessera serve: listening on http://%s:%d\n", a.host.c_str(), server.port());
+  std::fflush(stdout);
+
+  auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
+  if (!loaded.is_ok()) return fail(loaded.status());
+  std::shared_ptr<model::Model> model = std::move(loaded->model);
+  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
+
+  engine::EngineOptions eo;
+  eo.n_threads = a.threads;
+  eo.max_running = a.parallel;
+  eo.max_waiting = a.max_queue;
+  eo.ctx_size = std::min<int64_t>(a.ctx_size, model->config().context_length);
+  eo.block_size = a.block_size;
+  eo.n_blocks = a.kv_blocks;
+  eo.max_batch_tokens = a.batch_tokens;
+  eo.prefix_cache = !a.no_prefix_cache;
+  eo.kv_dtype = kv_dtype;
+  auto created = engine::Engine::create(model, tokenizer, eo);
+  if (!created.is_ok()) return fail(created.status().with_context("creating the engine"));
+  std::shared_ptr<engine::Engine> engine = std::move(created).value();
+  engine->start();
+
+  const std::string name = a.name.empty() ? serve::model_name_from_path(a.model) : a.name;
+  serve::ModelEntry entry;
+  entry.name = name;
+  entry.backend = serve::engine_backend(engine);
+  entry.chat = make_chat_renderer(model->file().metadata, tokenizer, a.chat_template);
+  entry.created = static_cast<int64_t>(std::time(nullptr));
+  if (Status s = router->add(std::move(entry)); !s.is_ok()) return fail(s);
+  server.set_serving();
+  const engine::EngineOptions& o = engine->options();
+  std::printf("tessera serve: model '%s' ready (%d slots, %lld positions each, %d KV blocks of %d, "
+              "%d threads)\n",
+              name.c_str(), o.max_running, static_cast<long long>(o.ctx_size), o.n_blocks,
+              o.block_size, o.n_threads);
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::printf("tessera serve: %s, draining (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+              a.drain_seconds);
+  std::fflush(stdout);
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(a.drain_seconds * 1000));
+  server.shutdown(grace);
+  engine->drain(std::chrono::milliseconds(1000));
+  std::printf("tessera serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, RunFn& run) {
+  auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  auto a = std::make_shared<ServeArgs>();
+  cmd->add_option("-m,--model", a->model, "Model file (GGUF or llama2.c checkpoint)")->required();
+  cmd->add_option("--tokenizer", a->tokenizer, "Tokenizer file (default: the model's own)");
+  cmd->add_option("--name", a->name, "Served model name (default: the file name without extension)");
+  cmd->add_option("--host", a->host, "Address to bind")->capture_default_str();
+  cmd->add_option("--port", a->port, "Port to bind (0: any free port)")->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Compute threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--parallel", a->parallel, "Sequences decoded at once")->capture_default_str();
+  cmd->add_option("-c,--ctx-size", a->ctx_size, "Positions per sequence (capped at the model's)")
+      ->capture_default_str();
+  cmd->add_option("--kv-blocks", a->kv_blocks, "KV blocks in the pool (0: parallel x ctx-size)")
+      ->capture_default_str();
+  cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
+  cmd->add_option("--batch-tokens", a->batch_tokens, "Rows per forward step (prefill chunk budget)")
+      ->capture_default_str();
+  cmd->add_option("--max-queue", a->max_queue, "Waiting requests beyond which new ones get 429")
+      ->capture_default_str();
+  cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "Do not reuse cached prompt prefixes");
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' (or TESSERA_API_KEY)");
+  cmd->add_option("--chat-template", a->chat_template,
+                  fmt::format("Chat template override: {}", serve::chat_template_names()));
+  cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--drain-seconds", a->drain_seconds, "On SIGTERM, time allowed to finish requests")
+      ->capture_default_str();
+  cmd->callback([a, &run] { run = [a] { return run_serve(*a); }; });
+}
+
+}  // namespace tessera::cli

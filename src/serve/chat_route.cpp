@@ -1,0 +1,59 @@
+#include "tessera/serve/chat_route.h"
+
+#include <fmt/format.h>
+
+#include "tessera/serve/api_error.h"
+#include "tessera/serve/generation_call.h"
+#include "tessera/serve/openai_request.h"
+
+namespace tessera::serve {
+
+void handle_chat_completions(const RouteContext& ctx, HttpRequest&& request,
+                             std::shared_ptr<ResponseWriter> writer) {
+  std::string param;
+  auto parsed = parse_chat_request(request.body, &param);
+  if (!parsed.is_ok()) {
+    writer->respond(api_error_response(api_error_from_status(parsed.status(), param)));
+    return;
+  }
+  ChatRequest& req = *parsed;
+  ModelEntry model;
+  if (!resolve_model(ctx, req.params.model, *writer, &model)) return;
+  if (!model.chat) {
+    writer->respond(api_error_response(invalid_request(
+        fmt::format("the model '{}' has no usable chat template; use /v1/completions with a "
+                    "formatted prompt instead",
+                    model.name),
+        "messages", "chat_template_unavailable")));
+    return;
+  }
+  auto rendered = model.chat(req.messages);
+  if (!rendered.is_ok()) {
+    ApiError e = api_error_from_status(rendered.status(), "messages");
+    if (e.http_status >= 500 && rendered.status().code() != ErrorCode::kInternal) {
+      e = invalid_request(rendered.status().message(), "messages");
+    }
+    if (e.http_status == 400) e.message = "cannot apply the chat template: " + e.message;
+    writer->respond(api_error_response(e));
+    return;
+  }
+  const auto& tokenizer = model.backend->tokenizer();
+  std::vector<int32_t> prompt =
+      tokenizer.encode(*rendered, /*add_special=*/true, /*parse_special=*/true);
+  // Templates often write the BOS text themselves; with add_special it would be there twice.
+  const int32_t bos = tokenizer.bos_id();
+  if (bos >= 0 && prompt.size() >= 2 && prompt[0] == bos && prompt[1] == bos) {
+    prompt.erase(prompt.begin());
+  }
+  if (prompt.empty()) {
+    writer->respond(api_error_response(invalid_request("the messages encode to no tokens", "messages")));
+    return;
+  }
+  GenerationSpec spec{ApiKind::kChat, model.name, req.params.stream, req.params.include_usage,
+                      req.params.n_logprobs};
+  start_generation(model.backend,
+                   make_engine_request(req.params, std::move(prompt), model.backend->context_length()),
+                   std::move(spec), std::move(writer), ctx.metrics);
+}
+
+}  // namespace tessera::serve

@@ -1,0 +1,94 @@
+// Metrics: a small Prometheus registry - counters, gauges and fixed-bucket histograms, each in a
+// labelled family - rendered in the text exposition format 0.0.4 (# HELP / # TYPE lines).
+// Thread-safety: registration and render() take a lock; updating a metric is lock-free (atomics),
+// so hot paths keep references obtained once. Metric references stay valid for the registry's life.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::serve {
+
+using MetricLabels = std::vector<std::pair<std::string, std::string>>;
+
+class Counter {
+ public:
+  // Adds `v` (>= 0; negative values are ignored: a counter never goes down).
+  void inc(double v = 1.0);
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0.0};
+};
+
+class Gauge {
+ public:
+  void set(double v) { value_.store(v, std::memory_order_relaxed); }
+  void add(double v);
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0.0};
+};
+
+class Histogram {
+ public:
+  // `bounds`: the buckets' upper bounds, strictly increasing; +Inf is implicit.
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Per-bucket (not cumulative) counts, bounds().size() + 1 entries (the last is +Inf).
+  std::vector<uint64_t> bucket_counts() const;
+  double sum() const { return sum_.load(std::memory_order_relaxed); }
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;
+  std::atomic<double> sum_{0.0};
+};
+
+class MetricsRegistry {
+ public:
+  // Returns the metric of family `name` with `labels`, creating the family (with `help`) and the
+  // metric on first use. Preconditions (checked): `name` and label names match
+  // [a-zA-Z_][a-zA-Z0-9_]*, and a name is used with one type (and, for histograms, one set of
+  // bounds) only.
+  Counter& counter(const std::string& name, const std::string& help, const MetricLabels& labels = {});
+  Gauge& gauge(const std::string& name, const std::string& help, const MetricLabels& labels = {});
+  Histogram& histogram(const std::string& name, const std::string& help,
+                       const std::vector<double>& bounds, const MetricLabels& labels = {});
+
+  // Every family in name order, metrics in label order, in exposition format 0.0.4.
+  std::string render() const;
+
+ private:
+  enum class Type { kCounter, kGauge, kHistogram };
+  struct Family {
+    Type type;
+    std::string help;
+    std::vector<double> bounds;
+    std::map<std::string, MetricLabels> labels;  // rendered label set -> labels
+    std::map<std::string, std::unique_ptr<Counter>> counters;
+    std::map<std::string, std::unique_ptr<Gauge>> gauges;
+    std::map<std::string, std::unique_ptr<Histogram>> histograms;
+  };
+  Family& family(const std::string& name, const std::string& help, Type type,
+                 const std::vector<double>& bounds, const MetricLabels& labels, std::string* key);
+
+  mutable std::mutex mu_;
+  std::map<std::string, Family> families_;
+};
+
+// Latency buckets in seconds, 1 ms to 60 s, for TTFT / TPOT / end-to-end histograms.
+const std::vector<double>& latency_buckets_seconds();
+
+// `v` formatted as Prometheus expects: shortest round-trip decimal, "+Inf", "-Inf", "NaN".
+std::string format_metric_value(double v);
+
+}  // namespace tessera::serve

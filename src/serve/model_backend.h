@@ -1,0 +1,52 @@
+// ModelBackend: what the HTTP routes need from a served model - submit/cancel requests, its
+// tokenizer, context size and stats - behind one small interface, so a route does not care whether
+// the model is a local Engine (engine_backend()), a fleet-managed model, or a test double.
+// ModelEntry names a backend for routing by the request's "model" field.
+// Thread-safety: implementations must be safe to call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/engine/engine.h"
+#include "tessera/engine/request.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+#include "tessera/serve/openai_request.h"
+
+namespace tessera::serve {
+
+class ModelBackend {
+ public:
+  virtual ~ModelBackend() = default;
+  // As engine::Engine::submit: on success `sink` receives the events (on another thread), else
+  // it is never called. Errors map to HTTP through api_error_from_status().
+  virtual Result<engine::RequestId> submit(engine::Request request, engine::EventSink sink) = 0;
+  // As engine::Engine::cancel; unknown or finished ids are ignored.
+  virtual void cancel(engine::RequestId id) = 0;
+  virtual engine::EngineStats stats() const = 0;
+  // Lives as long as the backend.
+  virtual const model::Tokenizer& tokenizer() const = 0;
+  // Positions per sequence (prompt + generated).
+  virtual int64_t context_length() const = 0;
+};
+
+// A backend over a local Engine (kept alive by the backend). Precondition: engine non-null.
+std::shared_ptr<ModelBackend> engine_backend(std::shared_ptr<engine::Engine> engine);
+
+// Renders chat messages into the prompt text for a model (with the assistant's turn opened).
+// Errors: any non-ok Status, reported to the client as a 400 on the chat route.
+using ChatRenderer = std::function<Result<std::string>(const std::vector<ChatTurn>&)>;
+
+struct ModelEntry {
+  std::string name;                       // what clients put in "model"
+  std::shared_ptr<ModelBackend> backend;  // non-null
+  ChatRenderer chat;                      // empty: the model has no usable chat template
+  int64_t created = 0;                    // Unix seconds, for /v1/models
+  std::string owned_by = "tessera";
+};
+
+}  // namespace tessera::serve

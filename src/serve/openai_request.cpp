@@ -1,0 +1,389 @@
+#include "tessera/serve/openai_request.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace tessera::serve {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kMaxNesting = 64;
+constexpr size_t kMaxStops = 16;
+
+std::string type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_float: return "a number";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    default: return "an unknown value";
+  }
+}
+
+// Reads typed fields out of one JSON object, remembering the first error and its field.
+class Fields {
+ public:
+  Fields(const json& obj, std::string* error_param) : obj_(obj), error_param_(error_param) {}
+
+  // The value of `name`, or null when absent or null.
+  const json* get(const char* name) const {
+    auto it = obj_.find(name);
+    if (it == obj_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  Status fail(const std::string& field, std::string message) {
+    if (error_param_) *error_param_ = field;
+    return invalid_argument(std::move(message));
+  }
+  Status wrong_type(const std::string& field, const char* expected, const json& v) {
+    return fail(field, fmt::format("'{}' must be {}, got {}", field, expected, type_name(v)));
+  }
+
+  Status read_bool(const char* name, bool* out) {
+    const json* v = get(name);
+    if (!v) return Status::ok();
+    if (!v->is_boolean()) return wrong_type(name, "a boolean", *v);
+    *out = v->get<bool>();
+    return Status::ok();
+  }
+
+  // An integer in [lo, hi]; whole floats such as 16.0 are accepted (JavaScript has no ints).
+  Status read_int(const char* name, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+    const json* v = get(name);
+    if (!v) return Status::ok();
+    int64_t x = 0;
+    if (v->is_number_integer()) {
+      if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
+        return fail(name, fmt::format("'{}' must be at most {}, got {}", name, hi, v->get<uint64_t>()));
+      }
+      x = v->get<int64_t>();
+    } else if (v->is_number_float() && std::isfinite(v->get<double>()) &&
+               std::floor(v->get<double>()) == v->get<double>() &&
+               std::fabs(v->get<double>()) < 9e15) {
+      x = static_cast<int64_t>(v->get<double>());
+    } else {
+      return wrong_type(name, "an integer", *v);
+    }
+    if (x < lo || x > hi) {
+      return fail(name, fmt::format("'{}' must be in [{}, {}], got {}", name, lo, hi, x));
+    }
+    *out = x;
+    return Status::ok();
+  }
+
+  Status read_number(const char* name, double lo, double hi, std::optional<double>* out) {
+    const json* v = get(name);
+    if (!v) return Status::ok();
+    if (!v->is_number()) return wrong_type(name, "a number", *v);
+    const double x = v->get<double>();
+    if (!(x >= lo && x <= hi)) {
+      return fail(name, fmt::format("'{}' must be in [{}, {}], got {}", name, lo, hi, x));
+    }
+    *out = x;
+    return Status::ok();
+  }
+
+ private:
+  const json& obj_;
+  std::string* error_param_;
+};
+
+Result<json> parse_body(std::string_view body, std::string* error_param) {
+  if (error_param) error_param->clear();
+  if (json_nesting_depth(body, kMaxNesting) > kMaxNesting) {
+    return invalid_argument(
+        fmt::format("request body nests arrays/objects deeper than {} levels", kMaxNesting));
+  }
+  json doc;
+  try {
+    doc = json::parse(body);
+  } catch (const json::exception& e) {
+    return invalid_argument(fmt::format("request body is not valid JSON: {}", e.what()));
+  }
+  if (!doc.is_object()) {
+    return invalid_argument(
+        fmt::format("request body must be a JSON object, got {}", type_name(doc)));
+  }
+  return doc;
+}
+
+// Fields common to both routes.
+Status read_common(Fields& f, GenerationParams* p) {
+  if (const json* v = f.get("model")) {
+    if (!v->is_string()) return f.wrong_type("model", "a string", *v);
+    p->model = v->get<std::string>();
+  }
+  std::optional<int64_t> n;
+  TS_RETURN_IF_ERROR(f.read_int("n", 1, 1'000'000, &n));
+  if (n && *n != 1) return f.fail("n", fmt::format("only n = 1 is supported, got {}", *n));
+  std::optional<int64_t> best_of;
+  TS_RETURN_IF_ERROR(f.read_int("best_of", 1, 1'000'000, &best_of));
+  if (best_of && *best_of != 1) {
+    return f.fail("best_of", fmt::format("only best_of = 1 is supported, got {}", *best_of));
+  }
+
+  // OpenAI's defaults rather than the sampler's.
+  auto& s = p->sampling;
+  s.temperature = 1.0f;
+  s.top_p = 1.0f;
+  s.top_k = 0;
+  s.min_p = 0.0f;
+  std::optional<double> d;
+  TS_RETURN_IF_ERROR(f.read_number("temperature", 0.0, 2.0, &d));
+  if (d) s.temperature = static_cast<float>(*d);
+  d.reset();
+  TS_RETURN_IF_ERROR(f.read_number("top_p", 0.0, 1.0, &d));
+  if (d) {
+    if (*d <= 0.0) return f.fail("top_p", fmt::format("'top_p' must be in (0, 1], got {}", *d));
+    s.top_p = static_cast<float>(*d);
+  }
+  d.reset();
+  TS_RETURN_IF_ERROR(f.read_number("min_p", 0.0, 1.0, &d));
+  if (d) s.min_p = static_cast<float>(*d);
+  d.reset();
+  TS_RETURN_IF_ERROR(f.read_number("frequency_penalty", -2.0, 2.0, &d));
+  if (d) s.frequency_penalty = static_cast<float>(*d);
+  d.reset();
+  TS_RETURN_IF_ERROR(f.read_number("presence_penalty", -2.0, 2.0, &d));
+  if (d) s.presence_penalty = static_cast<float>(*d);
+  d.reset();
+  TS_RETURN_IF_ERROR(f.read_number("repetition_penalty", 0.01, 10.0, &d));
+  if (d) s.repetition_penalty = static_cast<float>(*d);
+  std::optional<int64_t> k;
+  TS_RETURN_IF_ERROR(f.read_int("top_k", -1, 1'000'000, &k));
+  if (k) s.top_k = static_cast<int32_t>(std::max<int64_t>(*k, 0));
+  std::optional<int64_t> seed;
+  TS_RETURN_IF_ERROR(f.read_int("seed", std::numeric_limits<int64_t>::min(),
+                                std::numeric_limits<int64_t>::max(), &seed));
+  if (seed) {
+    s.seed = static_cast<uint64_t>(*seed);
+  } else {
+    // No seed: OpenAI samples differently each time, so do we.
+    static thread_local std::mt19937_64 gen{std::random_device{}()};
+    s.seed = gen();
+  }
+
+  if (const json* v = f.get("stop")) {
+    std::vector<std::string> stops;
+    if (v->is_string()) {
+      stops.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      if (v->size() > kMaxStops) {
+        return f.fail("stop", fmt::format("'stop' holds at most {} strings, got {}", kMaxStops,
+                                          v->size()));
+      }
+      for (const auto& e : *v) {
+        if (!e.is_string()) return f.wrong_type("stop", "a string or an array of strings", e);
+        stops.push_back(e.get<std::string>());
+      }
+    } else {
+      return f.wrong_type("stop", "a string or an array of strings", *v);
+    }
+    for (auto& st : stops) {
+      if (!st.empty()) p->stop.push_back(std::move(st));
+    }
+  }
+
+  TS_RETURN_IF_ERROR(f.read_bool("stream", &p->stream));
+  if (const json* v = f.get("stream_options")) {
+    if (!v->is_object()) return f.wrong_type("stream_options", "an object", *v);
+    Fields so(*v, nullptr);
+    if (const json* iu = so.get("include_usage")) {
+      if (!iu->is_boolean()) return f.wrong_type("stream_options.include_usage", "a boolean", *iu);
+      p->include_usage = iu->get<bool>();
+    }
+  }
+  TS_RETURN_IF_ERROR(f.read_bool("ignore_eos", &p->ignore_eos));
+  return Status::ok();
+}
+
+Status read_max_tokens(Fields& f, const char* name, GenerationParams* p) {
+  std::optional<int64_t> m;
+  TS_RETURN_IF_ERROR(f.read_int(name, 1, std::numeric_limits<int32_t>::max(), &m));
+  if (m) p->max_tokens = static_cast<int32_t>(*m);
+  return Status::ok();
+}
+
+Status read_token_array(Fields& f, const json& arr, std::vector<int32_t>* out) {
+  out->reserve(arr.size());
+  for (const auto& t : arr) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+        t.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return f.fail("prompt", fmt::format("'prompt' token ids must be non-negative integers, got {}",
+                                          type_name(t) == "an integer" ? t.dump() : type_name(t)));
+    }
+    out->push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return Status::ok();
+}
+
+Status read_prompt(Fields& f, CompletionRequest* r) {
+  const json* v = f.get("prompt");
+  if (!v) return f.fail("prompt", "'prompt' is required");
+  const json* p = v;
+  // A batch of one prompt is the same as that prompt; larger batches would need n choices.
+  if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
+    if (p->size() != 1) {
+      return f.fail("prompt", fmt::format("only one prompt per request is supported, got {}",
+                                          p->size()));
+    }
+    p = &p->front();
+  }
+  if (p->is_string()) {
+    r->prompt_text = p->get<std::string>();
+    return Status::ok();
+  }
+  if (p->is_array()) {
+    if (p->empty()) return f.fail("prompt", "'prompt' must not be an empty array");
+    r->prompt_is_tokens = true;
+    return read_token_array(f, *p, &r->prompt_tokens);
+  }
+  return f.wrong_type("prompt", "a string or an array of token ids", *p);
+}
+
+Status read_content(Fields& f, const std::string& field, const json& c, std::string* out) {
+  if (c.is_null()) return Status::ok();
+  if (c.is_string()) {
+    *out = c.get<std::string>();
+    return Status::ok();
+  }
+  if (!c.is_array()) return f.wrong_type(field, "a string or an array of content parts", c);
+  for (size_t i = 0; i < c.size(); ++i) {
+    const json& part = c[i];
+    const std::string pf = fmt::format("{}[{}]", field, i);
+    if (!part.is_object()) return f.wrong_type(pf, "an object", part);
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) {
+      return f.fail(pf + ".type", fmt::format("'{}.type' must be a string", pf));
+    }
+    if (type->get<std::string>() != "text") {
+      return f.fail(pf + ".type", fmt::format("only text content parts are supported, got '{}'",
+                                              type->get<std::string>()));
+    }
+    auto text = part.find("text");
+    if (text == part.end() || !text->is_string()) {
+      return f.fail(pf + ".text", fmt::format("'{}.text' must be a string", pf));
+    }
+    *out += text->get<std::string>();
+  }
+  return Status::ok();
+}
+
+Status read_messages(Fields& f, ChatRequest* r) {
+  const json* v = f.get("messages");
+  if (!v) return f.fail("messages", "'messages' is required");
+  if (!v->is_array()) return f.wrong_type("messages", "an array", *v);
+  if (v->empty()) return f.fail("messages", "'messages' must not be empty");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    const std::string field = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return f.wrong_type(field, "an object", m);
+    ChatTurn turn;
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) {
+      return f.fail(field + ".role", fmt::format("'{}.role' must be a string", field));
+    }
+    turn.role = role->get<std::string>();
+    if (turn.role != "system" && turn.role != "developer" && turn.role != "user" &&
+        turn.role != "assistant" && turn.role != "tool") {
+      return f.fail(field + ".role",
+                    fmt::format("'{}.role' must be one of system, developer, user, assistant, "
+                                "tool; got '{}'", field, turn.role));
+    }
+    auto content = m.find("content");
+    if (content != m.end()) {
+      TS_RETURN_IF_ERROR(read_content(f, field + ".content", *content, &turn.content));
+    } else if (turn.role != "assistant") {
+      return f.fail(field + ".content", fmt::format("'{}.content' is required", field));
+    }
+    r->messages.push_back(std::move(turn));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int json_nesting_depth(std::string_view json_text, int limit) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : json_text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+      if (max_depth > limit) return max_depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+Result<CompletionRequest> parse_completion_request(std::string_view body, std::string* error_param) {
+  TS_ASSIGN_OR_RETURN(json doc, parse_body(body, error_param));
+  Fields f(doc, error_param);
+  CompletionRequest r;
+  TS_RETURN_IF_ERROR(read_prompt(f, &r));
+  TS_RETURN_IF_ERROR(read_common(f, &r.params));
+  TS_RETURN_IF_ERROR(read_max_tokens(f, "max_tokens", &r.params));
+  if (!r.params.max_tokens) r.params.max_tokens = 16;  // OpenAI's default for completions
+  std::optional<int64_t> lp;
+  if (const json* v = f.get("logprobs"); v && v->is_boolean()) {
+    return f.wrong_type("logprobs", "an integer (the number of top alternatives, 0-20)", *v);
+  }
+  TS_RETURN_IF_ERROR(f.read_int("logprobs", 0, 20, &lp));
+  if (lp) r.params.n_logprobs = static_cast<int32_t>(*lp);
+  bool echo = false;
+  TS_RETURN_IF_ERROR(f.read_bool("echo", &echo));
+  if (echo) return f.fail("echo", "'echo' is not supported");
+  if (const json* v = f.get("suffix")) {
+    if (!v->is_string()) return f.wrong_type("suffix", "a string", *v);
+    if (!v->get<std::string>().empty()) return f.fail("suffix", "'suffix' is not supported");
+  }
+  return r;
+}
+
+Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error_param) {
+  TS_ASSIGN_OR_RETURN(json doc, parse_body(body, error_param));
+  Fields f(doc, error_param);
+  ChatRequest r;
+  TS_RETURN_IF_ERROR(read_messages(f, &r));
+  TS_RETURN_IF_ERROR(read_common(f, &r.params));
+  TS_RETURN_IF_ERROR(read_max_tokens(f, "max_tokens", &r.params));
+  TS_RETURN_IF_ERROR(read_max_tokens(f, "max_completion_tokens", &r.params));
+  bool logprobs = false;
+  TS_RETURN_IF_ERROR(f.read_bool("logprobs", &logprobs));
+  std::optional<int64_t> top;
+  TS_RETURN_IF_ERROR(f.read_int("top_logprobs", 0, 20, &top));
+  if (top && !logprobs) {
+    return f.fail("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+  }
+  if (logprobs) r.params.n_logprobs = top ? static_cast<int32_t>(*top) : 0;
+  if (const json* v = f.get("tools"); v && !(v->is_array() && v->empty())) {
+    return f.fail("tools", "'tools' (function calling) is not supported");
+  }
+  return r;
+}
+
+}  // namespace tessera::serve

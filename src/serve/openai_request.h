@@ -1,0 +1,60 @@
+// Parsing and validation of OpenAI request bodies (/v1/completions, /v1/chat/completions) into
+// plain values. Every problem is a kInvalidArgument whose message names the field, what was
+// expected and what was found; the field itself is returned separately for the error's "param".
+// Unknown fields are ignored (clients send many); JSON null means "not given".
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/engine/sampler.h"
+
+namespace tessera::serve {
+
+// One chat message, content flattened to text (text parts joined).
+struct ChatTurn {
+  std::string role;  // system, developer, user, assistant, tool
+  std::string content;
+};
+
+// What both routes share. Sampling defaults are OpenAI's (temperature 1, top_p 1, no top-k or
+// min-p), not the CLI's; a request without "seed" gets a random one.
+struct GenerationParams {
+  std::string model;
+  std::optional<int32_t> max_tokens;  // absent: the route's default
+  engine::SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool ignore_eos = false;     // extension
+  int32_t n_logprobs = -1;     // as engine::Request: -1 none, 0 the chosen token's, k top-k too
+};
+
+struct CompletionRequest {
+  GenerationParams params;
+  bool prompt_is_tokens = false;
+  std::string prompt_text;             // when !prompt_is_tokens
+  std::vector<int32_t> prompt_tokens;  // when prompt_is_tokens
+};
+
+struct ChatRequest {
+  GenerationParams params;
+  std::vector<ChatTurn> messages;  // non-empty
+};
+
+// Parses a /v1/completions body. On error, sets *error_param (may be null) to the field at fault
+// ("" when it is the body itself).
+Result<CompletionRequest> parse_completion_request(std::string_view body, std::string* error_param);
+// Parses a /v1/chat/completions body; max_completion_tokens wins over max_tokens.
+Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error_param);
+
+// Deepest nesting of arrays and objects in `json` (strings skipped), stopping early past `limit`.
+// Lets the edge refuse absurdly nested bodies before building a document from them.
+int json_nesting_depth(std::string_view json, int limit);
+
+}  // namespace tessera::serve

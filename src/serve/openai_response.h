@@ -1,0 +1,60 @@
+// Formatting of OpenAI response bodies and stream chunks (completions and chat) from plain
+// values: ids, usage, choices, logprobs, and the server-sent-event framing of streams.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tessera/engine/request.h"
+
+namespace tessera::serve {
+
+enum class ApiKind { kCompletion, kChat };
+
+// One generated token's logprob with its top alternatives, pieces already decoded to bytes.
+struct TokenLogprobEntry {
+  std::string token;  // the token's bytes (may be a partial UTF-8 sequence)
+  float logprob = 0.0f;
+  std::vector<std::pair<std::string, float>> top;  // most likely first
+};
+
+// Identity shared by every chunk of one response.
+struct ResponseIdentity {
+  ApiKind kind = ApiKind::kCompletion;
+  std::string id;       // "cmpl-..." / "chatcmpl-..."
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+};
+
+// A fresh response id with the kind's prefix and 24 random hex digits.
+std::string new_response_id(ApiKind kind);
+
+// The complete (non-stream) response: one choice with `text`, `finish_reason`, logprobs when
+// `logprobs` is set, and usage.
+std::string format_response(const ResponseIdentity& ident, std::string_view text,
+                            std::string_view finish_reason,
+                            const std::vector<TokenLogprobEntry>* logprobs,
+                            const engine::Usage& usage);
+
+// One stream chunk (JSON only, no framing). `text` is the delta; `role_delta` adds
+// "role":"assistant" (first chat chunk); `finish_reason` empty means null; `logprobs` (may be
+// null) are this chunk's tokens; `text_offset` is where `text` starts in the whole output
+// (completions logprobs). `usage_null` adds "usage": null (stream_options.include_usage).
+std::string format_chunk(const ResponseIdentity& ident, std::string_view text, bool role_delta,
+                         std::string_view finish_reason,
+                         const std::vector<TokenLogprobEntry>* logprobs, size_t text_offset,
+                         bool usage_null);
+// The final usage-only chunk: "choices": [] and "usage".
+std::string format_usage_chunk(const ResponseIdentity& ident, const engine::Usage& usage);
+
+// Server-sent-event framing: "data: <payload>\n\n".
+std::string sse_event(std::string_view payload);
+// The stream terminator, "data: [DONE]\n\n".
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+}  // namespace tessera::serve

@@ -1,0 +1,43 @@
+#include "tessera/serve/route_context.h"
+
+#include <algorithm>
+
+#include "tessera/serve/api_error.h"
+
+namespace tessera::serve {
+
+bool resolve_model(const RouteContext& ctx, const std::string& name, ResponseWriter& writer,
+                   ModelEntry* out) {
+  if (ctx.accepting) {
+    if (Status s = ctx.accepting(); !s.is_ok()) {
+      writer.respond(api_error_response(api_error_from_status(s)));
+      return false;
+    }
+  }
+  auto entry = ctx.models->find(name);
+  if (!entry.is_ok()) {
+    ApiError e = api_error_from_status(entry.status(), "model");
+    if (entry.status().code() == ErrorCode::kNotFound) e.code = "model_not_found";
+    writer.respond(api_error_response(e));
+    return false;
+  }
+  *out = std::move(entry).value();
+  return true;
+}
+
+engine::Request make_engine_request(const GenerationParams& params, std::vector<int32_t> prompt,
+                                    int64_t context_length) {
+  engine::Request r;
+  const int64_t room = context_length - static_cast<int64_t>(prompt.size());
+  r.prompt = std::move(prompt);
+  r.sampling = params.sampling;
+  // With no room left, ask for one token anyway so that the engine reports the overflow.
+  r.max_tokens = params.max_tokens ? *params.max_tokens
+                                   : static_cast<int32_t>(std::clamp<int64_t>(room, 1, INT32_MAX));
+  r.stop = params.stop;
+  r.ignore_eos = params.ignore_eos;
+  r.n_logprobs = params.n_logprobs;
+  return r;
+}
+
+}  // namespace tessera::serve

@@ -1,0 +1,39 @@
+// RouteContext: what every route handler gets besides the request - the served models, the
+// metrics, and whether the server is accepting work - plus the HTTP-level helpers routes share.
+// Thread-safety: the members are themselves thread-safe; a RouteContext outlives the handlers.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tessera/engine/request.h"
+#include "tessera/serve/http_message.h"
+#include "tessera/serve/openai_request.h"
+#include "tessera/serve/model_router.h"
+#include "tessera/serve/serving_metrics.h"
+
+namespace tessera::serve {
+
+struct RouteContext {
+  std::shared_ptr<ModelRouter> models;
+  std::shared_ptr<ServingMetrics> metrics;  // may be null
+  // kOk when generation requests are accepted; else why not (kUnavailable: loading, draining).
+  std::function<Status()> accepting;
+};
+
+// Signature shared by the route handlers (see HttpHandler for threading).
+using RouteHandler =
+    std::function<void(const RouteContext&, HttpRequest&&, std::shared_ptr<ResponseWriter>)>;
+
+// Resolves `name` to a served model that accepts work. On failure answers through `writer`
+// (404 unknown model, 503 loading/draining) and returns false.
+bool resolve_model(const RouteContext& ctx, const std::string& name, ResponseWriter& writer,
+                   ModelEntry* out);
+
+// The engine request for `params` over `prompt`. Without max_tokens the generation may fill the
+// context (`context_length` positions): that is OpenAI's chat default.
+engine::Request make_engine_request(const GenerationParams& params, std::vector<int32_t> prompt,
+                                    int64_t context_length);
+
+}  // namespace tessera::serve

@@ -1,0 +1,134 @@
+#include "tessera/serve/server.h"
+
+#include <fmt/format.h>
+
+#include "tessera/base/log.h"
+#include "tessera/serve/api_error.h"
+#include "tessera/serve/chat_route.h"
+#include "tessera/serve/completions_route.h"
+#include "tessera/serve/models_route.h"
+#include "tessera/serve/system_routes.h"
+
+namespace tessera::serve {
+
+namespace {
+
+struct Route {
+  std::string_view method;
+  std::string_view path;
+  bool prefix;  // path is a prefix ("/v1/models/" + name)
+  void (*handler)(const RouteContext&, HttpRequest&&, std::shared_ptr<ResponseWriter>);
+};
+
+constexpr Route kRoutes[] = {
+    {"POST", "/v1/completions", false, handle_completions},
+    {"POST", "/v1/chat/completions", false, handle_chat_completions},
+    {"GET", "/v1/models", false, handle_list_models},
+    {"GET", "/v1/models/", true, handle_get_model},
+    {"GET", "/health", false, handle_health},
+    {"GET", "/metrics", false, handle_metrics},
+};
+
+bool matches(const Route& r, std::string_view path) {
+  return r.prefix ? path.size() > r.path.size() && path.starts_with(r.path) : path == r.path;
+}
+
+// Compares without an early exit so that timing does not reveal how much of the key matched.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.size() ? b.size() : 1)]);
+  return diff == 0 && !b.empty();
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
+    : options_(std::move(options)),
+      models_(std::move(models)),
+      ctx_{models_, serving_metrics_,
+           [this]() -> Status {
+             switch (state_.load()) {
+               case ServerState::kServing: return Status::ok();
+               case ServerState::kLoading:
+                 return Status(ErrorCode::kUnavailable, "the server is loading; retry shortly");
+               default: return Status(ErrorCode::kUnavailable, "the server is shutting down");
+             }
+           }},
+      http_(options_.http,
+            [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) { handle(std::move(r), std::move(w)); },
+            [this](const ExchangeRecord& rec) { serving_metrics_->record_exchange(rec.path, rec.status); }) {}
+
+Server::~Server() { shutdown(std::chrono::milliseconds(0)); }
+
+Status Server::start() { return http_.start(); }
+
+void Server::set_serving() {
+  ServerState expected = ServerState::kLoading;
+  if (state_.compare_exchange_strong(expected, ServerState::kServing)) {
+    log_info("serve: serving on port {}", http_.port());
+  }
+}
+
+void Server::shutdown(std::chrono::milliseconds grace) {
+  const ServerState s = state_.exchange(ServerState::kDraining);
+  if (s == ServerState::kStopped) {
+    state_.store(ServerState::kStopped);
+    return;
+  }
+  http_.stop(grace);
+  state_.store(ServerState::kStopped);
+}
+
+bool Server::authorized(const HttpRequest& request) const {
+  if (options_.api_key.empty()) return true;
+  std::string_view auth = request.header("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() <= kBearer.size() || !std::equal(kBearer.begin(), kBearer.end(), auth.begin(),
+                                                  [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+    return false;
+  }
+  return constant_time_equal(auth.substr(kBearer.size()), options_.api_key);
+}
+
+void Server::handle(HttpRequest&& request, std::shared_ptr<ResponseWriter> writer) {
+  const Route* route = nullptr;
+  bool path_known = false;
+  for (const Route& r : kRoutes) {
+    if (!matches(r, request.path)) continue;
+    path_known = true;
+    if (r.method == request.method) route = &r;
+  }
+  if (!path_known) {
+    ApiError e = api_error_from_status(not_found(fmt::format("no route for {} {}", request.method, request.path)));
+    e.code = "unknown_route";
+    writer->respond(api_error_response(e));
+    return;
+  }
+  if (route == nullptr || route->path != "/health") {
+    if (!authorized(request)) {
+      ApiError e{401, "authentication_error",
+                 "a valid API key is required: send 'Authorization: Bearer <key>'", "", "invalid_api_key", 0};
+      HttpResponse r = api_error_response(e);
+      r.headers.emplace_back("WWW-Authenticate", "Bearer");
+      writer->respond(std::move(r));
+      return;
+    }
+  }
+  if (route == nullptr) {
+    std::string allow;
+    for (const Route& r : kRoutes) {
+      if (matches(r, request.path)) allow += (allow.empty() ? "" : ", ") + std::string(r.method);
+    }
+    ApiError e = invalid_request(fmt::format("method {} is not allowed on {} (allowed: {})",
+                                             request.method, request.path, allow),
+                                 "", "method_not_allowed");
+    e.http_status = 405;
+    HttpResponse r = api_error_response(e);
+    r.headers.emplace_back("Allow", allow);
+    writer->respond(std::move(r));
+    return;
+  }
+  route->handler(ctx_, std::move(request), std::move(writer));
+}
+
+}  // namespace tessera::serve

@@ -1,0 +1,76 @@
+#include "tessera/serve/serving_metrics.h"
+
+#include <array>
+
+namespace tessera::serve {
+
+std::string_view route_label(std::string_view path) {
+  static constexpr std::array<std::string_view, 5> kRoutes = {
+      "/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"};
+  for (std::string_view r : kRoutes) {
+    if (path == r) return r;
+  }
+  if (path.starts_with("/v1/models/")) return "/v1/models/{model}";
+  return "other";
+}
+
+void ServingMetrics::record_exchange(std::string_view path, int status) {
+  registry_
+      ->counter("tessera_http_requests_total", "HTTP requests by route and status code",
+               {{"route", std::string(route_label(path))},
+                {"code", status ? std::to_string(status) : "aborted"}})
+      .inc();
+}
+
+void ServingMetrics::record_finish(const std::string& model, const engine::FinishEvent& f) {
+  const MetricLabels m = {{"model", model}};
+  registry_
+      ->counter("tessera_requests_finished_total", "Generation requests finished, by reason",
+               {{"model", model}, {"reason", std::string(engine::finish_reason_name(f.reason))}})
+      .inc();
+  registry_->counter("tessera_prompt_tokens_total", "Prompt tokens processed", m)
+      .inc(f.usage.prompt_tokens);
+  registry_->counter("tessera_generation_tokens_total", "Tokens generated", m)
+      .inc(f.usage.completion_tokens);
+  registry_->counter("tessera_prompt_tokens_cached_total", "Prompt tokens served from the prefix cache", m)
+      .inc(f.usage.cached_tokens);
+  if (f.reason == engine::FinishReason::kError) return;
+  const auto& t = f.timings;
+  const auto& buckets = latency_buckets_seconds();
+  registry_->histogram("tessera_request_e2e_seconds", "Submit to finish, seconds", buckets, m)
+      .observe(t.total);
+  registry_->histogram("tessera_request_queue_seconds", "Submit to first scheduled, seconds", buckets, m)
+      .observe(t.queued);
+  if (f.usage.completion_tokens > 0) {
+    registry_->histogram("tessera_time_to_first_token_seconds", "Submit to first token, seconds",
+                        buckets, m)
+        .observe(t.first_token);
+  }
+  if (f.usage.completion_tokens > 1) {
+    registry_
+        ->histogram("tessera_time_per_output_token_seconds",
+                   "Mean time between output tokens after the first, seconds", buckets, m)
+        .observe((t.total - t.first_token) / (f.usage.completion_tokens - 1));
+  }
+}
+
+void ServingMetrics::update_engine(const std::string& model, const engine::EngineStats& s) {
+  const MetricLabels m = {{"model", model}};
+  registry_->gauge("tessera_queue_depth", "Requests waiting to be scheduled", m).set(s.waiting);
+  registry_->gauge("tessera_running_sequences", "Sequences in the running batch", m).set(s.running);
+  registry_->gauge("tessera_batch_rows", "Rows in the last forward batch", m).set(s.last_batch_rows);
+  registry_->gauge("tessera_kv_blocks_total", "KV cache blocks in the pool", m).set(s.kv_blocks_total);
+  registry_->gauge("tessera_kv_blocks_used", "KV cache blocks referenced by sequences", m)
+      .set(s.kv_blocks_used);
+  registry_->gauge("tessera_kv_blocks_cached", "Unreferenced KV blocks kept for prefix reuse", m)
+      .set(s.kv_blocks_cached);
+  registry_
+      ->gauge("tessera_kv_blocks_free", "KV cache blocks neither used nor cached", m)
+      .set(static_cast<double>(s.kv_blocks_total - s.kv_blocks_used - s.kv_blocks_cached));
+  registry_->gauge("tessera_prefix_cache_hit_rate", "Prompt blocks found in the prefix cache / looked up", m)
+      .set(s.prefix_queries > 0 ? static_cast<double>(s.prefix_hits) / s.prefix_queries : 0.0);
+  registry_->gauge("tessera_preemptions", "Sequences preempted since start", m).set(s.preemptions);
+  registry_->gauge("tessera_engine_iterations", "Scheduler iterations since start", m).set(s.iterations);
+}
+
+}  // namespace tessera::serve

@@ -1,0 +1,126 @@
+// The official `openai` npm client against a running `tessera serve` (see run.sh): completions and
+// chat, streaming and not, usage, and the client's typed errors. Env: BASE, API_KEY, MODEL_NAME.
+// argv[2]: path of the installed package's index.mjs.
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const { default: OpenAI } = await import(pathToFileURL(resolve(process.argv[2])).href);
+const { BASE, API_KEY, MODEL_NAME } = process.env;
+const client = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: API_KEY, maxRetries: 0 });
+let failures = 0;
+
+async function test(name, fn) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failures++;
+    console.log(`FAIL ${name}: ${e.stack || e}`);
+  }
+}
+
+await test('models.list', async () => {
+  const page = await client.models.list();
+  assert.ok(page.data.some((m) => m.id === MODEL_NAME), JSON.stringify(page.data));
+});
+
+await test('completions.create', async () => {
+  const r = await client.completions.create({ model: MODEL_NAME, prompt: 'Once upon a time', max_tokens: 6, temperature: 0 });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(r.choices.length, 1);
+  assert.equal(typeof r.choices[0].text, 'string');
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, 6);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + 6);
+});
+
+await test('completions stream equals non-stream (greedy)', async () => {
+  const args = { model: MODEL_NAME, prompt: 'The quick brown fox', max_tokens: 8, temperature: 0 };
+  const whole = await client.completions.create(args);
+  const stream = await client.completions.create({ ...args, stream: true, stream_options: { include_usage: true } });
+  let text = '';
+  let usage = null;
+  let finish = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.text;
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.equal(text, whole.choices[0].text);
+  assert.equal(finish, 'length');
+  assert.equal(usage.completion_tokens, 8);
+});
+
+await test('chat.completions.create', async () => {
+  const r = await client.chat.completions.create({
+    model: MODEL_NAME,
+    messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello!' }],
+    max_tokens: 5,
+    seed: 7,
+    temperature: 0.8,
+    logprobs: true,
+    top_logprobs: 2,
+  });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.ok(r.usage.prompt_tokens > 0);
+  const lp = r.choices[0].logprobs.content;
+  assert.ok(lp.length >= 1);
+  for (const t of lp) {
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 2);
+  }
+});
+
+await test('chat stream with usage', async () => {
+  const stream = await client.chat.completions.create({
+    model: MODEL_NAME,
+    messages: [{ role: 'user', content: 'Count to three.' }],
+    max_tokens: 6,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let content = '';
+  let usage = null;
+  let sawRole = false;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      if (c.delta.role) sawRole = true;
+      if (c.delta.content) content += c.delta.content;
+    }
+  }
+  assert.ok(sawRole);
+  assert.equal(typeof content, 'string');
+  assert.ok(usage && usage.completion_tokens >= 1 && usage.completion_tokens <= 6);
+});
+
+await test('seeded sampling repeats', async () => {
+  const args = { model: MODEL_NAME, prompt: 'Seed test', max_tokens: 8, temperature: 1.0, seed: 42 };
+  const a = await client.completions.create(args);
+  const b = await client.completions.create(args);
+  assert.equal(a.choices[0].text, b.choices[0].text);
+});
+
+await test('errors are typed', async () => {
+  await assert.rejects(client.completions.create({ model: 'no-such-model', prompt: 'x' }), OpenAI.NotFoundError);
+  await assert.rejects(client.completions.create({ model: MODEL_NAME, prompt: 'x', temperature: -3 }), OpenAI.BadRequestError);
+  const bad = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: 'wrong', maxRetries: 0 });
+  await assert.rejects(bad.models.list(), OpenAI.AuthenticationError);
+});
+
+await test('concurrent requests', async () => {
+  const args = { model: MODEL_NAME, max_tokens: 6, temperature: 0 };
+  const prompts = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'];
+  const alone = [];
+  for (const p of prompts) alone.push((await client.completions.create({ ...args, prompt: p })).choices[0].text);
+  const together = await Promise.all(prompts.map((p) => client.completions.create({ ...args, prompt: p })));
+  assert.deepEqual(together.map((r) => r.choices[0].text), alone);
+});
+
+console.log(`openai client: ${failures} failed`);
+process.exit(failures === 0 ? 0 : 1);

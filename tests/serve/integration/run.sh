@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Loopback integration test of `tessera serve`: starts the real binary on a synthetic model, drives
+# it with curl (curl_checks.sh) and with the official `openai` npm client (openai_client.mjs), then
+# sends SIGTERM and checks a clean drain. Usage: run.sh TESSERA_BINARY WORK_DIR [curl|openai|all]
+# Exit 77 (CTest "skipped") when curl, node or the npm package is unavailable.
+set -euo pipefail
+
+TESSERA=$1
+WORK=$2
+WHAT=${3:-all}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
+command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
+
+MODEL="$WORK/tiny-q8_0.gguf"
+[ -f "$MODEL" ] || "$TESSERA" synth --shape tiny --dtype q8_0 --ctx 512 -o "$MODEL" >/dev/null
+
+if [ "$WHAT" = openai ] || [ "$WHAT" = all ]; then
+  command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node/npm are not installed"; exit 77; }
+  NODE_DIR="$WORK/node"
+  if [ ! -d "$NODE_DIR/node_modules/openai" ]; then
+    mkdir -p "$NODE_DIR"
+    # The official client, from the npm registry (the test setup's one network need).
+    if ! (cd "$NODE_DIR" && npm install --silent --no-audit --no-fund openai@4 >/dev/null 2>&1); then
+      echo "SKIP: could not install the openai npm package (no registry access?)"
+      exit 77
+    fi
+  fi
+fi
+
+API_KEY=test-key-123
+LOG="$WORK/server-$WHAT.log"
+"$TESSERA" serve --model "$MODEL" --host 127.0.0.1 --port 0 --threads 2 --parallel 4 \
+  --ctx-size 512 --api-key "$API_KEY" --chat-template chatml >"$LOG" 2>&1 &
+PID=$!
+cleanup() { kill -9 "$PID" 2>/dev/null || true; }
+trap cleanup EXIT
+
+PORT=""
+for _ in $(seq 1 200); do
+  PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOG" | head -1)
+  [ -n "$PORT" ] && break
+  kill -0 "$PID" 2>/dev/null || { echo "server exited early:"; cat "$LOG"; exit 1; }
+  sleep 0.05
+done
+[ -n "$PORT" ] || { echo "server did not report its port:"; cat "$LOG"; exit 1; }
+BASE="http://127.0.0.1:$PORT"
+for _ in $(seq 1 200); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")" = 200 ] && break
+  sleep 0.05
+done
+
+status=0
+if [ "$WHAT" = curl ] || [ "$WHAT" = all ]; then
+  BASE=$BASE API_KEY=$API_KEY MODEL_NAME=tiny-q8_0 bash "$HERE/curl_checks.sh" || status=1
+fi
+if [ "$WHAT" = openai ] || [ "$WHAT" = all ]; then
+  BASE=$BASE API_KEY=$API_KEY MODEL_NAME=tiny-q8_0 NODE_PATH="$WORK/node/node_modules" \
+    node "$HERE/openai_client.mjs" "$WORK/node/node_modules/openai/index.mjs" || status=1
+fi
+
+# Graceful shutdown: SIGTERM drains and exits 0.
+kill -TERM "$PID"
+for _ in $(seq 1 200); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "$PID" 2>/dev/null; then
+  echo "FAIL: server still running 10 s after SIGTERM"; status=1
+else
+  wait "$PID" && rc=0 || rc=$?
+  if [ "$rc" -ne 0 ]; then echo "FAIL: server exited with $rc after SIGTERM"; cat "$LOG"; status=1; fi
+fi
+trap - EXIT
+[ $status -eq 0 ] && echo "PASS" || { echo "--- server log"; tail -50 "$LOG"; }
+exit $status

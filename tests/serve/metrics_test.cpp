@@ -1,0 +1,53 @@
+#include "tessera/serve/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace tessera::serve {
+namespace {
+
+TEST(Metrics, RendersExpositionFormat) {
+  MetricsRegistry r;
+  r.counter("req_total", "Requests\nby code", {{"code", "200"}, {"path", "a\"b\\c"}}).inc(2);
+  r.counter("req_total", "Requests\nby code", {{"path", "a\"b\\c"}, {"code", "200"}}).inc();  // same set
+  r.gauge("depth", "Queue depth").set(3.5);
+  auto& h = r.histogram("lat_seconds", "Latency", {0.1, 1.0});
+  h.observe(0.05);
+  h.observe(0.1);  // le is inclusive
+  h.observe(5.0);
+  EXPECT_EQ(r.render(),
+            "# HELP depth Queue depth\n# TYPE depth gauge\ndepth 3.5\n"
+            "# HELP lat_seconds Latency\n# TYPE lat_seconds histogram\n"
+            "lat_seconds_bucket{le=\"0.1\"} 2\nlat_seconds_bucket{le=\"1\"} 2\n"
+            "lat_seconds_bucket{le=\"+Inf\"} 3\nlat_seconds_sum 5.15\nlat_seconds_count 3\n"
+            "# HELP req_total Requests\\nby code\n# TYPE req_total counter\n"
+            "req_total{code=\"200\",path=\"a\\\"b\\\\c\"} 3\n");
+}
+
+TEST(Metrics, CountersIgnoreNegativeAndAreThreadSafe) {
+  MetricsRegistry r;
+  auto& c = r.counter("c_total", "c");
+  c.inc(-5);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) {
+        c.inc();
+        r.histogram("h", "h", {1.0}).observe(0.5);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(c.value(), 40000);
+  EXPECT_EQ(r.histogram("h", "h", {1.0}).bucket_counts()[0], 40000u);
+}
+
+TEST(Metrics, FormatsSpecialValues) {
+  EXPECT_EQ(format_metric_value(1.0 / 0.0), "+Inf");
+  EXPECT_EQ(format_metric_value(0.25), "0.25");
+  EXPECT_EQ(format_metric_value(1e21), "1e+21");
+}
+
+}  // namespace
+}  // namespace tessera::serve

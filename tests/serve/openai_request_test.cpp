@@ -1,0 +1,124 @@
+#include "tessera/serve/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include "tessera/serve/api_error.h"
+#include "tessera/serve/openai_response.h"
+
+namespace tessera::serve {
+namespace {
+
+TEST(CompletionRequest, DefaultsAreOpenAIs) {
+  std::string param;
+  auto r = parse_completion_request(R"({"model":"m","prompt":"hi"})", &param);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->params.model, "m");
+  EXPECT_EQ(r->prompt_text, "hi");
+  EXPECT_EQ(*r->params.max_tokens, 16);
+  EXPECT_EQ(r->params.sampling.temperature, 1.0f);
+  EXPECT_EQ(r->params.sampling.top_p, 1.0f);
+  EXPECT_EQ(r->params.sampling.top_k, 0);
+  EXPECT_EQ(r->params.sampling.min_p, 0.0f);
+  EXPECT_EQ(r->params.n_logprobs, -1);
+  EXPECT_FALSE(r->params.stream);
+}
+
+TEST(CompletionRequest, ReadsEveryField) {
+  std::string param;
+  auto r = parse_completion_request(
+      R"({"prompt":[[1,2,3]],"max_tokens":7.0,"temperature":0,"top_p":0.5,"seed":-3,
+          "stop":["a","","b"],"stream":true,"stream_options":{"include_usage":true},"logprobs":3,
+          "n":1,"user":"x","frequency_penalty":null})",
+      &param);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_TRUE(r->prompt_is_tokens);
+  EXPECT_EQ(r->prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(*r->params.max_tokens, 7);
+  EXPECT_EQ(r->params.sampling.temperature, 0.0f);
+  EXPECT_EQ(r->params.sampling.top_p, 0.5f);
+  EXPECT_EQ(r->params.sampling.seed, static_cast<uint64_t>(-3));
+  EXPECT_EQ(r->params.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(r->params.stream && r->params.include_usage);
+  EXPECT_EQ(r->params.n_logprobs, 3);
+}
+
+TEST(CompletionRequest, ErrorsNameTheField) {
+  struct Case {
+    const char* body;
+    const char* param;
+  };
+  for (const Case& c : {Case{R"({"prompt":"x","top_p":0})", "top_p"},
+                        Case{R"({"prompt":"x","max_tokens":1.5})", "max_tokens"},
+                        Case{R"({"prompt":"x","max_tokens":99999999999})", "max_tokens"},
+                        Case{R"({"prompt":"x","logprobs":21})", "logprobs"},
+                        Case{R"({"prompt":["a","b"]})", "prompt"},
+                        Case{R"({"prompt":[]})", "prompt"},
+                        Case{R"({"prompt":[-1]})", "prompt"},
+                        Case{R"({"prompt":"x","echo":true})", "echo"},
+                        Case{R"({"prompt":"x","stream_options":{"include_usage":1}})", "stream_options.include_usage"},
+                        Case{R"({"prompt":"x","model":3})", "model"},
+                        Case{R"({"prompt":"x","best_of":2})", "best_of"}}) {
+    std::string param;
+    auto r = parse_completion_request(c.body, &param);
+    ASSERT_FALSE(r.is_ok()) << c.body;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(param, c.param) << c.body << ": " << r.status().message();
+  }
+  for (const char* body : {"", "nul", "{\"a\":}", "\"str\"", "{\"prompt\":\"x\"} trailing"}) {
+    std::string param = "stale";
+    auto r = parse_completion_request(body, &param);
+    EXPECT_FALSE(r.is_ok()) << body;
+    EXPECT_EQ(param, "") << body;
+  }
+}
+
+TEST(ChatRequest, MessagesAndLogprobs) {
+  std::string param;
+  auto r = parse_chat_request(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+                      {"role":"assistant","content":null}],
+          "max_tokens":5,"max_completion_tokens":9,"logprobs":true,"top_logprobs":4})",
+      &param);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->messages.size(), 2u);
+  EXPECT_EQ(r->messages[0].content, "ab");
+  EXPECT_EQ(r->messages[1].content, "");
+  EXPECT_EQ(*r->params.max_tokens, 9);
+  EXPECT_EQ(r->params.n_logprobs, 4);
+  EXPECT_FALSE(parse_chat_request(R"({"messages":[]})", &param).is_ok());
+  EXPECT_EQ(param, "messages");
+  EXPECT_FALSE(parse_chat_request(
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})", &param).is_ok());
+  EXPECT_EQ(param, "messages[0].content[0].type");
+  auto chat = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", &param);
+  ASSERT_TRUE(chat.is_ok());
+  EXPECT_EQ(chat->params.n_logprobs, 0);
+}
+
+TEST(JsonDepth, CountsNestingOutsideStrings) {
+  EXPECT_EQ(json_nesting_depth(R"({"a":[1,{"b":"[[[["}]})", 100), 3);
+  EXPECT_GT(json_nesting_depth(std::string(100000, '['), 64), 64);
+}
+
+TEST(ApiError, StatusMapping) {
+  EXPECT_EQ(api_error_from_status(invalid_argument("x")).http_status, 400);
+  EXPECT_EQ(api_error_from_status(not_found("x")).http_status, 404);
+  auto e = api_error_from_status(resource_exhausted("x"));
+  EXPECT_EQ(e.http_status, 429);
+  EXPECT_EQ(e.retry_after_s, 1);
+  EXPECT_EQ(api_error_from_status(Status(ErrorCode::kUnavailable, "x")).http_status, 503);
+  EXPECT_EQ(api_error_from_status(internal_error("x")).http_status, 500);
+  EXPECT_EQ(api_error_json(invalid_request("bad", "temperature")),
+            R"({"error":{"code":null,"message":"bad","param":"temperature","type":"invalid_request_error"}})");
+}
+
+TEST(Response, InvalidUtf8InPiecesDoesNotThrow) {
+  ResponseIdentity id{ApiKind::kChat, "chatcmpl-1", 1, "m"};
+  std::vector<TokenLogprobEntry> lp = {{"\xE2\x96", -1.0f, {{"\xFF", -2.0f}}}};
+  std::string s = format_chunk(id, "\xC3", false, "", &lp, 0, false);
+  EXPECT_NE(s.find("\xEF\xBF\xBD"), std::string::npos) << s;
+  EXPECT_NE(s.find("\"bytes\":[226,150]"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace tessera::serve

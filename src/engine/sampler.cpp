@@ -64,14 +64,21 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   auto by_logit = [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   };
+  // top-k. The survivors are sorted only as far as top-p / min-p need (below): a full sort of a
+  // 50k-token vocabulary per token costs milliseconds, a noticeable share of a batched step.
   size_t k = c.size();
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < k) k = static_cast<size_t>(params_.top_k);
-  std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(), by_logit);
-  c.resize(k);
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < k) {
+    k = static_cast<size_t>(params_.top_k);
+    std::nth_element(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k - 1), c.end(), by_logit);
+    c.resize(k);
+    std::sort(c.begin(), c.end(), by_logit);
+  }
+  const bool truncate = params_.top_p < 1.0f || params_.min_p > 0.0f;
 
-  // Softmax over the survivors at the given temperature (c[0] holds the max).
+  // Softmax over the survivors at the given temperature.
   const float inv_t = 1.0f / params_.temperature;
-  const float max_logit = c[0].first;
+  float max_logit = c[0].first;
+  for (const auto& [l, id] : c) max_logit = std::max(max_logit, l);
   double sum = 0.0;
   for (auto& [l, id] : c) {
     l = static_cast<float>(std::exp(static_cast<double>((l - max_logit) * inv_t)));
@@ -79,25 +86,39 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   }
   for (auto& [p, id] : c) p = static_cast<float>(p / sum);
 
-  // top-p: the smallest prefix whose mass reaches top_p (at least one token).
-  if (params_.top_p < 1.0f) {
-    double cum = 0.0;
+  if (truncate) {
+    // The kept set is a prefix of the survivors in descending order: the shortest prefix whose
+    // mass reaches top_p, cut further at min_p times the top probability. Sort a growing prefix
+    // until the cut falls inside it.
+    size_t sorted = k < c.size() ? c.size() : 0;  // top-k survivors are already sorted
     size_t keep = c.size();
-    for (size_t i = 0; i < c.size(); ++i) {
-      cum += c[i].first;
-      if (cum >= params_.top_p) {
-        keep = i + 1;
-        break;
+    for (size_t want = 64;; want *= 2) {
+      if (sorted < c.size()) {
+        const size_t m = std::min(want, c.size());
+        std::partial_sort(c.begin() + static_cast<std::ptrdiff_t>(sorted),
+                          c.begin() + static_cast<std::ptrdiff_t>(m), c.end(), by_logit);
+        sorted = m;
       }
+      double cum = 0.0;
+      keep = sorted;
+      bool cut = false;
+      const float floor = params_.min_p > 0.0f ? params_.min_p * c[0].first : 0.0f;
+      for (size_t i = 0; i < sorted; ++i) {
+        if (params_.min_p > 0.0f && i > 0 && c[i].first < floor) {
+          keep = i;
+          cut = true;
+          break;
+        }
+        cum += c[i].first;
+        if (params_.top_p < 1.0f && cum >= params_.top_p) {
+          keep = i + 1;
+          cut = true;
+          break;
+        }
+      }
+      if (cut || sorted == c.size()) break;
     }
-    c.resize(keep);
-  }
-  // min-p: drop tokens below min_p times the top probability.
-  if (params_.min_p > 0.0f) {
-    const float floor = params_.min_p * c[0].first;
-    size_t keep = 1;
-    while (keep < c.size() && c[keep].first >= floor) ++keep;
-    c.resize(keep);
+    c.resize(std::max<size_t>(1, keep));
   }
   double total = 0.0;
   for (const auto& [p, id] : c) total += p;

@@ -132,7 +132,8 @@ void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
     for (int t = 0; t < T; ++t) {
       const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes) + i;
       qa[t] = load_q8_0_x2(a);
-      qa8[t] = _mm512_dpbusd_epi32(zero, eights, qa[t]);
+      // The accumulator starts at -8 * sum(a): one vpdpbusd per output gives sum((q - 8) a).
+      qa8[t] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, eights, qa[t]));
       da[t] = scales_x2(f16_scale(a[0].d), f16_scale(a[1].d));
     }
     for (int r = 0; r < R; ++r) {
@@ -140,7 +141,7 @@ void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
       const __m512i q = q4_0_nibbles_x2(b);
       const __m512 dw = scales_x2(f16_scale(b[0].d), f16_scale(b[1].d));
       for (int t = 0; t < T; ++t) {
-        const __m512i dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, q, qa[t]), qa8[t]);
+        const __m512i dot = _mm512_dpbusd_epi32(qa8[t], q, qa[t]);
         acc[k][r][t] =
             _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[k][r][t]);
       }
@@ -164,13 +165,16 @@ void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
 }
 
 // An R x T tile of Q8_0 rows against Q8_0 tokens, bit-identical to q8_0_q8_0_vec_dot per output
-// (same lane arithmetic, same two accumulators in the same order; see q4_0_q8_0_tile). Each
-// row's |w| and sign mask are computed once per block pair for all T tokens.
+// (same lane values, same two accumulators in the same order; see q4_0_q8_0_tile). vpdpbusd
+// wants one unsigned operand: each token's quants are offset to a + 128 (a sign-bit flip, once
+// per token) and each row's accumulator starts at -128 * sum(w) (once per row), so per output
+// the exact signed dot costs one vpdpbusd: sum((a + 128) w) - 128 sum(w) = sum(a w).
 template <int R, int T>
 void q8_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
                     size_t x_row_bytes, float* y, int64_t y_stride, int64_t n) {
   const int64_t nb = n / kQK8_0;
   const __m512i zero = _mm512_setzero_si512();
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[2][R][T];
   for (int k = 0; k < 2; ++k) {
     for (int r = 0; r < R; ++r) {
@@ -184,18 +188,16 @@ void q8_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
     __m512 da[T];
     for (int t = 0; t < T; ++t) {
       const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes) + i;
-      qa[t] = load_q8_0_x2(a);
+      qa[t] = _mm512_xor_si512(load_q8_0_x2(a), flip);  // a + 128, as unsigned bytes
       da[t] = scales_x2(f16_scale(a[0].d), f16_scale(a[1].d));
     }
     for (int r = 0; r < R; ++r) {
       const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(w + r * w_row_bytes) + i;
       const __m512i q = load_q8_0_x2(b);
-      const __m512i abs_w = _mm512_abs_epi8(q);
-      const __mmask64 neg = _mm512_movepi8_mask(q);
+      const __m512i start = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, flip, q));
       const __m512 dw = scales_x2(f16_scale(b[0].d), f16_scale(b[1].d));
       for (int t = 0; t < T; ++t) {
-        const __m512i signed_a = _mm512_mask_sub_epi8(qa[t], neg, zero, qa[t]);
-        const __m512i dot = _mm512_dpbusd_epi32(zero, abs_w, signed_a);
+        const __m512i dot = _mm512_dpbusd_epi32(start, qa[t], q);
         acc[k][r][t] =
             _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[k][r][t]);
       }

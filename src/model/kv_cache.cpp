@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <limits>
-#include <new>
 
 #include "tessera/base/check.h"
 
@@ -44,12 +43,13 @@ Result<KvCache> KvCache::allocate(const ModelConfig& config, int32_t n_slots, in
   c.block_stride_ = static_cast<size_t>(block);
   c.layer_stride_ = static_cast<size_t>(layer);
   c.tables_.resize(static_cast<size_t>(n_slots));
-  try {
-    c.k_.assign(static_cast<size_t>(n), std::byte{0});
-    c.v_.assign(static_cast<size_t>(n), std::byte{0});
-  } catch (const std::bad_alloc&) {
+  auto k = PageBuffer::allocate(static_cast<size_t>(n));
+  auto v = k.is_ok() ? PageBuffer::allocate(static_cast<size_t>(n)) : Result<PageBuffer>(k.status());
+  if (!k.is_ok() || !v.is_ok()) {
     return resource_exhausted(fmt::format("cannot allocate a KV cache of {} MiB", 2 * n >> 20));
   }
+  c.k_ = std::move(k).value();
+  c.v_ = std::move(v).value();
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "tessera/base/page_buffer.h"
 #include "tessera/base/status.h"
 #include "tessera/kernels/attention.h"
 #include "tessera/kernels/dtype.h"
@@ -72,8 +73,9 @@ class KvCache {
   size_t block_stride_ = 0;  // bytes of one block in one layer
   size_t layer_stride_ = 0;  // bytes of one layer
   std::vector<std::vector<int32_t>> tables_;  // per slot
-  std::vector<std::byte> k_;
-  std::vector<std::byte> v_;
+  // Anonymous pages: resident only once written, so a large pool costs memory as it fills.
+  PageBuffer k_;
+  PageBuffer v_;
 };
 
 }  // namespace tessera::model

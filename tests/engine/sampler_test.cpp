@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -82,6 +83,47 @@ TEST(Sampler, TopKTopPMinPTruncate) {
   p.min_p = 0.6f;  // keeps p >= 0.24: tokens 0 and 1
   h = histogram(p, logits, 2000);
   EXPECT_EQ(h.count(2) + h.count(3), 0u);
+}
+
+// A flat 3,000-token distribution: top-p must keep the smallest descending prefix reaching the
+// mass, far beyond the first sorted chunk, and never anything outside it.
+TEST(Sampler, TopPOnALargeFlatVocabularyKeepsExactlyThePrefix) {
+  constexpr int kVocab = 3000;
+  std::vector<double> probs(kVocab);
+  double z = 0.0;
+  for (int i = 0; i < kVocab; ++i) z += (probs[static_cast<size_t>(i)] = 1.0 + (i % 97) * 1e-3);
+  for (double& x : probs) x /= z;
+  // The expected kept set: descending order (ties by lower id), prefix until mass >= 0.5.
+  std::vector<int> order(kVocab);
+  for (int i = 0; i < kVocab; ++i) order[static_cast<size_t>(i)] = i;
+  const auto logits = logits_from_probs(probs);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
+  });
+  std::vector<bool> kept(kVocab, false);
+  double cum = 0.0;
+  size_t n_kept = 0;
+  for (int id : order) {
+    // softmax of the float logits, as the sampler computes it
+    kept[static_cast<size_t>(id)] = true;
+    ++n_kept;
+    cum += probs[static_cast<size_t>(id)];
+    if (cum >= 0.5) break;
+  }
+  ASSERT_GT(n_kept, 1000u);  // far past the first sorted chunk of 64
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.min_p = 0.0f;
+  p.top_p = 0.5f;
+  auto h = histogram(p, logits, 800);
+  size_t outside = 0;
+  for (const auto& [id, count] : h) {
+    // Allow the boundary token a float-rounding disagreement about where 0.5 is crossed.
+    if (!kept[static_cast<size_t>(id)] && id != order[n_kept]) outside += static_cast<size_t>(count);
+  }
+  EXPECT_EQ(outside, 0u);
+  EXPECT_GT(h.size(), 300u);  // and it really draws from the whole kept prefix
 }
 
 TEST(Sampler, PenaltiesDiscourageRepeats) {

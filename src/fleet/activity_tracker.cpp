@@ -1,0 +1,32 @@
+#include "tessera/fleet/activity_tracker.h"
+
+namespace tessera::fleet {
+
+ModelActivity& ActivityTracker::get(const std::string& model) {
+  auto it = models_.find(model);
+  if (it == models_.end()) it = models_.emplace(model, ModelActivity(options_)).first;
+  return it->second;
+}
+
+void ActivityTracker::on_arrival(const std::string& model, int64_t t_ns) {
+  ModelActivity& a = get(model);
+  if (a.in_flight == 0 && a.idle_since_ns >= 0) a.idle.add(t_ns - a.idle_since_ns);
+  ++a.in_flight;
+  ++a.n_arrivals;
+  if (a.first_arrival_ns < 0) a.first_arrival_ns = t_ns;
+  a.last_arrival_ns = t_ns;
+}
+
+void ActivityTracker::on_completion(const std::string& model, int64_t t_ns) {
+  auto it = models_.find(model);
+  if (it == models_.end() || it->second.in_flight == 0) return;
+  ModelActivity& a = it->second;
+  if (--a.in_flight == 0) a.idle_since_ns = t_ns;
+}
+
+const ModelActivity* ActivityTracker::find(const std::string& model) const {
+  auto it = models_.find(model);
+  return it == models_.end() ? nullptr : &it->second;
+}
+
+}  // namespace tessera::fleet

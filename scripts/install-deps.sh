@@ -7,15 +7,20 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev
-  libboost-dev  # Boost.Asio/Beast (header-only) for the HTTP server
+  libboost-dev  # Boost.Asio/Beast (header-only): the HTTP server and bench's HTTP client
   clang libclang-rt-14-dev  # libFuzzer for the fuzz targets
+  chromium                  # the headless report test (Chart.js itself comes from npm, below)
 )
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Chart.js for report.html comes from npm into the ignored .cache/ (never committed); without
+# network the reports have tables only and the browser test skips.
+fetch_chartjs() { "$(dirname "$0")/fetch-chartjs.sh" >/dev/null || true; }
 if [ ${#missing[@]} -eq 0 ]; then
+  fetch_chartjs
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
@@ -24,3 +29,4 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fetch_chartjs

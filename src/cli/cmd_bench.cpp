@@ -152,7 +152,8 @@ int run_bench_model(const BenchArgs& a) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, RunFn& run) {
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: machine ceilings, model throughput");
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Benchmarks: machine ceilings, model throughput, serving (LoadGen rules)");
   bench->require_subcommand(1);
 
   auto am = std::make_shared<BenchArgs>();
@@ -178,6 +179,8 @@ void add_bench_command(CLI::App& app, RunFn& run) {
                     "Ceilings from a `bench machine --json` file (default: measure now)");
   model->add_flag("--json", a->json, "Print a JSON record");
   model->callback([&run, a] { run = [a] { return run_bench_model(*a); }; });
+
+  add_bench_serve_command(bench, run);
 }
 
 }  // namespace tessera::cli

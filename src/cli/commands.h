@@ -17,5 +17,7 @@ void add_info_command(CLI::App& app, RunFn& run);
 void add_demo_command(CLI::App& app, RunFn& run);
 void add_bench_command(CLI::App& app, RunFn& run);
 void add_serve_command(CLI::App& app, RunFn& run);
+// `bench serve`, registered under the `bench` command by add_bench_command.
+void add_bench_serve_command(CLI::App* bench, RunFn& run);
 
 }  // namespace tessera::cli

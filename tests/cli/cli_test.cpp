@@ -37,7 +37,8 @@ RunResult run_cli(const std::string& args) {
 }
 
 TEST(Cli, HelpForEverySubcommand) {
-  for (const char* sub : {"generate", "synth", "info", "demo", "bench machine", "bench model"}) {
+  for (const char* sub :
+       {"generate", "synth", "info", "demo", "bench machine", "bench model", "bench serve"}) {
     auto r = run_cli(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;
@@ -166,6 +167,63 @@ TEST(Cli, Stories260KStreamsTheGoldenText) {
   r = run_cli("generate --model " + model.string() + " --prompt hi");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--tokenizer"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(Cli, BenchServeNullWritesEveryRecord) {
+  testing::TempDir dir;
+  const std::string out = dir.file("out");
+  auto r = run_cli("bench serve --target null --scenario server --request-rate 2000 -n 50 "
+                   "--input-len 16 --output-len uniform:2:6 --slo ttft=1000 --no-progress "
+                   "--out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("50 completed, 0 failed"), std::string::npos) << r.out;
+  std::ifstream sj(out + "/summary.json");
+  const auto summary = nlohmann::json::parse(sj);
+  EXPECT_EQ(summary["completed"], 50);
+  EXPECT_EQ(summary["request_rate"], 2000.0);
+  EXPECT_TRUE(summary.contains("p99_ttft_ms"));
+  EXPECT_TRUE(summary["environment"].contains("commit"));
+  EXPECT_EQ(summary["backend"]["kind"], "null");
+  std::ifstream rq(out + "/requests.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(rq, line);) ++lines;
+  EXPECT_EQ(lines, 51);  // one warm-up query, then 50
+  std::ifstream ml(out + "/mlperf_log_summary.txt");
+  const std::string mlperf((std::istreambuf_iterator<char>(ml)), {});
+  EXPECT_NE(mlperf.find("Result is : VALID"), std::string::npos) << mlperf;
+  EXPECT_TRUE(std::ifstream(out + "/report.html").good());
+
+  r = run_cli("bench serve --target null --scenario sweep --concurrency 1,4 -n 20 "
+              "--output-len 3 --no-progress");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("concurrency=4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SLOs hold"), std::string::npos) << r.out;
+}
+
+TEST(Cli, BenchServeRefusesBadArguments) {
+  for (const char* args : {"--target ftp://x", "--target null --scenario warp",
+                           "--target null --slo ttft=fast", "--target null --request-rate -3",
+                           "--target null --input-len zipf:2", "--target http://127.0.0.1:1 "
+                           "--api rest", "--target null --scenario trace",
+                           "--target null --trace /nonexistent.csv --scenario trace"}) {
+    auto r = run_cli(std::string("bench serve --no-progress ") + args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_NE(r.err.find("error"), std::string::npos) << args << ": " << r.err;
+  }
+}
+
+TEST(Cli, BenchServeReplaysASharedTrace) {
+  TS_SKIP_WITHOUT_SHARED(trace, "traces/vidur/splitwise_conv.csv");
+  auto r = run_cli("bench serve --target null --scenario trace --trace " + trace.string() +
+                   " -n 40 --time-scale 100 --warmup 0 --no-progress");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("40 completed"), std::string::npos) << r.out;
 }
 
 }  // namespace

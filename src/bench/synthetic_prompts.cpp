@@ -100,11 +100,37 @@ int32_t draw_length(const LengthSpec& s, Rng& rng) {
   return static_cast<int32_t>(std::clamp(x, 1.0, 1e9));
 }
 
+namespace {
+
+// True when `s` is complete, well-formed UTF-8 (no stray continuation bytes, no cut sequences).
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 1;
+    if (c >= 0xF0 && c <= 0xF4) len = 4;
+    else if (c >= 0xE0) len = 3;
+    else if (c >= 0xC2) len = 2;
+    else if (c >= 0x80) return false;
+    if (c >= 0xF5 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace
+
 PromptSynthesizer::PromptSynthesizer(const model::Tokenizer* tokenizer) : tokenizer_(tokenizer) {
   if (!tokenizer_) return;
   for (int32_t id = 0; id < tokenizer_->n_vocab(); ++id) {
     if (id == tokenizer_->bos_id() || tokenizer_->is_end_of_generation(id)) continue;
-    if (tokenizer_->token_to_piece(id).empty()) continue;  // control tokens
+    const std::string piece = tokenizer_->token_to_piece(id);
+    if (piece.empty()) continue;  // control tokens
+    // Byte tokens (<0x80>..<0xFF>) alone are not text: a prompt made of them could not be sent
+    // as JSON. Whole-character tokens keep every prompt valid UTF-8.
+    if (!valid_utf8(piece)) continue;
     pool_.push_back(id);
   }
 }

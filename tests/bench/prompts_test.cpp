@@ -2,7 +2,11 @@
 
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tessera/bench/synthetic_prompts.h"
+#include "tessera/model/synth.h"
+#include "tessera/model/tokenizer/tokenizer.h"
 #include "tessera/bench/trace.h"
 #include "test_util.h"
 
@@ -54,6 +58,26 @@ TEST(SyntheticPrompts, TextPromptsHaveOneWordPerToken) {
   }
   // Same seed, same library.
   EXPECT_EQ(make_synthetic_library(o, synth).sample(9).prompt, lib.sample(9).prompt);
+}
+
+// With a real vocabulary (byte tokens included), synthetic prompts are still valid UTF-8 text,
+// so they can be sent as JSON (regression: byte-token prompts made the request body unencodable).
+TEST(SyntheticPrompts, VocabularyPromptsAreValidUtf8) {
+  const model::Metadata vocab = model::synthetic_vocab(1024);
+  auto tok = model::make_tokenizer(vocab);
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  PromptSynthesizer synth(tok->get());
+  SyntheticOptions o;
+  o.input_len = *parse_length_spec("128");
+  o.output_len = *parse_length_spec("4");
+  o.n_prompts = 64;
+  o.seed = 1;
+  const InMemoryLibrary lib = make_synthetic_library(o, synth);
+  for (size_t i = 0; i < lib.size(); ++i) {
+    const QuerySample& s = lib.sample(i);
+    EXPECT_EQ(s.input_tokens, 128);
+    EXPECT_NO_THROW((void)nlohmann::json({{"prompt", s.prompt}}).dump()) << "prompt " << i;
+  }
 }
 
 TEST(PromptFile, ReadsJsonlAndReportsBadLines) {

@@ -17,5 +17,6 @@ void add_info_command(CLI::App& app, RunFn& run);
 void add_demo_command(CLI::App& app, RunFn& run);
 void add_bench_command(CLI::App& app, RunFn& run);
 void add_serve_command(CLI::App& app, RunFn& run);
+void add_fleet_command(CLI::App& app, RunFn& run);
 
 }  // namespace tessera::cli

@@ -84,13 +84,13 @@ int run_fleet(const FleetArgs& a) {
   if (api_key.empty()) {
     if (const char* k = std::getenv("TESSERA_API_KEY")) api_key = k;
   }
-  Result<HttpReply> reply = Status();
-  if (a.action == "status") {
-    reply = http_call(a.server, "GET", "/admin/models", api_key);
-  } else {
-    if (a.model.empty()) return fail(fmt::format("tessera fleet {} needs a model name", a.action));
-    reply = http_call(a.server, "POST", fmt::format("/admin/models/{}/{}", a.model, a.action), api_key);
+  if (a.action != "status" && a.model.empty()) {
+    return fail(fmt::format("tessera fleet {} needs a model name", a.action));
   }
+  Result<HttpReply> reply =
+      a.action == "status"
+          ? http_call(a.server, "GET", "/admin/models", api_key)
+          : http_call(a.server, "POST", fmt::format("/admin/models/{}/{}", a.model, a.action), api_key);
   if (!reply.is_ok()) return fail(reply.status());
   if (reply->status != 200) return fail(error_message(*reply));
   if (a.json) {

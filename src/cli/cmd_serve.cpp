@@ -170,9 +170,12 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
   std::shared_ptr<fleet::FleetManager> fleet = std::move(created).value();
   serve::attach_fleet_metrics(*fleet, server.metrics());
   fleet->add_listener([](const fleet::TransitionEvent& ev) {
-    log_info("fleet: {} {} -> {} ({}; {:.3f} s in {})", ev.model, fleet::model_state_name(ev.from),
-             fleet::model_state_name(ev.to), ev.reason, static_cast<double>(ev.time_in_from_ns) * 1e-9,
-             fleet::model_state_name(ev.from));
+    const std::string line = fmt::format(
+        "tessera serve: fleet: {} {} -> {} ({}; {:.3f} s in {})\n", ev.model,
+        fleet::model_state_name(ev.from), fleet::model_state_name(ev.to), ev.reason,
+        static_cast<double>(ev.time_in_from_ns) * 1e-9, fleet::model_state_name(ev.from));
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
   });
   for (const std::string& name : fleet->names()) {
     serve::ModelEntry entry = serve::fleet_entry(fleet, name);

@@ -231,7 +231,7 @@ Status FleetManager::make_room(const Slot& s, int64_t bytes) {
     if (d.action != Action::kSuspend || d.model == s.spec.name) continue;
     Slot* victim = find(d.model);
     if (victim == nullptr) continue;
-    if (Status st = take_down(*victim, "memory pressure: " + d.reason); !st.is_ok()) {
+    if (Status st = take_down(*victim, d.reason); !st.is_ok()) {
       log_warn("fleet: suspending {} to make room failed: {}", d.model, st.message());
     }
   }

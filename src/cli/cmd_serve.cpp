@@ -6,16 +6,22 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 
 #include "commands.h"
 #include "common.h"
 #include "tessera/base/log.h"
 #include "tessera/engine/engine.h"
+#include "tessera/fleet/fleet_manager.h"
+#include "tessera/fleet/hybrid_histogram_policy.h"
+#include "tessera/fleet/keep_alive_policy.h"
 #include "tessera/serve/chat_template.h"
+#include "tessera/serve/fleet_backend.h"
 #include "tessera/serve/model_router.h"
 #include "tessera/serve/server.h"
 
@@ -24,6 +30,11 @@ namespace {
 
 struct ServeArgs {
   std::string model;
+  std::string models_dir;            // --models: every *.gguf in it, served by a FleetManager
+  std::string mem_budget;            // bytes with an optional K/M/G/T suffix; empty: unlimited
+  std::string idle_policy = "fixed";  // fixed | adaptive | always-on
+  double keep_alive_s = 300.0;
+  double resume_deadline_s = 30.0;
   std::string tokenizer;
   std::string name;
   std::string host = "127.0.0.1";
@@ -75,6 +86,127 @@ serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
   };
 }
 
+// "512M" -> 536870912. Suffixes K, M, G, T (powers of 1024), optionally followed by "B"/"iB".
+Result<int64_t> parse_bytes(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return invalid_argument("--mem-budget '" + text + "' is not a size (e.g. 8G, 512M, 1073741824)");
+  }
+  std::string suffix = text.substr(used);
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (suffix.ends_with("IB")) suffix.resize(suffix.size() - 2);
+  else if (suffix.size() > 1 && suffix.ends_with("B")) suffix.resize(suffix.size() - 1);
+  double scale = 1;
+  if (suffix.empty() || suffix == "B") scale = 1;
+  else if (suffix == "K") scale = 1024.0;
+  else if (suffix == "M") scale = 1024.0 * 1024;
+  else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else return invalid_argument("--mem-budget '" + text + "': unknown suffix (K, M, G or T)");
+  if (v < 0) return invalid_argument("--mem-budget must be >= 0");
+  return static_cast<int64_t>(v * scale);
+}
+
+engine::EngineOptions engine_options(const ServeArgs& a, kernels::DType kv_dtype,
+                                     int64_t model_context) {
+  engine::EngineOptions eo;
+  eo.n_threads = a.threads;
+  eo.max_running = a.parallel;
+  eo.max_waiting = a.max_queue;
+  eo.ctx_size = std::min<int64_t>(a.ctx_size, model_context);
+  eo.block_size = a.block_size;
+  eo.n_blocks = a.kv_blocks;
+  eo.max_batch_tokens = a.batch_tokens;
+  eo.prefix_cache = !a.no_prefix_cache;
+  eo.kv_dtype = kv_dtype;
+  return eo;
+}
+
+// --models DIR: one FleetManager over every *.gguf in DIR, each a router entry named by its
+// stem; idle models are suspended by the idle policy and resumed by requests.
+int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server,
+              serve::ModelRouter& router, sigset_t& signals) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(a.models_dir, ec)) {
+    if (f.is_regular_file() && f.path().extension() == ".gguf") paths.push_back(f.path().string());
+  }
+  if (ec) return fail(fmt::format("--models {}: {}", a.models_dir, ec.message()));
+  if (paths.empty()) return fail(fmt::format("--models {}: no *.gguf files in it", a.models_dir));
+  std::sort(paths.begin(), paths.end());
+
+  fleet::FleetOptions fo;
+  if (!a.mem_budget.empty()) {
+    auto b = parse_bytes(a.mem_budget);
+    if (!b.is_ok()) return fail(b.status());
+    fo.active_budget_bytes = *b;
+  }
+  const auto keep_alive_ns = static_cast<int64_t>(a.keep_alive_s * 1e9);
+  if (a.idle_policy == "fixed") {
+    fo.idle_policy = std::make_shared<fleet::FixedKeepAlivePolicy>(keep_alive_ns);
+  } else if (a.idle_policy == "adaptive") {
+    fleet::HybridHistogramOptions ho;
+    ho.fallback_keep_alive_ns = keep_alive_ns;
+    fo.idle_policy = std::make_shared<fleet::HybridHistogramPolicy>(ho);
+  } else if (a.idle_policy != "always-on") {
+    return fail("--idle-policy must be fixed, adaptive or always-on");
+  }
+  fo.request_deadline_ns = static_cast<int64_t>(a.resume_deadline_s * 1e9);
+
+  std::vector<fleet::FleetModelSpec> specs;
+  for (const auto& p : paths) {
+    fleet::FleetModelSpec spec;
+    spec.name = serve::model_name_from_path(p);
+    spec.path = p;
+    // The model context caps ctx_size when the fleet opens the file (FleetManager clamps).
+    spec.engine = engine_options(a, kv_dtype, a.ctx_size);
+    specs.push_back(std::move(spec));
+  }
+  auto created = fleet::FleetManager::create(std::move(specs), fo);
+  if (!created.is_ok()) return fail(created.status());
+  std::shared_ptr<fleet::FleetManager> fleet = std::move(created).value();
+  serve::attach_fleet_metrics(*fleet, server.metrics());
+  fleet->add_listener([](const fleet::TransitionEvent& ev) {
+    const std::string line = fmt::format(
+        "tessera serve: fleet: {} {} -> {} ({}; {:.3f} s in {})\n", ev.model,
+        fleet::model_state_name(ev.from), fleet::model_state_name(ev.to), ev.reason,
+        static_cast<double>(ev.time_in_from_ns) * 1e-9, fleet::model_state_name(ev.from));
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+  });
+  for (const std::string& name : fleet->names()) {
+    serve::ModelEntry entry = serve::fleet_entry(fleet, name);
+    entry.chat = make_chat_renderer(fleet->metadata(name), fleet->shared_tokenizer(name),
+                                    a.chat_template);
+    entry.created = static_cast<int64_t>(std::time(nullptr));
+    if (Status s = router.add(std::move(entry)); !s.is_ok()) return fail(s);
+  }
+  if (Status s = fleet->start(); !s.is_ok()) log_warn("fleet: {}", s.message());
+  server.set_serving();
+  for (const auto& m : fleet->status()) {
+    std::printf("tessera serve: model '%s' %s (%.1f MiB weights + KV)\n", m.name.c_str(),
+                std::string(fleet::model_state_name(m.state)).c_str(),
+                static_cast<double>(m.active_bytes) / (1 << 20));
+  }
+  std::printf("tessera serve: fleet of %zu models, idle policy %s, keep-alive %.0f s, budget %s\n",
+              paths.size(), a.idle_policy.c_str(), a.keep_alive_s,
+              a.mem_budget.empty() ? "unlimited" : a.mem_budget.c_str());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::printf("tessera serve: %s, draining (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+              a.drain_seconds);
+  std::fflush(stdout);
+  server.shutdown(std::chrono::milliseconds(static_cast<int64_t>(a.drain_seconds * 1000)));
+  fleet->stop();
+  std::printf("tessera serve: stopped\n");
+  return 0;
+}
+
 int run_serve(const ServeArgs& a) {
   // Signals are taken by sigwait() below: block them before any thread starts so every thread
   // inherits the mask.
@@ -101,6 +233,7 @@ int run_serve(const ServeArgs& a) {
   if (Status s = server.start(); !s.is_ok()) return fail(s.with_context("starting the HTTP server"));
   std::printf("tessera serve: listening on http://%s:%d\n", a.host.c_str(), server.port());
   std::fflush(stdout);
+  if (!a.models_dir.empty()) return run_fleet(a, kv_dtype, server, *router, signals);
 
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
@@ -154,7 +287,24 @@ int run_serve(const ServeArgs& a) {
 void add_serve_command(CLI::App& app, RunFn& run) {
   auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   auto a = std::make_shared<ServeArgs>();
-  cmd->add_option("-m,--model", a->model, "Model file (GGUF or llama2.c checkpoint)")->required();
+  auto* model_opt = cmd->add_option("-m,--model", a->model, "Model file (GGUF or llama2.c checkpoint)");
+  auto* models_opt = cmd->add_option(
+      "--models", a->models_dir,
+      "Serve every *.gguf in DIR (name = file stem), suspending idle models and resuming on demand");
+  model_opt->excludes(models_opt);
+  models_opt->excludes(model_opt);
+  cmd->add_option("--mem-budget", a->mem_budget,
+                  "With --models: active memory (weights + KV) for resumed models, e.g. 8G "
+                  "(default: unlimited)");
+  cmd->add_option("--idle-policy", a->idle_policy,
+                  "With --models: fixed (keep-alive), adaptive (hybrid histogram) or always-on")
+      ->capture_default_str();
+  cmd->add_option("--keep-alive", a->keep_alive_s,
+                  "With --models: idle seconds before a model is suspended (adaptive: fallback)")
+      ->capture_default_str();
+  cmd->add_option("--resume-deadline", a->resume_deadline_s,
+                  "With --models: seconds a request waits for its model to resume before a 503")
+      ->capture_default_str();
   cmd->add_option("--tokenizer", a->tokenizer, "Tokenizer file (default: the model's own)");
   cmd->add_option("--name", a->name, "Served model name (default: the file name without extension)");
   cmd->add_option("--host", a->host, "Address to bind")->capture_default_str();
@@ -178,7 +328,12 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str();
   cmd->add_option("--drain-seconds", a->drain_seconds, "On SIGTERM, time allowed to finish requests")
       ->capture_default_str();
-  cmd->callback([a, &run] { run = [a] { return run_serve(*a); }; });
+  cmd->callback([a, &run] {
+    run = [a] {
+      if (a->model.empty() == a->models_dir.empty()) return fail("pass --model FILE or --models DIR");
+      return run_serve(*a);
+    };
+  });
 }
 
 }  // namespace tessera::cli

@@ -19,5 +19,6 @@ void add_bench_command(CLI::App& app, RunFn& run);
 void add_serve_command(CLI::App& app, RunFn& run);
 // `bench serve`, registered under the `bench` command by add_bench_command.
 void add_bench_serve_command(CLI::App* bench, RunFn& run);
+void add_fleet_command(CLI::App& app, RunFn& run);
 
 }  // namespace tessera::cli

@@ -47,6 +47,12 @@ struct ModelEntry {
   ChatRenderer chat;                      // empty: the model has no usable chat template
   int64_t created = 0;                    // Unix seconds, for /v1/models
   std::string owned_by = "tessera";
+  // Optional, for models with a lifecycle (fleet-managed): the state name for /v1/models and
+  // /admin/models ("active", "suspended", ...). Empty: always ready, no state reported.
+  std::function<std::string()> state;
+  // Optional: operator moves for /admin/models/{name}/{action} ("suspend", "resume"). Runs on
+  // the connection's thread and may block for the move. Empty: the model has no admin actions.
+  std::function<Status(const std::string& action)> admin;
 };
 
 }  // namespace tessera::serve

@@ -10,7 +10,10 @@ namespace tessera::serve {
 namespace {
 
 nlohmann::json model_json(const ModelEntry& e) {
-  return {{"id", e.name}, {"object", "model"}, {"created", e.created}, {"owned_by", e.owned_by}};
+  nlohmann::json j = {
+      {"id", e.name}, {"object", "model"}, {"created", e.created}, {"owned_by", e.owned_by}};
+  if (e.state) j["state"] = e.state();
+  return j;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tessera/base/log.h"
+#include "tessera/serve/admin_route.h"
 #include "tessera/serve/api_error.h"
 #include "tessera/serve/chat_route.h"
 #include "tessera/serve/completions_route.h"
@@ -27,6 +28,8 @@ constexpr Route kRoutes[] = {
     {"GET", "/v1/models/", true, handle_get_model},
     {"GET", "/health", false, handle_health},
     {"GET", "/metrics", false, handle_metrics},
+    {"GET", "/admin/models", false, handle_admin_list_models},
+    {"POST", "/admin/models/", true, handle_admin_model_action},
 };
 
 bool matches(const Route& r, std::string_view path) {

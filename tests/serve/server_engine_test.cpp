@@ -50,7 +50,7 @@ class ServerEngineTest : public ::testing::Test {
     engine_->start();
 
     auto models = std::make_shared<ModelRouter>();
-    ASSERT_TRUE(models->add({model_name_from_path(path), engine_backend(engine_), {}, 0, "tessera"}).is_ok());
+    ASSERT_TRUE(models->add({model_name_from_path(path), engine_backend(engine_), {}, 0, "tessera", {}, {}}).is_ok());
     server_ = std::make_unique<Server>(ServerOptions{}, models);
     ASSERT_TRUE(server_->start().is_ok());
     server_->set_serving();

@@ -1,0 +1,184 @@
+// FleetManager: many models served from one process, each moved along its ModelLifecycle
+// (model_state.h) by one manager. Per model it owns the model::Model (weights mmapped, loaded
+// once), its tokenizer (loaded once, usable in every state), a TieredRegion over the weights'
+// file mapping, and an engine::Engine only while Active. Bringing a model up reserves its active
+// bytes (weights + KV pool) in the MemoryBudget; taking it down releases them.
+//
+//   load     Unloaded|Evicted|Failed -> Loading -> Active   prefault weights, create the engine
+//   suspend  Active -> Suspending -> Suspended              drain + destroy the engine (frees the
+//                                                           KV pool), weights to the host tier
+//   resume   Suspended -> Resuming -> Active                prefault weights in parallel, engine
+//   evict    Suspended -> Evicted                           weights to the disk tier
+//
+// submit() to an Active model forwards to its engine; to any other state it queues the request,
+// asks the control thread to bring the model up, and dispatches when Active. A queued request
+// that is not dispatched by its deadline, or whose model fails to come up, finishes with
+// FinishReason::kError and a kUnavailable status (the HTTP edge answers 503 + Retry-After):
+// a queued request never hangs.
+//
+// One control thread (start()) does every move the manager decides on: it wakes when a request
+// needs a model, or every tick (real time), and then runs tick(): expire queued requests, bring
+// up models that requests wait for (making room with ColdStartCostEviction when the budget is
+// short), and apply the IdlePolicy. Decisions read time only from the injected Clock, so tests
+// drive tick() under a FakeClock without the thread.
+//
+// Request ids are the manager's own (stable across engine re-creation); events carry them.
+// Thread-safety: every public method is thread-safe. Moves (load/suspend/resume/evict, tick)
+// are serialized by one control mutex and block the caller for the move's duration; submit,
+// cancel, stats and status never wait for a move. Event sinks run on engine threads (or, for
+// queued requests that fail, on the control thread or the caller of cancel()).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/base/clock.h"
+#include "tessera/base/status.h"
+#include "tessera/engine/engine.h"
+#include "tessera/engine/request.h"
+#include "tessera/fleet/activity_tracker.h"
+#include "tessera/fleet/eviction_policy.h"
+#include "tessera/fleet/idle_policy.h"
+#include "tessera/fleet/lifecycle.h"
+#include "tessera/fleet/memory_budget.h"
+#include "tessera/model/format/metadata.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+
+namespace tessera::fleet {
+
+struct FleetModelSpec {
+  std::string name;                // unique, non-empty
+  std::string path;                // GGUF (its tokenizer inside)
+  engine::EngineOptions engine;    // per-model engine options
+  bool pinned = false;             // never suspended or evicted by a policy
+};
+
+struct FleetOptions {
+  int64_t active_budget_bytes = 0;          // weights + KV of brought-up models; 0: unlimited
+  std::shared_ptr<const IdlePolicy> idle_policy;  // null: never suspend on idleness
+  EvictionOptions eviction;
+  int64_t request_deadline_ns = 30'000'000'000;  // how long a queued request waits for Active
+  int64_t tick_ns = 100'000'000;            // control-thread wake-up period (real time)
+  int32_t io_threads = 4;                   // threads prefaulting weights on resume
+  bool load_on_start = true;                // start(): bring up every model that fits, in order
+  const Clock* clock = nullptr;             // null: the real clock
+};
+
+// One model's state for /v1/models, the admin API and metrics.
+struct ModelStatus {
+  std::string name;
+  std::string path;
+  ModelState state = ModelState::kUnloaded;
+  double time_in_state_s = 0.0;
+  int64_t active_bytes = 0;        // weights + KV when up
+  int64_t weight_bytes = 0;
+  int64_t resumes = 0;             // entries into Resuming
+  int64_t loads = 0;               // entries into Loading
+  double last_bring_up_s = 0.0;    // duration of the last load or resume (0: none yet)
+  int64_t queued = 0;              // requests waiting for the model to come up
+  bool pinned = false;
+  std::string last_error;          // why it is Failed
+};
+
+class FleetManager {
+ public:
+  // Opens every model (mmap + tokenizer; no weights are read) in Unloaded. Errors: kInvalidArgument
+  // for no models, empty or duplicate names; the model's load error, naming it.
+  static Result<std::unique_ptr<FleetManager>> create(std::vector<FleetModelSpec> models,
+                                                      FleetOptions options);
+  ~FleetManager();  // stop()s; queued requests get kUnavailable, engines are stopped
+  FleetManager(const FleetManager&) = delete;
+  FleetManager& operator=(const FleetManager&) = delete;
+
+  // Loads the models that fit (when options.load_on_start) and starts the control thread.
+  // Idempotent. Returns the first load error, if any (the model is then Failed; others serve).
+  Status start();
+  // Stops the control thread, fails queued requests (kUnavailable) and stops every engine
+  // (in-flight requests get kCancelled). Idempotent.
+  void stop();
+
+  // Moves, synchronous. Errors: kNotFound for an unknown name; kFailedPrecondition when the
+  // model is not in a state the move starts from; kResourceExhausted when bringing it up does
+  // not fit the budget even after suspending idle models; the move's own error (the model is
+  // then Failed and its queued requests get the error).
+  Status load(const std::string& name, std::string_view reason = "operator");
+  Status suspend(const std::string& name, std::string_view reason = "operator");
+  Status resume(const std::string& name, std::string_view reason = "operator");
+  Status evict(const std::string& name, std::string_view reason = "operator");
+
+  // One control pass at clock->now_ns() (what the control thread runs every tick).
+  void tick();
+
+  // As engine::Engine::submit, for model `name`. Errors (the sink is not called): kNotFound,
+  // kUnavailable when stopped; for an Active model the engine's own errors. A request queued for
+  // a model that is not Active returns an id at once; its sink gets kError + kUnavailable if the
+  // model is not up within the deadline, or the bring-up error.
+  Result<engine::RequestId> submit(const std::string& name, engine::Request request,
+                                   engine::EventSink sink);
+  // Cancels a queued or running request; unknown or finished ids are ignored.
+  void cancel(const std::string& name, engine::RequestId id);
+
+  // The engine's stats while Active; zeros otherwise (and for unknown names).
+  engine::EngineStats stats(const std::string& name) const;
+  // Every model, in the order given to create().
+  std::vector<ModelStatus> status() const;
+  Result<ModelStatus> status(const std::string& name) const;
+  ModelState state(const std::string& name) const;  // kUnloaded for unknown names
+  std::vector<std::string> names() const;
+
+  // Valid as long as the manager, in every state. Precondition: `name` is known (checked).
+  const model::Tokenizer& tokenizer(const std::string& name) const;
+  std::shared_ptr<const model::Tokenizer> shared_tokenizer(const std::string& name) const;
+  const model::Metadata& metadata(const std::string& name) const;
+  // Positions per sequence (the engine option, or the model's context).
+  int64_t context_length(const std::string& name) const;
+
+  const MemoryBudget& budget() const { return budget_; }
+  const Clock& clock() const { return *clock_; }
+  // Adds a listener to every model's lifecycle (see ModelLifecycle::add_listener). Call before
+  // start().
+  void add_listener(TransitionListener listener);
+
+ private:
+  struct Slot;
+  struct Pending;
+  FleetManager(FleetOptions options);
+  Slot* find(const std::string& name) const;
+  Status bring_up(Slot& s, std::string_view reason);   // caller holds control_mu_
+  Status take_down(Slot& s, std::string_view reason);  // Active -> Suspended; holds control_mu_
+  Status make_room(const Slot& s, int64_t bytes);      // holds control_mu_
+  void fail_pending(Slot& s, const Status& why);
+  void dispatch_pending(Slot& s);
+  void expire_pending(int64_t now_ns);
+  FleetView view(int64_t now_ns) const;
+  void control_loop();
+  void request_bring_up(Slot& s);
+  engine::EventSink wrap_sink(Slot& s, engine::RequestId fleet_id, engine::EventSink sink);
+
+  FleetOptions options_;
+  const Clock* clock_;
+  MemoryBudget budget_;
+  ColdStartCostEviction eviction_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  mutable std::mutex activity_mu_;  // leaf lock
+  ActivityTracker activity_;
+
+  std::mutex control_mu_;  // serializes moves and ticks
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool wake_ = false;
+  bool stopping_ = false;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+  std::thread control_;
+  std::atomic<engine::RequestId> next_id_{1};
+};
+
+}  // namespace tessera::fleet

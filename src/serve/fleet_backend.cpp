@@ -1,0 +1,89 @@
+#include "tessera/serve/fleet_backend.h"
+
+#include "tessera/base/check.h"
+
+namespace tessera::serve {
+
+namespace {
+
+class FleetBackend final : public ModelBackend {
+ public:
+  FleetBackend(std::shared_ptr<fleet::FleetManager> fleet, std::string name)
+      : fleet_(std::move(fleet)), name_(std::move(name)), tokenizer_(fleet_->shared_tokenizer(name_)) {}
+
+  Result<engine::RequestId> submit(engine::Request request, engine::EventSink sink) override {
+    return fleet_->submit(name_, std::move(request), std::move(sink));
+  }
+  void cancel(engine::RequestId id) override { fleet_->cancel(name_, id); }
+  engine::EngineStats stats() const override { return fleet_->stats(name_); }
+  const model::Tokenizer& tokenizer() const override { return *tokenizer_; }
+  int64_t context_length() const override { return fleet_->context_length(name_); }
+
+ private:
+  std::shared_ptr<fleet::FleetManager> fleet_;
+  std::string name_;
+  std::shared_ptr<const model::Tokenizer> tokenizer_;
+};
+
+}  // namespace
+
+std::shared_ptr<ModelBackend> fleet_backend(std::shared_ptr<fleet::FleetManager> fleet,
+                                            const std::string& name) {
+  TS_CHECK_MSG(fleet != nullptr, "fleet_backend: null fleet");
+  TS_CHECK_MSG(fleet->status(name).is_ok(), "fleet_backend: unknown model");
+  return std::make_shared<FleetBackend>(std::move(fleet), name);
+}
+
+ModelEntry fleet_entry(std::shared_ptr<fleet::FleetManager> fleet, const std::string& name) {
+  ModelEntry e;
+  e.name = name;
+  e.backend = fleet_backend(fleet, name);
+  std::weak_ptr<fleet::FleetManager> weak = fleet;
+  e.state = [weak, name]() -> std::string {
+    auto f = weak.lock();
+    return f ? std::string(fleet::model_state_name(f->state(name))) : "unloaded";
+  };
+  e.admin = [weak, name](const std::string& action) -> Status {
+    auto f = weak.lock();
+    if (!f) return Status(ErrorCode::kUnavailable, "the fleet is stopping");
+    if (action == "suspend") return f->suspend(name);
+    if (action == "resume") return f->resume(name);
+    if (action == "load") return f->load(name);
+    if (action == "evict") return f->evict(name);
+    return invalid_argument("unknown admin action '" + action +
+                            "': expected suspend, resume, load or evict");
+  };
+  return e;
+}
+
+void attach_fleet_metrics(fleet::FleetManager& fleet, MetricsRegistry& registry) {
+  static constexpr const char* kStateHelp = "1 for the model's current lifecycle state, else 0";
+  for (const std::string& name : fleet.names()) {
+    for (fleet::ModelState s : fleet::kAllModelStates) {
+      registry.gauge("tessera_model_state", kStateHelp,
+                     {{"model", name}, {"state", std::string(fleet::model_state_name(s))}})
+          .set(s == fleet.state(name) ? 1.0 : 0.0);
+    }
+    registry.counter("tessera_model_resumes_total", "Completed resumes (Resuming -> Active)",
+                     {{"model", name}});
+  }
+  MetricsRegistry* r = &registry;
+  fleet.add_listener([r](const fleet::TransitionEvent& ev) {
+    r->gauge("tessera_model_state", kStateHelp,
+             {{"model", ev.model}, {"state", std::string(fleet::model_state_name(ev.from))}})
+        .set(0.0);
+    r->gauge("tessera_model_state", kStateHelp,
+             {{"model", ev.model}, {"state", std::string(fleet::model_state_name(ev.to))}})
+        .set(1.0);
+    if (ev.from == fleet::ModelState::kResuming && ev.to == fleet::ModelState::kActive) {
+      r->counter("tessera_model_resumes_total", "Completed resumes (Resuming -> Active)",
+                 {{"model", ev.model}})
+          .inc();
+      r->histogram("tessera_model_resume_seconds", "Time from Resuming to Active",
+                   latency_buckets_seconds(), {{"model", ev.model}})
+          .observe(static_cast<double>(ev.time_in_from_ns) * 1e-9);
+    }
+  });
+}
+
+}  // namespace tessera::serve

@@ -1,0 +1,304 @@
+// FleetManager over small synthetic models: load, suspend (memory really released), resume
+// (identical greedy output), request-triggered resume, deadlines, keep-alive under a FakeClock,
+// budget pressure, and concurrent requests during a resume.
+#include "tessera/fleet/fleet_manager.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "tessera/fleet/keep_alive_policy.h"
+#include "tessera/fleet/process_memory.h"
+#include "tessera/model/synth.h"
+#include "test_util.h"
+
+namespace tessera::fleet {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// Collects one request's events; shared with the sink so it outlives the request.
+struct Collector {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int32_t> tokens;
+  engine::FinishEvent finish;
+  bool done = false;
+
+  static engine::EventSink sink(const std::shared_ptr<Collector>& c) {
+    return [c](engine::Event&& ev) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (auto* t = std::get_if<engine::TokenEvent>(&ev.body)) {
+        c->tokens.push_back(t->token);
+      } else {
+        c->finish = std::get<engine::FinishEvent>(ev.body);
+        c->done = true;
+        c->cv.notify_all();
+      }
+    };
+  }
+  bool wait(std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, timeout, [this] { return done; });
+  }
+};
+
+engine::Request greedy(int32_t max_tokens = 8) {
+  engine::Request r;
+  r.prompt = {1, 17, 42, 99, 7};
+  r.sampling.temperature = 0.0f;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+class FleetManagerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    for (int i = 0; i < 3; ++i) {
+      model::SynthOptions o;
+      o.shape = *model::find_synth_shape("tiny");
+      o.dtype = kernels::DType::kQ8_0;
+      o.seed = 11 + i;
+      ASSERT_TRUE(model::write_synthetic_model(o, path(i)).is_ok());
+    }
+    // Big enough (f32, ~18 MiB) for the resident set to show the weights leave.
+    model::SynthOptions o;
+    o.shape = model::SynthShape{"small", 256, 4, 4, 2, 768, 2048, 512};
+    o.dtype = kernels::DType::kF32;
+    ASSERT_TRUE(model::write_synthetic_model(o, dir_->file("big.gguf")).is_ok());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string name(int i) { return fmt::format("m{}", i); }
+  static std::string path(int i) { return dir_->file(fmt::format("m{}.gguf", i)); }
+
+  static FleetModelSpec spec(const std::string& name, const std::string& file) {
+    FleetModelSpec s;
+    s.name = name;
+    s.path = file;
+    s.engine.n_threads = 1;
+    s.engine.ctx_size = 128;
+    s.engine.max_running = 4;
+    return s;
+  }
+
+  std::unique_ptr<FleetManager> make(int n_models, FleetOptions o = {}) {
+    if (o.clock == nullptr) o.clock = &clock_;
+    std::vector<FleetModelSpec> specs;
+    for (int i = 0; i < n_models; ++i) specs.push_back(spec(name(i), path(i)));
+    auto f = FleetManager::create(std::move(specs), o);
+    EXPECT_TRUE(f.is_ok()) << f.status().to_string();
+    return f.is_ok() ? std::move(f).value() : nullptr;
+  }
+
+  // Submits and waits; returns the collector.
+  static std::shared_ptr<Collector> run(FleetManager& f, const std::string& name,
+                                        engine::Request r = greedy()) {
+    auto c = std::make_shared<Collector>();
+    auto id = f.submit(name, std::move(r), Collector::sink(c));
+    EXPECT_TRUE(id.is_ok()) << id.status().to_string();
+    EXPECT_TRUE(c->wait());
+    return c;
+  }
+
+  static testing::TempDir* dir_;
+  FakeClock clock_{1'000 * kSecond};
+};
+
+testing::TempDir* FleetManagerTest::dir_ = nullptr;
+
+TEST_F(FleetManagerTest, CreateRejectsDuplicateNamesAndNoModels) {
+  EXPECT_FALSE(FleetManager::create({}, {}).is_ok());
+  auto dup = FleetManager::create({spec("a", path(0)), spec("a", path(1))}, {});
+  ASSERT_FALSE(dup.is_ok());
+  EXPECT_NE(dup.status().message().find("'a'"), std::string::npos);
+  auto missing = FleetManager::create({spec("x", dir_->file("missing.gguf"))}, {});
+  EXPECT_FALSE(missing.is_ok());
+}
+
+TEST_F(FleetManagerTest, SuspendReleasesEngineAndBudgetAndResumeGivesIdenticalTokens) {
+  auto f = make(2);
+  ASSERT_TRUE(f->start().is_ok());
+  EXPECT_EQ(f->state("m0"), ModelState::kActive);
+  EXPECT_EQ(f->state("m1"), ModelState::kActive);
+  const int64_t both = f->budget().used();
+  auto before = run(*f, "m0");
+  ASSERT_EQ(before->finish.reason, engine::FinishReason::kLength);
+  ASSERT_EQ(before->tokens.size(), 8u);
+  EXPECT_GT(f->stats("m0").kv_blocks_total, 0);
+
+  ASSERT_TRUE(f->suspend("m0").is_ok());
+  EXPECT_EQ(f->state("m0"), ModelState::kSuspended);
+  EXPECT_EQ(f->stats("m0").kv_blocks_total, 0);  // no engine, no KV pool
+  EXPECT_EQ(f->budget().used(), both - f->status("m0")->active_bytes);
+  EXPECT_FALSE(f->suspend("m0").is_ok());  // not Active any more
+
+  ASSERT_TRUE(f->resume("m0").is_ok());
+  EXPECT_EQ(f->state("m0"), ModelState::kActive);
+  EXPECT_EQ(f->status("m0")->resumes, 1);
+  auto after = run(*f, "m0");
+  EXPECT_EQ(after->tokens, before->tokens);
+  // Different weights give different tokens (the fleet routes by name).
+  auto other = run(*f, "m1");
+  EXPECT_NE(other->tokens, before->tokens);
+}
+
+TEST_F(FleetManagerTest, SuspendDropsTheWeightsFromTheResidentSet) {
+  FleetOptions o;
+  o.clock = &clock_;
+  auto created = FleetManager::create({spec("big", dir_->file("big.gguf"))}, o);
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  auto f = std::move(created).value();
+  ASSERT_TRUE(f->load("big").is_ok());
+  auto before = run(*f, "big", greedy(4));
+  const int64_t weights = f->status("big")->weight_bytes;
+  ASSERT_GT(weights, 16 << 20);
+  const int64_t rss_active = *resident_bytes();
+  ASSERT_TRUE(f->suspend("big").is_ok());
+  const int64_t rss_suspended = *resident_bytes();
+  EXPECT_GE(rss_active - rss_suspended, weights * 3 / 4)
+      << "active " << rss_active << " suspended " << rss_suspended << " weights " << weights;
+  ASSERT_TRUE(f->resume("big").is_ok());
+  EXPECT_GE(*resident_bytes() - rss_suspended, weights * 3 / 4);  // prefaulted
+  EXPECT_EQ(run(*f, "big", greedy(4))->tokens, before->tokens);
+}
+
+TEST_F(FleetManagerTest, RequestForSuspendedModelResumesIt) {
+  auto f = make(2);
+  ASSERT_TRUE(f->start().is_ok());
+  auto before = run(*f, "m1");
+  ASSERT_TRUE(f->suspend("m1").is_ok());
+  auto after = run(*f, "m1");  // the control thread resumes it
+  EXPECT_EQ(after->finish.reason, engine::FinishReason::kLength);
+  EXPECT_EQ(after->tokens, before->tokens);
+  EXPECT_EQ(f->state("m1"), ModelState::kActive);
+  EXPECT_EQ(f->status("m1")->resumes, 1);
+}
+
+TEST_F(FleetManagerTest, QueuedRequestPastItsDeadlineFailsUnavailable) {
+  FleetOptions o;
+  o.load_on_start = false;
+  o.request_deadline_ns = 30 * kSecond;
+  auto f = make(1, o);  // no control thread: the test ticks
+  ASSERT_TRUE(f->load("m0").is_ok());
+  ASSERT_TRUE(f->suspend("m0").is_ok());
+  auto c = std::make_shared<Collector>();
+  ASSERT_TRUE(f->submit("m0", greedy(), Collector::sink(c)).is_ok());
+  EXPECT_EQ(f->status("m0")->queued, 1);
+  clock_.advance_ns(31 * kSecond);
+  f->tick();
+  ASSERT_TRUE(c->wait(std::chrono::seconds(1)));
+  EXPECT_EQ(c->finish.reason, engine::FinishReason::kError);
+  EXPECT_EQ(c->finish.error.code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(f->state("m0"), ModelState::kSuspended);  // nobody waits for it any more
+}
+
+TEST_F(FleetManagerTest, CancelOfAQueuedRequestFinishesItCancelled) {
+  FleetOptions o;
+  o.load_on_start = false;
+  auto f = make(1, o);
+  auto c = std::make_shared<Collector>();
+  auto id = f->submit("m0", greedy(), Collector::sink(c));
+  ASSERT_TRUE(id.is_ok());
+  f->cancel("m0", *id);
+  ASSERT_TRUE(c->wait(std::chrono::seconds(1)));
+  EXPECT_EQ(c->finish.reason, engine::FinishReason::kCancelled);
+  f->tick();
+  EXPECT_EQ(f->state("m0"), ModelState::kUnloaded);  // nothing waits: no load
+}
+
+TEST_F(FleetManagerTest, KeepAlivePolicySuspendsAnIdleModelOnTheFakeClock) {
+  FleetOptions o;
+  o.load_on_start = false;
+  o.idle_policy = std::make_shared<FixedKeepAlivePolicy>(300 * kSecond);
+  auto f = make(2, o);
+  ASSERT_TRUE(f->load("m0").is_ok());
+  ASSERT_TRUE(f->load("m1").is_ok());
+  run(*f, "m0");
+  clock_.advance_ns(200 * kSecond);
+  run(*f, "m1");  // m1 was used 100 s later
+  clock_.advance_ns(99 * kSecond);
+  f->tick();
+  EXPECT_EQ(f->state("m0"), ModelState::kActive);  // idle 299 s
+  clock_.advance_ns(2 * kSecond);
+  f->tick();
+  EXPECT_EQ(f->state("m0"), ModelState::kSuspended);  // idle 301 s
+  EXPECT_EQ(f->state("m1"), ModelState::kActive);     // idle 101 s
+  clock_.advance_ns(200 * kSecond);
+  f->tick();
+  EXPECT_EQ(f->state("m1"), ModelState::kSuspended);
+  // A request brings m0 back (the test ticks instead of the control thread).
+  auto c = std::make_shared<Collector>();
+  ASSERT_TRUE(f->submit("m0", greedy(), Collector::sink(c)).is_ok());
+  f->tick();
+  ASSERT_TRUE(c->wait());
+  EXPECT_EQ(c->finish.reason, engine::FinishReason::kLength);
+  EXPECT_EQ(f->state("m0"), ModelState::kActive);
+}
+
+TEST_F(FleetManagerTest, BudgetPressureSuspendsAnIdleModelToMakeRoom) {
+  FleetOptions o;
+  o.load_on_start = false;
+  auto probe = make(1, o);
+  const int64_t one = probe->status("m0")->active_bytes;
+  probe.reset();
+  o.active_budget_bytes = one + one / 2;  // room for one tiny model
+  o.load_on_start = true;
+  auto f = make(2, o);
+  ASSERT_TRUE(f->start().is_ok());
+  EXPECT_EQ(f->state("m0"), ModelState::kActive);
+  EXPECT_EQ(f->state("m1"), ModelState::kUnloaded);  // did not fit
+  auto c = run(*f, "m1");
+  EXPECT_EQ(c->finish.reason, engine::FinishReason::kLength);
+  EXPECT_EQ(f->state("m1"), ModelState::kActive);
+  EXPECT_EQ(f->state("m0"), ModelState::kSuspended);
+  EXPECT_LE(f->budget().used(), f->budget().capacity());
+}
+
+TEST_F(FleetManagerTest, ModelThatCannotFitFailsItsRequestsInsteadOfHanging) {
+  FleetOptions o;
+  o.active_budget_bytes = 1024;  // nothing fits
+  auto f = make(1, o);
+  ASSERT_TRUE(f->start().is_ok());
+  EXPECT_EQ(f->state("m0"), ModelState::kUnloaded);
+  auto c = run(*f, "m0");
+  EXPECT_EQ(c->finish.reason, engine::FinishReason::kError);
+  EXPECT_EQ(c->finish.error.code(), ErrorCode::kUnavailable);
+  EXPECT_NE(c->finish.error.message().find("budget"), std::string::npos);
+}
+
+TEST_F(FleetManagerTest, ConcurrentRequestsDuringAResumeAllComplete) {
+  auto f = make(3);
+  ASSERT_TRUE(f->start().is_ok());
+  auto reference = run(*f, "m2");
+  ASSERT_TRUE(f->suspend("m2").is_ok());
+  constexpr int kClients = 12;
+  std::vector<std::shared_ptr<Collector>> results(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      auto c = std::make_shared<Collector>();
+      auto id = f->submit(i % 3 == 0 ? "m0" : "m2", greedy(), Collector::sink(c));
+      EXPECT_TRUE(id.is_ok());
+      EXPECT_TRUE(c->wait());
+      results[i] = c;
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < kClients; ++i) {
+    ASSERT_TRUE(results[i]);
+    EXPECT_EQ(results[i]->finish.reason, engine::FinishReason::kLength) << i;
+    if (i % 3 != 0) {
+      EXPECT_EQ(results[i]->tokens, reference->tokens) << i;
+    }
+  }
+  EXPECT_EQ(f->status("m2")->resumes, 1);
+  EXPECT_EQ(f->status("m2")->queued, 0);
+}
+
+}  // namespace
+}  // namespace tessera::fleet

@@ -1,0 +1,134 @@
+// The Server over a FleetManager of two tiny random-weight models: /v1/models reports each
+// model's state, a completion for a suspended model resumes it and answers 200 with the same
+// greedy text, the admin API suspends and resumes, a model that cannot come up answers 503 +
+// Retry-After, and the lifecycle metrics are exported.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "http_test_client.h"
+#include "tessera/fleet/fleet_manager.h"
+#include "tessera/model/synth.h"
+#include "tessera/serve/fleet_backend.h"
+#include "tessera/serve/server.h"
+#include "test_util.h"
+
+namespace tessera::serve {
+namespace {
+
+using json = nlohmann::json;
+using testing::TestClient;
+using namespace std::chrono_literals;
+
+class ServerFleetTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new tessera::testing::TempDir();
+    for (const char* name : {"alpha", "beta"}) {
+      model::SynthOptions o;
+      o.shape = *model::find_synth_shape("tiny");
+      o.dtype = kernels::DType::kQ8_0;
+      o.seed = name[0];
+      ASSERT_TRUE(model::write_synthetic_model(o, dir_->file(std::string(name) + ".gguf")).is_ok());
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  void start(fleet::FleetOptions fo = {}) {
+    std::vector<fleet::FleetModelSpec> specs;
+    for (const char* name : {"alpha", "beta"}) {
+      fleet::FleetModelSpec s;
+      s.name = name;
+      s.path = dir_->file(std::string(name) + ".gguf");
+      s.engine.n_threads = 1;
+      s.engine.ctx_size = 256;
+      s.engine.max_running = 2;
+      specs.push_back(std::move(s));
+    }
+    auto f = fleet::FleetManager::create(std::move(specs), fo);
+    ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+    fleet_ = std::move(f).value();
+    auto models = std::make_shared<ModelRouter>();
+    server_ = std::make_unique<Server>(ServerOptions{}, models);
+    attach_fleet_metrics(*fleet_, server_->metrics());
+    for (const auto& name : fleet_->names()) ASSERT_TRUE(models->add(fleet_entry(fleet_, name)).is_ok());
+    ASSERT_TRUE(server_->start().is_ok());
+    (void)fleet_->start();
+    server_->set_serving();
+  }
+  void TearDown() override {
+    if (server_) server_->shutdown(1s);
+    if (fleet_) fleet_->stop();
+  }
+
+  static std::string completion(const std::string& model) {
+    return json({{"model", model}, {"prompt", "Once upon a time"}, {"max_tokens", 6},
+                 {"temperature", 0}, {"ignore_eos", true}})
+        .dump();
+  }
+  std::string state_of(TestClient& c, const std::string& model) {
+    auto r = c.request("GET", "/v1/models");
+    EXPECT_EQ(r.status, 200);
+    const json list = json::parse(r.body);
+    for (const auto& m : list["data"]) {
+      if (m["id"] == model) return m["state"];
+    }
+    ADD_FAILURE() << r.body;
+    return "missing";
+  }
+
+  static inline tessera::testing::TempDir* dir_ = nullptr;
+  std::shared_ptr<fleet::FleetManager> fleet_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(ServerFleetTest, SuspendedModelResumesOnRequestWithIdenticalOutput) {
+  start();
+  TestClient c(server_->port());
+  EXPECT_EQ(state_of(c, "alpha"), "active");
+  auto first = c.request("POST", "/v1/completions", completion("alpha"));
+  ASSERT_EQ(first.status, 200) << first.body;
+
+  auto s = c.request("POST", "/admin/models/alpha/suspend");
+  ASSERT_EQ(s.status, 200) << s.body;
+  EXPECT_EQ(json::parse(s.body)["state"], "suspended");
+  EXPECT_EQ(state_of(c, "alpha"), "suspended");
+  EXPECT_EQ(state_of(c, "beta"), "active");
+
+  auto again = c.request("POST", "/v1/completions", completion("alpha"));
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(json::parse(again.body)["choices"][0]["text"],
+            json::parse(first.body)["choices"][0]["text"]);
+  EXPECT_EQ(state_of(c, "alpha"), "active");
+
+  auto admin = c.request("GET", "/admin/models");
+  ASSERT_EQ(admin.status, 200);
+  EXPECT_EQ(json::parse(admin.body)["data"].size(), 2u);
+  auto bad = c.request("POST", "/admin/models/alpha/resume");  // already active: nothing to do
+  EXPECT_EQ(bad.status, 200) << bad.body;
+  auto wrong = c.request("POST", "/admin/models/alpha/explode");
+  EXPECT_EQ(wrong.status, 400) << wrong.body;
+  auto unknown = c.request("POST", "/admin/models/gamma/suspend");
+  EXPECT_EQ(unknown.status, 404) << unknown.body;
+
+  auto metrics = c.request("GET", "/metrics");
+  EXPECT_NE(metrics.body.find(R"(tessera_model_state{model="alpha",state="active"} 1)"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find(R"(tessera_model_resumes_total{model="alpha"} 1)"), std::string::npos);
+  EXPECT_NE(metrics.body.find("tessera_model_resume_seconds_count"), std::string::npos);
+}
+
+TEST_F(ServerFleetTest, ModelThatCannotComeUpAnswers503WithRetryAfter) {
+  fleet::FleetOptions fo;
+  fo.active_budget_bytes = 4096;  // neither model fits
+  start(fo);
+  TestClient c(server_->port());
+  EXPECT_EQ(state_of(c, "beta"), "unloaded");
+  auto r = c.request("POST", "/v1/completions", completion("beta"));
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_NE(r.headers.find("Retry-After"), r.headers.end());
+}
+
+}  // namespace
+}  // namespace tessera::serve

@@ -24,7 +24,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
 echo "== TSan build and the engine and server tests"
-./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests tessera
+./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests serve_fleet_tests tessera
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server"
 

@@ -24,9 +24,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
 echo "== TSan build and the engine and server tests"
-./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests serve_fleet_tests tessera
+# (The binary-level curl/npm integration tests run in the Release and ASan stages.)
+./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests serve_fleet_tests
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server"
+  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server" -E "_integration$"
 
 echo "== GGUF fuzzer (libFuzzer, clang)"
 ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-60}"

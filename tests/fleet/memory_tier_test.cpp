@@ -23,6 +23,8 @@
 #include "tessera/fleet/process_memory.h"
 
 namespace tessera::fleet {
+// RSS checks allow 25% slack: sanitizer runtimes allocate (shadow, quarantine) between
+// measurements; page residency (mincore) checks stay at 90%.
 namespace {
 
 constexpr size_t kMiB = 1u << 20;
@@ -135,18 +137,18 @@ TEST(FileBackedRegionTest, SuspendReleasesRssAndResumeRestoresTheSameBytes) {
   EXPECT_EQ(up->from, Tier::kDisk);
   EXPECT_EQ(up->bytes, n);
   const int64_t rss_active = rss();
-  EXPECT_GE(rss_active - rss_cold, static_cast<int64_t>(n * 9 / 10));
+  EXPECT_GE(rss_active - rss_cold, static_cast<int64_t>(n * 3 / 4));
   EXPECT_TRUE(matches(region.bytes()));
 
   Result<MoveStats> down = region.move_to(Tier::kHost, 1);
   ASSERT_TRUE(down.is_ok()) << down.status().to_string();
   const int64_t rss_host = rss();
-  EXPECT_GE(rss_active - rss_host, static_cast<int64_t>(n * 9 / 10)) << "RSS did not drop";
+  EXPECT_GE(rss_active - rss_host, static_cast<int64_t>(n * 3 / 4)) << "RSS did not drop";
   // The host image is the page cache: still resident, outside the process.
   EXPECT_GE(resident_of(region), static_cast<int64_t>(n * 9 / 10));
 
   ASSERT_TRUE(region.move_to(Tier::kActive, 2).is_ok());
-  EXPECT_GE(rss() - rss_host, static_cast<int64_t>(n * 9 / 10));
+  EXPECT_GE(rss() - rss_host, static_cast<int64_t>(n * 3 / 4));
   EXPECT_TRUE(matches(region.bytes()));
 
   ASSERT_TRUE(region.move_to(Tier::kDisk, 1).is_ok());
@@ -174,12 +176,12 @@ TEST(AnonymousRegionTest, HostRoundTripReleasesRss) {
   ASSERT_TRUE(down.is_ok()) << down.status().to_string();
   EXPECT_EQ(r.tier(), Tier::kHost);
   const int64_t rss_host = rss();
-  EXPECT_GE(rss_active - rss_host, static_cast<int64_t>(n * 9 / 10)) << "RSS did not drop";
+  EXPECT_GE(rss_active - rss_host, static_cast<int64_t>(n * 3 / 4)) << "RSS did not drop";
   // The host image: in RAM (the memfd), outside the process's resident set.
   EXPECT_GE(resident_of(r), static_cast<int64_t>(n * 9 / 10));
   Result<MoveStats> up = r.move_to(Tier::kActive, 4);
   ASSERT_TRUE(up.is_ok()) << up.status().to_string();
-  EXPECT_GE(rss() - rss_host, static_cast<int64_t>(n * 9 / 10));
+  EXPECT_GE(rss() - rss_host, static_cast<int64_t>(n * 3 / 4));
   EXPECT_TRUE(matches(r.bytes()));
   EXPECT_EQ(r.bytes().data(), r.mutable_bytes().data());  // the address never moves
 }

@@ -12,6 +12,8 @@
 #include "tessera/base/check.h"
 #include "tessera/kernels/attention.h"
 
+#include "avx2_exp.h"
+
 namespace tessera::kernels::avx2 {
 namespace {
 
@@ -57,26 +59,11 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// e^x for x <= 0 (softmax weights relative to the running max): x = n ln2 + r, |r| <= ln2/2,
-// e^r by a degree-6 polynomial (relative error < 2e-7), 2^n through the exponent bits. Lanes
-// below -87 (including -inf) give 0.
+// e^x for x <= 0 (softmax weights relative to the running max); lanes below -87 (including
+// -inf) give 0.
 inline __m256 exp_nonpositive(__m256 x) {
-  const __m256 min_x = _mm256_set1_ps(-87.0f);
-  const __m256 underflow = _mm256_cmp_ps(x, min_x, _CMP_LT_OQ);
-  x = _mm256_max_ps(x, min_x);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // ln2 split in two parts
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+  const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
+  return _mm256_andnot_ps(underflow, exp_clamped(x));
 }
 
 }  // namespace
@@ -107,8 +94,18 @@ void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_he
       std::fill(out + (h0 + g) * H, out + (h0 + g + 1) * H, 0.0f);
     }
     const size_t head_offset = static_cast<size_t>(kvh * H) * elem_bytes;
+    const size_t head_bytes = static_cast<size_t>(H) * elem_bytes;
     for (int64_t p0 = 0; p0 < n_pos; p0 += kBlock) {
       const int64_t nb = std::min(kBlock, n_pos - p0);
+      // The next block's K and V rows, requested now: the cache of a batch of sequences is far
+      // larger than the caches, and without this each block waited on its loads.
+      for (int64_t p = p0 + kBlock; p < std::min(n_pos, p0 + 2 * kBlock); ++p) {
+        const size_t off = kv.offset(p) + head_offset;
+        for (size_t b = 0; b < head_bytes; b += 64) {
+          __builtin_prefetch(kv.k + off + b, 0, 3);
+          __builtin_prefetch(kv.v + off + b, 0, 3);
+        }
+      }
       for (int64_t j = 0; j < nb; ++j) load_head(kv.k + kv.offset(p0 + j) + head_offset, f16, H, rows[j]);
       for (int64_t j = nb; j < kBlock; ++j) std::fill(rows[j], rows[j] + H, 0.0f);
       // Lanes past the end of the sequence score -inf: weight 0.

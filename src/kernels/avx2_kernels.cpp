@@ -10,6 +10,8 @@
 
 #include <immintrin.h>
 
+#include "avx2_exp.h"
+
 #include "tessera/kernels/quant_blocks.h"
 #include "tessera/kernels/scalar_kernels.h"
 
@@ -350,10 +352,27 @@ float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
   return hsum(_mm256_add_ps(acc0, acc1));
 }
 
+void silu_mul(float* gate, const float* up, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 inf = _mm256_set1_ps(__builtin_inff());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 neg_g = _mm256_xor_ps(g, sign);
+    // e^-g overflows past 88: infinity there, so g / (1 + e^-g) is -0 as with std::exp.
+    const __m256 e = _mm256_blendv_ps(exp_clamped(neg_g), inf,
+                                      _mm256_cmp_ps(neg_g, _mm256_set1_ps(88.0f), _CMP_GT_OQ));
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) scalar::silu_mul(gate + i, up + i, n - i);
+}
+
 }  // namespace avx2
 
 void install_avx2_rows(KernelTable& t) {
   t.attention_row = avx2::attention_row;
+  t.silu_mul = avx2::silu_mul;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal
   f32.vec_dot = avx2::f32_vec_dot;

@@ -47,5 +47,8 @@ float bf16_vec_dot(const void* row, const void* x, int64_t n);  // x: f32
 float q8_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
 float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
 
+// e^-g by a degree-6 polynomial after range reduction (relative error < 3e-7 against std::exp).
+void silu_mul(float* gate, const float* up, int64_t n);
+
 }  // namespace avx2
 }  // namespace tessera::kernels

@@ -3,8 +3,9 @@
 // or templates shared with other translation units, and no contraction of vector mul/add.
 //
 // Block formats run two 32-element blocks per 512-bit register (block i in the low 256 bits,
-// i + 1 in the high), four blocks per loop iteration in two accumulators; an odd last block runs
-// the 256-bit (AVX512VL) form of the same code.
+// i + 1 in the high), one pair per step into a single accumulator (the tiles keep one accumulator
+// per output in a register, 16 for a 4 x 4 tile; two per output spilled them to the stack and
+// cost a third of the tile's speed); an odd last block runs the 256-bit (AVX512VL) form.
 #include "tessera/kernels/avx512_kernels.h"
 
 // GCC 12 warns that the _mm512_undefined_* placeholders inside many AVX-512 intrinsics are
@@ -109,8 +110,7 @@ __m512 q4_0_q8_0_x2(const BlockQ4_0* w, const BlockQ8_0* a, __m512 acc) {
 // nibbles and scales are unpacked once for all T tokens, and each token's quants, their
 // 8 * sum term and scales are loaded once for all R rows. Every output is bit-identical to
 // q4_0_q8_0_vec_dot: the same lane arithmetic (integer block dot, d_w * d_a per lane, one fma)
-// into the same two accumulators (even block pairs into the first, odd into the second), summed
-// the same way. So a token's logits do not depend on how many tokens share the product (batch
+// into one accumulator in the same block-pair order, summed the same way. So a token's logits do not depend on how many tokens share the product (batch
 // invariance: decode uses vec_dot, prefill and batched decode use tiles).
 template <int R, int T>
 void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
@@ -118,15 +118,12 @@ void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
   const int64_t nb = n / kQK4_0;
   const __m512i zero = _mm512_setzero_si512();
   const __m512i eights = _mm512_set1_epi8(8);
-  __m512 acc[2][R][T];
-  for (int k = 0; k < 2; ++k) {
-    for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) acc[k][r][t] = _mm512_setzero_ps();
-    }
+  __m512 acc[R][T];  // R * T <= 16 registers: with one accumulator per output nothing spills
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   int64_t i = 0;
   for (; i + 2 <= nb; i += 2) {
-    const int k = static_cast<int>((i / 2) & 1);
     __m512i qa[T], qa8[T];
     __m512 da[T];
     for (int t = 0; t < T; ++t) {
@@ -142,14 +139,13 @@ void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
       const __m512 dw = scales_x2(f16_scale(b[0].d), f16_scale(b[1].d));
       for (int t = 0; t < T; ++t) {
         const __m512i dot = _mm512_dpbusd_epi32(qa8[t], q, qa[t]);
-        acc[k][r][t] =
-            _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[k][r][t]);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[r][t]);
       }
     }
   }
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) {
-      float sum = hsum512(_mm512_add_ps(acc[0][r][t], acc[1][r][t]));
+      float sum = hsum512(acc[r][t]);
       if (i < nb) {  // odd last block: the 256-bit form
         const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(w + r * w_row_bytes)[i];
         const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes)[i];
@@ -165,7 +161,7 @@ void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
 }
 
 // An R x T tile of Q8_0 rows against Q8_0 tokens, bit-identical to q8_0_q8_0_vec_dot per output
-// (same lane values, same two accumulators in the same order; see q4_0_q8_0_tile). vpdpbusd
+// (same lane values, one accumulator, the same order; see q4_0_q8_0_tile). vpdpbusd
 // wants one unsigned operand: each token's quants are offset to a + 128 (a sign-bit flip, once
 // per token) and each row's accumulator starts at -128 * sum(w) (once per row), so per output
 // the exact signed dot costs one vpdpbusd: sum((a + 128) w) - 128 sum(w) = sum(a w).
@@ -175,15 +171,12 @@ void q8_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
   const int64_t nb = n / kQK8_0;
   const __m512i zero = _mm512_setzero_si512();
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512 acc[2][R][T];
-  for (int k = 0; k < 2; ++k) {
-    for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) acc[k][r][t] = _mm512_setzero_ps();
-    }
+  __m512 acc[R][T];  // R * T <= 16 registers: with one accumulator per output nothing spills
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   int64_t i = 0;
   for (; i + 2 <= nb; i += 2) {
-    const int k = static_cast<int>((i / 2) & 1);
     __m512i qa[T];
     __m512 da[T];
     for (int t = 0; t < T; ++t) {
@@ -198,14 +191,13 @@ void q8_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
       const __m512 dw = scales_x2(f16_scale(b[0].d), f16_scale(b[1].d));
       for (int t = 0; t < T; ++t) {
         const __m512i dot = _mm512_dpbusd_epi32(start, qa[t], q);
-        acc[k][r][t] =
-            _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[k][r][t]);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da[t]), _mm512_cvtepi32_ps(dot), acc[r][t]);
       }
     }
   }
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) {
-      float sum = hsum512(_mm512_add_ps(acc[0][r][t], acc[1][r][t]));
+      float sum = hsum512(acc[r][t]);
       if (i < nb) {  // odd last block: the 256-bit form
         const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(w + r * w_row_bytes)[i];
         const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes)[i];
@@ -330,17 +322,12 @@ float q8_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
   const BlockQ8_0* w = static_cast<const BlockQ8_0*>(row);
   const BlockQ8_0* a = static_cast<const BlockQ8_0*>(x);
   const int64_t nb = n / kQK8_0;
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  // One accumulator, block pairs in order: the tile kernels keep one per output in a register
+  // and must add in the same order to stay bit-identical.
+  __m512 acc = _mm512_setzero_ps();
   int64_t i = 0;
-  for (; i + 4 <= nb; i += 4) {
-    acc0 = q8_0_q8_0_x2(w + i, a + i, acc0);
-    acc1 = q8_0_q8_0_x2(w + i + 2, a + i + 2, acc1);
-  }
-  if (i + 2 <= nb) {
-    acc0 = q8_0_q8_0_x2(w + i, a + i, acc0);
-    i += 2;
-  }
-  float sum = hsum512(_mm512_add_ps(acc0, acc1));
+  for (; i + 2 <= nb; i += 2) acc = q8_0_q8_0_x2(w + i, a + i, acc);
+  float sum = hsum512(acc);
   if (i < nb) {
     const __m256i dot = i8_dot(load256(w[i].qs), load256(a[i].qs));
     sum += f16_scale(w[i].d) * f16_scale(a[i].d) * hsum256(_mm256_cvtepi32_ps(dot));
@@ -352,17 +339,10 @@ float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
   const BlockQ4_0* w = static_cast<const BlockQ4_0*>(row);
   const BlockQ8_0* a = static_cast<const BlockQ8_0*>(x);
   const int64_t nb = n / kQK4_0;
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m512 acc = _mm512_setzero_ps();  // one accumulator, as in q8_0_q8_0_vec_dot
   int64_t i = 0;
-  for (; i + 4 <= nb; i += 4) {
-    acc0 = q4_0_q8_0_x2(w + i, a + i, acc0);
-    acc1 = q4_0_q8_0_x2(w + i + 2, a + i + 2, acc1);
-  }
-  if (i + 2 <= nb) {
-    acc0 = q4_0_q8_0_x2(w + i, a + i, acc0);
-    i += 2;
-  }
-  float sum = hsum512(_mm512_add_ps(acc0, acc1));
+  for (; i + 2 <= nb; i += 2) acc = q4_0_q8_0_x2(w + i, a + i, acc);
+  float sum = hsum512(acc);
   if (i < nb) {
     const __m256i qa = load256(a[i].qs);
     const __m256i zero = _mm256_setzero_si256();

@@ -42,6 +42,8 @@ struct KernelTable {
   const char* isa = "scalar";  // which implementation set was chosen, for benchmark records
   DTypeKernels dtypes[32];     // indexed by static_cast<uint32_t>(DType); unsupported rows null
   AttentionRowFn attention_row = nullptr;  // attention over the KV cache (attention.h)
+  // gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i] (the SwiGLU FFN).
+  void (*silu_mul)(float* gate, const float* up, int64_t n) = nullptr;
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

@@ -15,6 +15,17 @@ namespace {
 constexpr size_t kTileWeightBytes = 16 << 10;
 constexpr size_t kTileActivationBytes = 256 << 10;
 
+// Asks for rows [r0, r1) of a weight matrix ahead of use. With several tokens per tile the tile
+// kernel computes long enough per row group that the next group's rows, fetched meanwhile,
+// arrive before they are needed; the hardware prefetcher alone left it latency-bound (measured:
+// SmolLM2-135M FFN up at 16 tokens from DRAM 113 GFLOP/s against 156 from cache).
+void prefetch_rows(const std::byte* base, size_t row_bytes, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const std::byte* row = base + r * row_bytes;
+    for (size_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(row + off, 0, 3);
+  }
+}
+
 }  // namespace
 
 void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
@@ -60,6 +71,7 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
           const int64_t row_step = kMaxTile;
           for (int64_t r = rb; r < re; r += row_step) {
             const int nr = static_cast<int>(std::min<int64_t>(row_step, re - r));
+            if (t0 == 0) prefetch_rows(base, w.row_bytes, r + row_step, std::min(r1, r + 2 * row_step));
             for (int64_t t = t0; t < t1; t += kMaxTile) {
               const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));
               k.vec_dot_tile(base + r * w.row_bytes, w.row_bytes, nr,
@@ -110,10 +122,23 @@ void softmax(float* x, int64_t n) {
 }
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float* inv_freq) {
+  std::vector<float> cs(static_cast<size_t>(head_dim));
+  rope_angles(pos, inv_freq, head_dim, cs.data());
+  rope_rotate(x, n_heads, head_dim, cs.data());
+}
+
+void rope_angles(int64_t pos, const float* inv_freq, int64_t head_dim, float* cs) {
   for (int64_t i = 0; i < head_dim / 2; ++i) {
     const double angle = static_cast<double>(pos) * static_cast<double>(inv_freq[i]);
-    const float c = static_cast<float>(std::cos(angle));
-    const float s = static_cast<float>(std::sin(angle));
+    cs[2 * i] = static_cast<float>(std::cos(angle));
+    cs[2 * i + 1] = static_cast<float>(std::sin(angle));
+  }
+}
+
+void rope_rotate(float* x, int64_t n_heads, int64_t head_dim, const float* cs) {
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const float c = cs[2 * i];
+    const float s = cs[2 * i + 1];
     for (int64_t h = 0; h < n_heads; ++h) {
       float* p = x + h * head_dim + 2 * i;
       const float a = p[0];
@@ -124,11 +149,6 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float*
   }
 }
 
-void silu_mul(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
-}
+void silu_mul(float* gate, const float* up, int64_t n) { kernel_table().silu_mul(gate, up, n); }
 
 }  // namespace tessera::kernels

@@ -46,6 +46,11 @@ void softmax(float* x, int64_t n);
 // angle pos * inv_freq[i] (GGML "normal" RoPE, as Llama checkpoints converted to GGUF and
 // llama2.c use). inv_freq has head_dim / 2 entries.
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float* inv_freq);
+// rope() in two steps, so that a forward pass computes each position's angles once for all
+// layers: rope_angles writes cs[2i] = cos(pos * inv_freq[i]), cs[2i + 1] = sin(...) for
+// i < head_dim / 2; rope_rotate applies them. rope(x, ...) == rope_rotate(x, ..., cs) bitwise.
+void rope_angles(int64_t pos, const float* inv_freq, int64_t head_dim, float* cs);
+void rope_rotate(float* x, int64_t n_heads, int64_t head_dim, const float* cs);
 
 // gate[i] = silu(gate[i]) * up[i].
 void silu_mul(float* gate, const float* up, int64_t n);

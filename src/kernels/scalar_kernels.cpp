@@ -178,4 +178,11 @@ void q4_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const
   }
 }
 
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
 }  // namespace tessera::kernels::scalar

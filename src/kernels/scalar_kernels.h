@@ -42,4 +42,7 @@ float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
 void q4_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
                             size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
 
+// gate[i] = silu(gate[i]) * up[i], with std::exp.
+void silu_mul(float* gate, const float* up, int64_t n);
+
 }  // namespace tessera::kernels::scalar

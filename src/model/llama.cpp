@@ -57,6 +57,8 @@ class LlamaModel final : public Model {
 
   // Scratch, reused across calls (sized for the largest batch seen).
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
+  std::vector<int64_t> attn_cost_;  // attention(): prefix sums of task costs
+  std::vector<float> rope_cs_;  // [T, H]: each row's RoPE cos/sin, computed once per forward
 };
 
 Result<MatrixRef> LlamaModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
@@ -172,6 +174,7 @@ void LlamaModel::resize_scratch(int64_t n_rows) {
   grow(gate_, n_rows * c.ffn_dim);
   grow(up_, n_rows * c.ffn_dim);
   grow(tmp_, n_rows * c.dim);
+  grow(rope_cs_, n_rows * c.head_dim);
 }
 
 // Each row attends over its sequence's cache up to its own position, so rows see the K/V written
@@ -189,11 +192,29 @@ void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, Thr
                              att_.data() + row * c.q_dim());
     }
   };
-  if (pool == nullptr) {
+  if (pool == nullptr || pool->size() == 1) {
     run(0, n_tasks);
-  } else {
-    pool->parallel_for(n_tasks, 1, run);
+    return;
   }
+  // Split by cost, not by count: a task's work grows with its row's position, and a batch mixes
+  // long decode rows with the short rows of a prefill chunk, so equal task counts left a thread
+  // idle. attn_cost_[i] = cost of the tasks before i (positions plus a fixed part per task).
+  attn_cost_.resize(static_cast<size_t>(n_tasks) + 1);
+  attn_cost_[0] = 0;
+  for (int64_t task = 0; task < n_tasks; ++task) {
+    const int64_t pos = b.positions[static_cast<size_t>(task / c.n_kv_heads)];
+    attn_cost_[static_cast<size_t>(task) + 1] = attn_cost_[static_cast<size_t>(task)] + pos + 1 + 32;
+  }
+  const int64_t total = attn_cost_.back();
+  pool->run([&](int t, int nt) {
+    auto first_at = [&](int64_t cost) {
+      return static_cast<int64_t>(std::lower_bound(attn_cost_.begin(), attn_cost_.end(), cost) -
+                                  attn_cost_.begin());
+    };
+    const int64_t t0 = first_at(total * t / nt);
+    const int64_t t1 = std::min(n_tasks, first_at(total * (t + 1) / nt));
+    if (t0 < t1) run(t0, t1);
+  });
 }
 
 Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
@@ -206,6 +227,8 @@ Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
 
   for (int64_t t = 0; t < T; ++t) {
     kernels::dequantize_row(token_embd_, b.tokens[static_cast<size_t>(t)], x_.data() + t * c.dim);
+    kernels::rope_angles(b.positions[static_cast<size_t>(t)], inv_freq_.data(), c.head_dim,
+                         rope_cs_.data() + t * c.head_dim);
   }
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = layers_[static_cast<size_t>(l)];
@@ -219,8 +242,9 @@ Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
     for (int64_t t = 0; t < T; ++t) {
       const int64_t pos = b.positions[static_cast<size_t>(t)];
       const int32_t slot = b.seq_ids[static_cast<size_t>(t)];
-      kernels::rope(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, pos, inv_freq_.data());
-      kernels::rope(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, pos, inv_freq_.data());
+      const float* cs = rope_cs_.data() + t * c.head_dim;
+      kernels::rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, cs);
+      kernels::rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs);
       kv_conv.from_float(k_.data() + t * c.kv_dim(), kv.k_row(l, slot, pos), c.kv_dim());
       kv_conv.from_float(v_.data() + t * c.kv_dim(), kv.v_row(l, slot, pos), c.kv_dim());
     }

@@ -4,8 +4,9 @@
 //
 // Block formats run two 32-element blocks per 512-bit register (block i in the low 256 bits,
 // i + 1 in the high), one pair per step into a single accumulator (the tiles keep one accumulator
-// per output in a register, 16 for a 4 x 4 tile; two per output spilled them to the stack and
-// cost a third of the tile's speed); an odd last block runs the 256-bit (AVX512VL) form.
+// per output in a register, 16 for a 4 x 4 tile; two per output spilled them to the stack: the
+// Q8_0 tile measured 147 against 164 GFLOP/s at T64, docs/PERFORMANCE.md); an odd last block runs
+// the 256-bit (AVX512VL) form.
 #include "tessera/kernels/avx512_kernels.h"
 
 // GCC 12 warns that the _mm512_undefined_* placeholders inside many AVX-512 intrinsics are
@@ -110,8 +111,9 @@ __m512 q4_0_q8_0_x2(const BlockQ4_0* w, const BlockQ8_0* a, __m512 acc) {
 // nibbles and scales are unpacked once for all T tokens, and each token's quants, their
 // 8 * sum term and scales are loaded once for all R rows. Every output is bit-identical to
 // q4_0_q8_0_vec_dot: the same lane arithmetic (integer block dot, d_w * d_a per lane, one fma)
-// into one accumulator in the same block-pair order, summed the same way. So a token's logits do not depend on how many tokens share the product (batch
-// invariance: decode uses vec_dot, prefill and batched decode use tiles).
+// into one accumulator in the same block-pair order, summed the same way. So a token's logits do
+// not depend on how many tokens share the product (batch invariance: decode uses vec_dot, prefill
+// and batched decode use tiles).
 template <int R, int T>
 void q4_0_q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x,
                     size_t x_row_bytes, float* y, int64_t y_stride, int64_t n) {

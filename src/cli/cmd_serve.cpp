@@ -22,6 +22,7 @@
 #include "tessera/fleet/keep_alive_policy.h"
 #include "tessera/serve/chat_template.h"
 #include "tessera/serve/fleet_backend.h"
+#include "tessera/serve/fleet_config.h"
 #include "tessera/serve/model_router.h"
 #include "tessera/serve/server.h"
 
@@ -31,6 +32,7 @@ namespace {
 struct ServeArgs {
   std::string model;
   std::string models_dir;            // --models: every *.gguf in it, served by a FleetManager
+  std::string config;                // --config: a fleet config file (serve/fleet_config.h)
   std::string mem_budget;            // bytes with an optional K/M/G/T suffix; empty: unlimited
   std::string idle_policy = "fixed";  // fixed | adaptive | always-on
   double keep_alive_s = 300.0;
@@ -129,15 +131,6 @@ engine::EngineOptions engine_options(const ServeArgs& a, kernels::DType kv_dtype
 // stem; idle models are suspended by the idle policy and resumed by requests.
 int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server,
               serve::ModelRouter& router, sigset_t& signals) {
-  std::vector<std::string> paths;
-  std::error_code ec;
-  for (const auto& f : std::filesystem::directory_iterator(a.models_dir, ec)) {
-    if (f.is_regular_file() && f.path().extension() == ".gguf") paths.push_back(f.path().string());
-  }
-  if (ec) return fail(fmt::format("--models {}: {}", a.models_dir, ec.message()));
-  if (paths.empty()) return fail(fmt::format("--models {}: no *.gguf files in it", a.models_dir));
-  std::sort(paths.begin(), paths.end());
-
   fleet::FleetOptions fo;
   if (!a.mem_budget.empty()) {
     auto b = parse_bytes(a.mem_budget);
@@ -155,20 +148,40 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
     return fail("--idle-policy must be fixed, adaptive or always-on");
   }
   fo.request_deadline_ns = static_cast<int64_t>(a.resume_deadline_s * 1e9);
+  // One device for every model: their engines take turns on one pool of --threads cores.
+  engine::DeviceSchedulerOptions dso;
+  dso.n_threads = a.threads;
+  fo.device = std::make_shared<engine::DeviceScheduler>(dso);
 
+  // The model context caps ctx_size when the fleet opens the file (FleetManager clamps).
+  const engine::EngineOptions defaults = engine_options(a, kv_dtype, a.ctx_size);
   std::vector<fleet::FleetModelSpec> specs;
-  for (const auto& p : paths) {
-    fleet::FleetModelSpec spec;
-    spec.name = serve::model_name_from_path(p);
-    spec.path = p;
-    // The model context caps ctx_size when the fleet opens the file (FleetManager clamps).
-    spec.engine = engine_options(a, kv_dtype, a.ctx_size);
-    specs.push_back(std::move(spec));
+  if (!a.config.empty()) {
+    auto parsed = serve::read_fleet_config(a.config, defaults);
+    if (!parsed.is_ok()) return fail(parsed.status());
+    specs = std::move(parsed).value();
+  } else {
+    std::vector<std::string> paths;
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(a.models_dir, ec)) {
+      if (f.is_regular_file() && f.path().extension() == ".gguf") paths.push_back(f.path().string());
+    }
+    if (ec) return fail(fmt::format("--models {}: {}", a.models_dir, ec.message()));
+    if (paths.empty()) return fail(fmt::format("--models {}: no *.gguf files in it", a.models_dir));
+    std::sort(paths.begin(), paths.end());
+    for (const auto& p : paths) {
+      fleet::FleetModelSpec spec;
+      spec.name = serve::model_name_from_path(p);
+      spec.path = p;
+      spec.engine = defaults;
+      specs.push_back(std::move(spec));
+    }
   }
+  const size_t n_models = specs.size();
   auto created = fleet::FleetManager::create(std::move(specs), fo);
   if (!created.is_ok()) return fail(created.status());
   std::shared_ptr<fleet::FleetManager> fleet = std::move(created).value();
-  serve::attach_fleet_metrics(*fleet, server.metrics());
+  serve::attach_fleet_metrics(fleet, server.metrics());
   fleet->add_listener([](const fleet::TransitionEvent& ev) {
     const std::string line = fmt::format(
         "tessera serve: fleet: {} {} -> {} ({}; {:.3f} s in {})\n", ev.model,
@@ -191,8 +204,9 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
                 std::string(fleet::model_state_name(m.state)).c_str(),
                 static_cast<double>(m.active_bytes) / (1 << 20));
   }
-  std::printf("tessera serve: fleet of %zu models, idle policy %s, keep-alive %.0f s, budget %s\n",
-              paths.size(), a.idle_policy.c_str(), a.keep_alive_s,
+  std::printf("tessera serve: fleet of %zu models on one device of %d threads, idle policy %s, "
+              "keep-alive %.0f s, budget %s\n",
+              n_models, fo.device->n_threads(), a.idle_policy.c_str(), a.keep_alive_s,
               a.mem_budget.empty() ? "unlimited" : a.mem_budget.c_str());
   std::fflush(stdout);
 
@@ -233,7 +247,7 @@ int run_serve(const ServeArgs& a) {
   if (Status s = server.start(); !s.is_ok()) return fail(s.with_context("starting the HTTP server"));
   std::printf("tessera serve: listening on http://%s:%d\n", a.host.c_str(), server.port());
   std::fflush(stdout);
-  if (!a.models_dir.empty()) return run_fleet(a, kv_dtype, server, *router, signals);
+  if (!a.models_dir.empty() || !a.config.empty()) return run_fleet(a, kv_dtype, server, *router, signals);
 
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
@@ -291,8 +305,14 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   auto* models_opt = cmd->add_option(
       "--models", a->models_dir,
       "Serve every *.gguf in DIR (name = file stem), suspending idle models and resuming on demand");
+  auto* config_opt = cmd->add_option(
+      "--config", a->config,
+      "Serve the models a fleet config file lists, each with its own settings (JSON; see "
+      "docs/SERVING.md)");
   model_opt->excludes(models_opt);
   models_opt->excludes(model_opt);
+  config_opt->excludes(model_opt);
+  config_opt->excludes(models_opt);
   cmd->add_option("--mem-budget", a->mem_budget,
                   "With --models: active memory (weights + KV) for resumed models, e.g. 8G "
                   "(default: unlimited)");
@@ -330,7 +350,8 @@ void add_serve_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->callback([a, &run] {
     run = [a] {
-      if (a->model.empty() == a->models_dir.empty()) return fail("pass --model FILE or --models DIR");
+      const int sources = !a->model.empty() + !a->models_dir.empty() + !a->config.empty();
+      if (sources != 1) return fail("pass one of --model FILE, --models DIR or --config FILE");
       return run_serve(*a);
     };
   });

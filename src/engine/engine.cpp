@@ -68,7 +68,8 @@ struct Engine::Impl {
   std::shared_ptr<const model::Tokenizer> tokenizer;
   EngineOptions opt;
   const Clock* clock;
-  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ThreadPool> pool;  // null when sharing opt.device
+  DeviceScheduler::ClientId device_id = -1;
   model::KvCache kv;
   BlockAllocator blocks;
 
@@ -108,13 +109,29 @@ struct Engine::Impl {
         tokenizer(std::move(t)),
         opt(o),
         clock(c),
-        pool(std::make_unique<ThreadPool>(o.n_threads)),
+        pool(o.device ? nullptr : std::make_unique<ThreadPool>(o.n_threads)),
         kv(std::move(k)),
         blocks(o.n_blocks) {
+    if (opt.device) device_id = opt.device->add_client(opt.device_client, opt.device_weight);
     for (int32_t s = opt.max_running - 1; s >= 0; --s) free_slots.push_back(s);
     logits.resize(static_cast<size_t>(opt.max_running) *
                   static_cast<size_t>(model->config().n_vocab));
     stats.kv_blocks_total = opt.n_blocks;
+  }
+  ~Impl() {
+    if (opt.device) opt.device->remove_client(device_id);
+  }
+
+  // The earliest deadline of the scheduled sequences (see EngineOptions::ttft_slo_ns).
+  int64_t batch_deadline_ns() const {
+    int64_t d = -1;
+    for (const Scheduled& e : scheduled) {
+      const Sequence& s = *e.seq;
+      const int64_t due = s.last_token_ns < 0 ? s.submit_ns + opt.ttft_slo_ns
+                                              : s.last_token_ns + opt.tpot_slo_ns;
+      if (d < 0 || due < d) d = due;
+    }
+    return d;
   }
 
   void send(Sequence& s, Event&& e) {
@@ -333,7 +350,8 @@ struct Engine::Impl {
       raw_row.assign(row.begin(), row.end());
     }
     const int32_t t = s.sampler.sample(row, s.tokens);
-    if (s.first_token_ns < 0) s.first_token_ns = clock->now_ns();
+    s.last_token_ns = clock->now_ns();
+    if (s.first_token_ns < 0) s.first_token_ns = s.last_token_ns;
     s.tokens.push_back(t);
     {
       std::lock_guard lk(stats_mu);
@@ -371,7 +389,11 @@ struct Engine::Impl {
     plan();
     build_batch();
     const int64_t n_vocab = model->config().n_vocab;
-    const Status st = model->forward(batch, kv, logits, pool.get());
+    // Sharing the device: hold it for the forward pass and the sampling after it.
+    DeviceScheduler::Lease lease;
+    if (opt.device) lease = opt.device->acquire(device_id, batch_deadline_ns());
+    ThreadPool* const p = opt.device ? lease.pool() : pool.get();
+    const Status st = model->forward(batch, kv, logits, p);
     std::vector<Sequence*> done;
     for (const Scheduled& e : scheduled) {
       Sequence& s = *e.seq;
@@ -388,6 +410,7 @@ struct Engine::Impl {
         done.push_back(&s);
       }
     }
+    lease.release();
     if (!st.is_ok()) log_warn("engine: forward step failed: {}", st.to_string());
     std::erase_if(running, [&](const std::unique_ptr<Sequence>& s) {
       return std::find(done.begin(), done.end(), s.get()) != done.end();
@@ -445,7 +468,9 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<model::Model> mod
   if (!model || !tokenizer) return invalid_argument("engine needs a model and a tokenizer");
   EngineOptions o = options;
   const model::ModelConfig& c = model->config();
+  if (o.device) o.n_threads = o.device->n_threads();
   if (o.n_threads <= 0) o.n_threads = hardware_threads();
+  if (o.device_weight <= 0.0) return invalid_argument("device weight (priority) must be > 0");
   if (o.ctx_size <= 0) o.ctx_size = c.context_length;
   if (o.ctx_size <= 1) return invalid_argument("context size must be at least 2 positions");
   if (o.max_running < 1) return invalid_argument("max_running (parallel slots) must be >= 1");

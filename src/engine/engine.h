@@ -17,6 +17,7 @@
 #include "tessera/base/clock.h"
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
+#include "tessera/engine/device_scheduler.h"
 #include "tessera/engine/request.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/model/model.h"
@@ -34,6 +35,16 @@ struct EngineOptions {
   int32_t max_batch_tokens = 512; // rows per forward step (chunked prefill budget)
   bool prefix_cache = true;       // reuse cached full blocks of identical prompt prefixes
   kernels::DType kv_dtype = kernels::DType::kF16;
+  // Sharing the machine with other engines: when set, the engine owns no thread pool and runs
+  // each iteration under a lease of this scheduler's pool (n_threads is then ignored), as the
+  // client `device_client` with fair-share weight `device_weight`. Each batch's deadline (for
+  // the scheduler's EDF rule) is its earliest: a sequence with no token yet is due ttft_slo_ns
+  // after its submission, a decoding one tpot_slo_ns after its last token.
+  std::shared_ptr<DeviceScheduler> device;
+  std::string device_client = "engine";
+  double device_weight = 1.0;
+  int64_t ttft_slo_ns = 1'000'000'000;
+  int64_t tpot_slo_ns = 200'000'000;
 };
 
 // A consistent snapshot for /metrics.

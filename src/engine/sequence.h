@@ -44,6 +44,7 @@ struct Sequence {
   int64_t submit_ns;
   int64_t first_scheduled_ns = -1;
   int64_t first_token_ns = -1;
+  int64_t last_token_ns = -1;
 };
 
 }  // namespace tessera::engine

@@ -25,6 +25,7 @@ struct FleetManager::Pending {
   RequestId id = 0;
   engine::Request request;
   EventSink sink;
+  int64_t submit_ns = 0;
   int64_t deadline_ns = 0;
 };
 
@@ -52,6 +53,29 @@ struct FleetManager::Slot {
   std::map<RequestId, RequestId> running;
 
   int64_t active_bytes() const { return weight_bytes + kv_bytes; }
+
+  // Usage accounting (leaf lock). Memory-seconds integrate active_bytes() over the time the model
+  // holds its active memory (Loading, Active, Resuming, Suspending); idle memory-seconds only over
+  // the part of it with no request in flight.
+  mutable std::mutex acct_mu;
+  int64_t acct_ns = -1;
+  bool holding = false;
+  int32_t in_flight = 0;
+  double memory_s = 0.0;
+  double idle_memory_s = 0.0;
+  int64_t cold_starts = 0;
+  int64_t finished = 0;
+  int64_t slo_met = 0;
+
+  // Integrates up to `now_ns`; caller holds acct_mu.
+  void integrate(int64_t now_ns) {
+    if (acct_ns >= 0 && now_ns > acct_ns && holding) {
+      const double held = static_cast<double>(active_bytes()) * static_cast<double>(now_ns - acct_ns) * 1e-9;
+      memory_s += held;
+      if (in_flight == 0) idle_memory_s += held;
+    }
+    acct_ns = std::max(acct_ns, now_ns);
+  }
 };
 
 namespace {
@@ -114,6 +138,11 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
     if (spec.engine.ctx_size <= 0 || spec.engine.ctx_size > model_ctx) spec.engine.ctx_size = model_ctx;
     slot->kv_bytes = kv_pool_bytes(slot->model->config(), spec.engine);
     slot->lifecycle = std::make_unique<ModelLifecycle>(spec.name, m->clock_);
+    slot->lifecycle->add_listener([sl = slot.get()](const TransitionEvent& ev) {
+      std::lock_guard<std::mutex> lock(sl->acct_mu);
+      sl->integrate(ev.at_ns);
+      sl->holding = holds_active_memory(ev.to);
+    });
     slot->spec = std::move(spec);
     m->slots_.push_back(std::move(slot));
   }
@@ -280,7 +309,12 @@ Status FleetManager::bring_up(Slot& s, std::string_view reason) {
     auto moved = s.region->move_to(Tier::kActive, options_.io_threads);
     if (!moved.is_ok()) return fail(moved.status().with_context("prefaulting " + s.spec.name));
   }
-  auto created = engine::Engine::create(s.model, s.tokenizer, s.spec.engine);
+  engine::EngineOptions eo = s.spec.engine;
+  if (options_.device && !eo.device) {
+    eo.device = options_.device;
+    eo.device_client = s.spec.name;
+  }
+  auto created = engine::Engine::create(s.model, s.tokenizer, eo);
   if (!created.is_ok()) return fail(created.status().with_context("creating the engine of " + s.spec.name));
   std::shared_ptr<engine::Engine> e = std::move(created).value();
   e->start();
@@ -310,7 +344,8 @@ void FleetManager::dispatch_pending(Slot& s) {
         s.running[p.id] = 0;
       }
       EventSink keep = p.sink;  // the engine drops its copy on refusal
-      auto r = s.engine->submit(std::move(p.request), wrap_sink(s, p.id, std::move(p.sink)));
+      auto r = s.engine->submit(std::move(p.request),
+                                wrap_sink(s, p.id, p.submit_ns, std::move(p.sink)));
       std::lock_guard<std::mutex> ids(s.ids_mu);
       if (r.is_ok()) {
         auto it = s.running.find(p.id);
@@ -325,10 +360,7 @@ void FleetManager::dispatch_pending(Slot& s) {
     s.bring_up_requested = false;
   }
   for (size_t i = 0; i < refused.size(); ++i) {
-    {
-      std::lock_guard<std::mutex> lock(activity_mu_);
-      activity_.on_completion(s.spec.name, clock_->now_ns());
-    }
+    note_completion(s, clock_->now_ns(), false);
     refused[i].sink(Event{refused[i].id, error_finish(why[i])});
   }
 }
@@ -341,10 +373,7 @@ void FleetManager::fail_pending(Slot& s, const Status& why) {
     s.bring_up_requested = false;
   }
   for (auto& p : failed) {
-    {
-      std::lock_guard<std::mutex> lock(activity_mu_);
-      activity_.on_completion(s.spec.name, clock_->now_ns());
-    }
+    note_completion(s, clock_->now_ns(), false);
     p.sink(Event{p.id, error_finish(why)});
   }
 }
@@ -364,10 +393,7 @@ void FleetManager::expire_pending(int64_t now_ns) {
       }
     }
     for (auto& p : expired) {
-      {
-        std::lock_guard<std::mutex> lock(activity_mu_);
-        activity_.on_completion(s->spec.name, now_ns);
-      }
+      note_completion(*s, now_ns, false);
       p.sink(Event{p.id, error_finish(Status(
                              ErrorCode::kUnavailable,
                              fmt::format("model {} did not become ready within {:.1f} s; retry later",
@@ -514,16 +540,46 @@ void FleetManager::tick() {
   }
 }
 
-EventSink FleetManager::wrap_sink(Slot& s, RequestId fleet_id, EventSink sink) {
-  return [this, slot = &s, fleet_id, sink = std::move(sink)](Event&& ev) {
+void FleetManager::note_arrival(Slot& s, int64_t now_ns, bool cold) {
+  {
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    activity_.on_arrival(s.spec.name, now_ns);
+  }
+  std::lock_guard<std::mutex> lock(s.acct_mu);
+  s.integrate(now_ns);
+  ++s.in_flight;
+  if (cold) ++s.cold_starts;
+}
+
+void FleetManager::note_completion(Slot& s, int64_t now_ns, bool slo_met) {
+  {
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    activity_.on_completion(s.spec.name, now_ns);
+  }
+  std::lock_guard<std::mutex> lock(s.acct_mu);
+  s.integrate(now_ns);
+  s.in_flight = std::max(0, s.in_flight - 1);
+  ++s.finished;
+  if (slo_met) ++s.slo_met;
+}
+
+EventSink FleetManager::wrap_sink(Slot& s, RequestId fleet_id, int64_t submit_ns, EventSink sink) {
+  // The TTFT SLO counts from the fleet's submit (a resume's wait included) to the first token,
+  // or to the finish of a request that ends without one (an error never meets it).
+  return [this, slot = &s, fleet_id, submit_ns, sink = std::move(sink),
+          first_ns = int64_t{-1}](Event&& ev) mutable {
     ev.id = fleet_id;
+    const int64_t now = clock_->now_ns();
+    if (first_ns < 0 && !ev.is_finish()) first_ns = now;
     if (ev.is_finish()) {
       {
         std::lock_guard<std::mutex> ids(slot->ids_mu);
         slot->running.erase(fleet_id);
       }
-      std::lock_guard<std::mutex> lock(activity_mu_);
-      activity_.on_completion(slot->spec.name, clock_->now_ns());
+      const auto& f = std::get<FinishEvent>(ev.body);
+      const bool ok = f.reason == FinishReason::kStop || f.reason == FinishReason::kLength;
+      const int64_t ttft = (first_ns < 0 ? now : first_ns) - submit_ns;
+      note_completion(*slot, now, ok && ttft <= slot->spec.engine.ttft_slo_ns);
     }
     sink(std::move(ev));
   };
@@ -536,29 +592,26 @@ Result<RequestId> FleetManager::submit(const std::string& name, engine::Request 
   if (stopped_.load()) return Status(ErrorCode::kUnavailable, "the fleet is stopping");
   const RequestId id = next_id_.fetch_add(1);
   const int64_t now = clock_->now_ns();
-  {
-    std::lock_guard<std::mutex> lock(activity_mu_);
-    activity_.on_arrival(name, now);
-  }
   std::unique_lock<std::mutex> lock(s->mu);
+  note_arrival(*s, now, /*cold=*/!s->accepting);
   if (s->accepting) {
     {
       std::lock_guard<std::mutex> ids(s->ids_mu);
       s->running[id] = 0;
     }
-    auto r = s->engine->submit(std::move(request), wrap_sink(*s, id, std::move(sink)));
-    std::lock_guard<std::mutex> ids(s->ids_mu);
+    auto r = s->engine->submit(std::move(request), wrap_sink(*s, id, now, std::move(sink)));
+    std::unique_lock<std::mutex> ids(s->ids_mu);
     if (!r.is_ok()) {
       s->running.erase(id);
-      std::lock_guard<std::mutex> a(activity_mu_);
-      activity_.on_completion(name, clock_->now_ns());
+      ids.unlock();
+      note_completion(*s, clock_->now_ns(), false);
       return r.status();
     }
     auto it = s->running.find(id);
     if (it != s->running.end()) it->second = *r;
     return id;
   }
-  s->pending.push_back(Pending{id, std::move(request), std::move(sink),
+  s->pending.push_back(Pending{id, std::move(request), std::move(sink), now,
                                now + options_.request_deadline_ns});
   request_bring_up(*s);
   return id;
@@ -589,10 +642,7 @@ void FleetManager::cancel(const std::string& name, RequestId id) {
     }
   }
   if (was_pending) {
-    {
-      std::lock_guard<std::mutex> lock(activity_mu_);
-      activity_.on_completion(name, clock_->now_ns());
-    }
+    note_completion(*s, clock_->now_ns(), false);
     FinishEvent f;
     f.reason = FinishReason::kCancelled;
     cancelled.sink(Event{id, std::move(f)});
@@ -632,6 +682,17 @@ Result<ModelStatus> FleetManager::status(const std::string& name) const {
   m.resumes = s->lifecycle->entries(ModelState::kResuming);
   m.loads = s->lifecycle->entries(ModelState::kLoading);
   m.pinned = s->spec.pinned;
+  m.ttft_slo_s = static_cast<double>(s->spec.engine.ttft_slo_ns) * 1e-9;
+  {
+    std::lock_guard<std::mutex> acct(s->acct_mu);
+    s->integrate(clock_->now_ns());
+    m.memory_seconds = s->memory_s;
+    m.idle_memory_seconds = s->idle_memory_s;
+    m.cold_starts = s->cold_starts;
+    m.finished = s->finished;
+    m.slo_met = s->slo_met;
+    m.in_flight = s->in_flight;
+  }
   std::lock_guard<std::mutex> lock(s->mu);
   m.last_bring_up_s = s->last_bring_up_s;
   m.queued = static_cast<int64_t>(s->pending.size());

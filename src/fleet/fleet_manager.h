@@ -40,6 +40,7 @@
 
 #include "tessera/base/clock.h"
 #include "tessera/base/status.h"
+#include "tessera/engine/device_scheduler.h"
 #include "tessera/engine/engine.h"
 #include "tessera/engine/request.h"
 #include "tessera/fleet/activity_tracker.h"
@@ -66,6 +67,9 @@ struct FleetOptions {
   int64_t request_deadline_ns = 30'000'000'000;  // how long a queued request waits for Active
   int64_t tick_ns = 100'000'000;            // control-thread wake-up period (real time)
   int32_t io_threads = 4;                   // threads prefaulting weights on resume
+  // The compute device every model's engine shares (one pool, one iteration at a time, chosen
+  // by its policy); null: each engine owns a pool of its EngineOptions::n_threads.
+  std::shared_ptr<engine::DeviceScheduler> device;
   bool load_on_start = true;                // start(): bring up every model that fits, in order
   const Clock* clock = nullptr;             // null: the real clock
 };
@@ -84,6 +88,15 @@ struct ModelStatus {
   int64_t queued = 0;              // requests waiting for the model to come up
   bool pinned = false;
   std::string last_error;          // why it is Failed
+  // Usage since create(). Memory-seconds: active bytes x seconds held (Loading, Active,
+  // Resuming, Suspending); idle memory-seconds: the part with no request in flight.
+  double memory_seconds = 0.0;
+  double idle_memory_seconds = 0.0;
+  int64_t cold_starts = 0;         // requests that arrived while the model was not Active
+  int64_t in_flight = 0;           // submitted, not finished (queued ones included)
+  int64_t finished = 0;            // requests finished, any outcome
+  int64_t slo_met = 0;             // of which met the TTFT SLO (see EngineOptions::ttft_slo_ns)
+  double ttft_slo_s = 0.0;
 };
 
 class FleetManager {
@@ -140,6 +153,8 @@ class FleetManager {
   int64_t context_length(const std::string& name) const;
 
   const MemoryBudget& budget() const { return budget_; }
+  // The shared compute device (FleetOptions::device); null when each engine has its own pool.
+  std::shared_ptr<engine::DeviceScheduler> device() const { return options_.device; }
   const Clock& clock() const { return *clock_; }
   // Adds a listener to every model's lifecycle (see ModelLifecycle::add_listener). Call before
   // start().
@@ -159,7 +174,10 @@ class FleetManager {
   FleetView view(int64_t now_ns) const;
   void control_loop();
   void request_bring_up(Slot& s);
-  engine::EventSink wrap_sink(Slot& s, engine::RequestId fleet_id, engine::EventSink sink);
+  engine::EventSink wrap_sink(Slot& s, engine::RequestId fleet_id, int64_t submit_ns,
+                              engine::EventSink sink);
+  void note_arrival(Slot& s, int64_t now_ns, bool cold);
+  void note_completion(Slot& s, int64_t now_ns, bool slo_met);
 
   FleetOptions options_;
   const Clock* clock_;

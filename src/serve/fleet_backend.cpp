@@ -56,7 +56,56 @@ ModelEntry fleet_entry(std::shared_ptr<fleet::FleetManager> fleet, const std::st
   return e;
 }
 
-void attach_fleet_metrics(fleet::FleetManager& fleet, MetricsRegistry& registry) {
+namespace {
+
+void collect_fleet(const fleet::FleetManager& fleet, MetricsRegistry& r) {
+  for (const fleet::ModelStatus& m : fleet.status()) {
+    const MetricLabels l = {{"model", m.name}};
+    r.gauge("tessera_model_time_in_state_seconds", "Seconds in the current lifecycle state", l)
+        .set(m.time_in_state_s);
+    r.gauge("tessera_model_active_bytes", "Weights + KV bytes held in active memory", l)
+        .set(fleet::holds_active_memory(m.state) ? static_cast<double>(m.active_bytes) : 0.0);
+    r.gauge("tessera_model_memory_byte_seconds", "Active bytes x seconds held (running total)", l)
+        .set(m.memory_seconds);
+    r.gauge("tessera_model_idle_memory_byte_seconds",
+            "Active bytes x seconds held with no request in flight (running total)", l)
+        .set(m.idle_memory_seconds);
+    r.gauge("tessera_model_cold_starts", "Requests that found the model not Active (running total)",
+            l)
+        .set(static_cast<double>(m.cold_starts));
+    r.gauge("tessera_model_requests_finished", "Requests finished, any outcome (running total)", l)
+        .set(static_cast<double>(m.finished));
+    r.gauge("tessera_model_ttft_slo_met",
+            "Finished requests whose first token came within the model's TTFT SLO (running total)",
+            l)
+        .set(static_cast<double>(m.slo_met));
+  }
+  if (const auto device = fleet.device()) {
+    for (const engine::DeviceClientStats& c : device->stats()) {
+      const MetricLabels l = {{"model", c.name}};
+      r.gauge("tessera_device_busy_seconds", "Seconds the model held the shared device", l)
+          .set(static_cast<double>(c.busy_ns) * 1e-9);
+      r.gauge("tessera_device_wait_seconds", "Seconds the model waited for the shared device", l)
+          .set(static_cast<double>(c.wait_ns) * 1e-9);
+      r.gauge("tessera_device_iterations", "Iterations the model ran on the shared device", l)
+          .set(static_cast<double>(c.grants));
+      r.gauge("tessera_device_late_iterations",
+              "Iterations granted after their batch's deadline", l)
+          .set(static_cast<double>(c.late_grants));
+    }
+  }
+}
+
+}  // namespace
+
+void attach_fleet_metrics(const std::shared_ptr<fleet::FleetManager>& fleet_ptr,
+                          MetricsRegistry& registry) {
+  TS_CHECK_MSG(fleet_ptr != nullptr, "attach_fleet_metrics: null fleet");
+  fleet::FleetManager& fleet = *fleet_ptr;
+  std::weak_ptr<fleet::FleetManager> weak = fleet_ptr;
+  registry.add_collector([weak](MetricsRegistry& r) {
+    if (auto f = weak.lock()) collect_fleet(*f, r);
+  });
   static constexpr const char* kStateHelp = "1 for the model's current lifecycle state, else 0";
   for (const std::string& name : fleet.names()) {
     for (fleet::ModelState s : fleet::kAllModelStates) {

@@ -5,6 +5,17 @@
 //   tessera_model_state{model,state}     gauge, 1 for the current state, 0 for the others
 //   tessera_model_resumes_total{model}   counter of completed resumes (Resuming -> Active)
 //   tessera_model_resume_seconds{model}  histogram of resume durations
+// and, sampled at scrape time (gauges holding running totals):
+//   tessera_model_time_in_state_seconds{model}        time in the current state
+//   tessera_model_active_bytes{model}                 weights + KV while holding active memory
+//   tessera_model_memory_byte_seconds{model}          active bytes x seconds held
+//   tessera_model_idle_memory_byte_seconds{model}     the part with no request in flight
+//   tessera_model_cold_starts{model}                  requests that found the model not Active
+//   tessera_model_requests_finished{model}            requests finished, any outcome
+//   tessera_model_ttft_slo_met{model}                 of which met the model's TTFT SLO
+//   tessera_device_busy_seconds{model}, tessera_device_wait_seconds{model},
+//   tessera_device_iterations{model}, tessera_device_late_iterations{model}
+//                                                     the shared device's per-model use, when set
 // Thread-safety: the backend is safe from any thread (FleetManager is).
 #pragma once
 
@@ -25,8 +36,9 @@ std::shared_ptr<ModelBackend> fleet_backend(std::shared_ptr<fleet::FleetManager>
 // "evict"); `chat` and `created` are the caller's.
 ModelEntry fleet_entry(std::shared_ptr<fleet::FleetManager> fleet, const std::string& name);
 
-// Registers the lifecycle metrics above in `registry` (which must outlive the fleet) through
-// lifecycle listeners. Call before fleet->start().
-void attach_fleet_metrics(fleet::FleetManager& fleet, MetricsRegistry& registry);
+// Registers the metrics above in `registry` (which must outlive the fleet): lifecycle listeners
+// and a scrape-time collector (which holds the fleet weakly). Call before fleet->start().
+void attach_fleet_metrics(const std::shared_ptr<fleet::FleetManager>& fleet,
+                          MetricsRegistry& registry);
 
 }  // namespace tessera::serve

@@ -142,6 +142,16 @@ Histogram& MetricsRegistry::histogram(const std::string& name, const std::string
   return *slot;
 }
 
+void MetricsRegistry::add_collector(Collector c) {
+  std::lock_guard lock(collectors_mu_);
+  collectors_.push_back(std::move(c));
+}
+
+void MetricsRegistry::collect() {
+  std::lock_guard lock(collectors_mu_);
+  for (const Collector& c : collectors_) c(*this);
+}
+
 std::string MetricsRegistry::render() const {
   std::lock_guard lock(mu_);
   std::string out;

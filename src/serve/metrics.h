@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,12 @@ class MetricsRegistry {
   // Every family in name order, metrics in label order, in exposition format 0.0.4.
   std::string render() const;
 
+  // Collectors set metrics sampled at scrape time (state owned elsewhere); collect() runs them
+  // all, in the order added. Call collect() before render() when scraping.
+  using Collector = std::function<void(MetricsRegistry&)>;
+  void add_collector(Collector c);
+  void collect();
+
  private:
   enum class Type { kCounter, kGauge, kHistogram };
   struct Family {
@@ -83,6 +90,8 @@ class MetricsRegistry {
 
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;
+  std::mutex collectors_mu_;  // held while collectors run; never with mu_ held
+  std::vector<Collector> collectors_;
 };
 
 // Latency buckets in seconds, 1 ms to 60 s, for TTFT / TPOT / end-to-end histograms.

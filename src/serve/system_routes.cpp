@@ -19,6 +19,7 @@ void handle_health(const RouteContext& ctx, HttpRequest&&, std::shared_ptr<Respo
 void handle_metrics(const RouteContext& ctx, HttpRequest&&, std::shared_ptr<ResponseWriter> writer) {
   if (ctx.metrics) {
     for (const auto& e : ctx.models->list()) ctx.metrics->update_engine(e.name, e.backend->stats());
+    ctx.metrics->registry().collect();
   }
   writer->respond(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {},
                                ctx.metrics ? ctx.metrics->registry().render() : std::string()});

@@ -372,3 +372,59 @@ TEST_F(EngineTest, StopCancelsWhatIsLeft) {
 
 }  // namespace
 }  // namespace tessera::engine
+
+namespace tessera::engine {
+namespace {
+
+// Engines sharing one DeviceScheduler (as a fleet's models do) run on its pool, one iteration at
+// a time, and give the same tokens as an engine with its own pool.
+TEST_F(EngineTest, EnginesSharingADeviceGiveTheTokensEachGivesAlone) {
+  std::vector<Request> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(greedy(prompt(7 + 5 * i, i), 8));
+  EngineOptions own;
+  own.max_running = 2;
+  std::vector<Outcome> alone;
+  for (const Request& r : reqs) alone.push_back(run(*make(own), {r})[0]);
+
+  DeviceSchedulerOptions so;
+  so.n_threads = 2;
+  auto device = std::make_shared<DeviceScheduler>(so);
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (int k = 0; k < 2; ++k) {
+    EngineOptions o = own;
+    o.device = device;
+    o.device_client = "model-" + std::to_string(k);
+    o.device_weight = k + 1.0;
+    engines.push_back(make(o));
+    ASSERT_NE(engines.back(), nullptr);
+    EXPECT_EQ(engines.back()->options().n_threads, 2);
+    engines.back()->start();
+  }
+  std::vector<std::promise<std::vector<int32_t>>> done(reqs.size());
+  std::vector<std::vector<int32_t>> tokens(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto id = engines[i % 2]->submit(reqs[i], [&, i](Event&& ev) {
+      if (auto* t = std::get_if<TokenEvent>(&ev.body)) {
+        tokens[i].push_back(t->token);
+      } else {
+        done[i].set_value(tokens[i]);
+      }
+    });
+    ASSERT_TRUE(id.is_ok());
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(done[i].get_future().get(), alone[i].tokens) << "request " << i;
+  }
+  for (auto& e : engines) EXPECT_TRUE(e->drain(std::chrono::milliseconds(5000)));
+  const auto st = device->stats();
+  ASSERT_EQ(st.size(), 2u);
+  for (const auto& c : st) {
+    EXPECT_GE(c.grants, 8) << c.name;  // at least one iteration per generated token
+    EXPECT_GT(c.busy_ns, 0) << c.name;
+  }
+  engines.clear();  // clients deregistered; the stats stay
+  EXPECT_EQ(device->stats().size(), 2u);
+}
+
+}  // namespace
+}  // namespace tessera::engine

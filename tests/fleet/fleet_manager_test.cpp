@@ -300,5 +300,64 @@ TEST_F(FleetManagerTest, ConcurrentRequestsDuringAResumeAllComplete) {
   EXPECT_EQ(f->status("m2")->queued, 0);
 }
 
+// Memory-seconds, idle memory-seconds, cold starts and TTFT SLO attainment, on the fake clock
+// (which stands still while a request runs, so the request's own time adds nothing).
+TEST_F(FleetManagerTest, AccountsMemorySecondsColdStartsAndSlo) {
+  FleetOptions o;
+  o.load_on_start = false;
+  auto f = make(1, o);  // no control thread: the test ticks
+  ASSERT_TRUE(f->load("m0").is_ok());
+  const double bytes = static_cast<double>(f->status("m0")->active_bytes);
+  clock_.advance_ns(10 * kSecond);  // active and idle for 10 s
+  run(*f, "m0");                    // served at once: not a cold start, within the SLO
+  clock_.advance_ns(5 * kSecond);   // idle 5 s more
+  ASSERT_TRUE(f->suspend("m0").is_ok());
+  clock_.advance_ns(100 * kSecond);  // suspended: holds no active memory
+  auto c = std::make_shared<Collector>();
+  ASSERT_TRUE(f->submit("m0", greedy(), Collector::sink(c)).is_ok());  // a cold start
+  clock_.advance_ns(3 * kSecond);  // the resume waits for the tick: misses a 1 s SLO
+  f->tick();
+  ASSERT_TRUE(c->wait());
+  const ModelStatus st = *f->status("m0");
+  EXPECT_EQ(st.cold_starts, 1);
+  EXPECT_EQ(st.finished, 2);
+  EXPECT_EQ(st.slo_met, 1);
+  EXPECT_EQ(st.in_flight, 0);
+  EXPECT_DOUBLE_EQ(st.ttft_slo_s, 1.0);
+  EXPECT_NEAR(st.memory_seconds, 15.0 * bytes, 1e-6 * bytes);
+  EXPECT_NEAR(st.idle_memory_seconds, 15.0 * bytes, 1e-6 * bytes);
+}
+
+// Models sharing one DeviceScheduler run on its pool and give the tokens they give alone.
+TEST_F(FleetManagerTest, ModelsShareOneDevice) {
+  auto alone = make(2);
+  ASSERT_TRUE(alone->start().is_ok());
+  auto want0 = run(*alone, "m0");
+  auto want1 = run(*alone, "m1");
+  alone.reset();
+
+  FleetOptions o;
+  engine::DeviceSchedulerOptions so;
+  so.n_threads = 2;
+  o.device = std::make_shared<engine::DeviceScheduler>(so);
+  auto f = make(2, o);
+  ASSERT_TRUE(f->start().is_ok());
+  std::vector<std::thread> clients;
+  std::vector<std::shared_ptr<Collector>> got(4);
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] { got[i] = run(*f, name(i % 2)); });
+  }
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(got[i]->tokens, (i % 2 == 0 ? want0 : want1)->tokens) << i;
+  }
+  const auto st = o.device->stats();
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0].name, "m0");
+  EXPECT_GE(st[0].grants, 8);  // at least one iteration per token (the two may batch)
+  EXPECT_GE(st[1].grants, 8);
+  f.reset();
+}
+
 }  // namespace
 }  // namespace tessera::fleet

@@ -50,7 +50,7 @@ class ServerFleetTest : public ::testing::Test {
     fleet_ = std::move(f).value();
     auto models = std::make_shared<ModelRouter>();
     server_ = std::make_unique<Server>(ServerOptions{}, models);
-    attach_fleet_metrics(*fleet_, server_->metrics());
+    attach_fleet_metrics(fleet_, server_->metrics());
     for (const auto& name : fleet_->names()) ASSERT_TRUE(models->add(fleet_entry(fleet_, name)).is_ok());
     ASSERT_TRUE(server_->start().is_ok());
     (void)fleet_->start();
@@ -117,6 +117,11 @@ TEST_F(ServerFleetTest, SuspendedModelResumesOnRequestWithIdenticalOutput) {
       << metrics.body;
   EXPECT_NE(metrics.body.find(R"(tessera_model_resumes_total{model="alpha"} 1)"), std::string::npos);
   EXPECT_NE(metrics.body.find("tessera_model_resume_seconds_count"), std::string::npos);
+  EXPECT_NE(metrics.body.find(R"(tessera_model_cold_starts{model="alpha"} 1)"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find(R"(tessera_model_idle_memory_byte_seconds{model="alpha"})"),
+            std::string::npos);
+  EXPECT_NE(metrics.body.find(R"(tessera_model_ttft_slo_met{model="alpha"})"), std::string::npos);
 }
 
 TEST_F(ServerFleetTest, ModelThatCannotComeUpAnswers503WithRetryAfter) {

@@ -1,0 +1,31 @@
+// Fleet config file (`tessera serve --config FILE`): the models one endpoint serves, each with
+// its own settings, as JSON:
+//
+//   {"models": [
+//     {"name": "smol", "path": "smol.gguf", "ctx_size": 2048, "parallel": 4,
+//      "priority": 2.0, "ttft_slo_ms": 500, "tpot_slo_ms": 200, "kv_blocks": 0, "pinned": false}
+//   ]}
+//
+// Only "path" is required; "name" defaults to the file name without extension, relative paths
+// are taken from the config file's directory, and every other key defaults to the server's
+// flags (`defaults`). "priority" is the model's weight in the shared device's fair share.
+// Unknown keys are errors (a typo must not silently fall back to a default).
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/fleet/fleet_manager.h"
+
+namespace tessera::serve {
+
+// Errors: kNotFound (no file), kInvalidArgument naming the model entry and key at fault.
+Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string& text,
+                                                              const std::string& base_dir,
+                                                              const engine::EngineOptions& defaults);
+Result<std::vector<fleet::FleetModelSpec>> read_fleet_config(const std::string& path,
+                                                             const engine::EngineOptions& defaults);
+
+}  // namespace tessera::serve

@@ -1,0 +1,63 @@
+#include "tessera/serve/fleet_config.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera::serve {
+namespace {
+
+TEST(FleetConfigTest, ReadsPerModelSettingsOverTheDefaults) {
+  engine::EngineOptions d;
+  d.max_running = 4;
+  d.ctx_size = 4096;
+  auto r = parse_fleet_config(R"({"models": [
+      {"path": "a/smol.gguf"},
+      {"name": "big", "path": "/m/tiny.gguf", "ctx_size": 1024, "parallel": 2, "priority": 3,
+       "ttft_slo_ms": 500, "tpot_slo_ms": 100, "kv_blocks": 64, "pinned": true}]})",
+                              "/etc/fleet", d);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 2u);
+  const auto& a = (*r)[0];
+  EXPECT_EQ(a.name, "smol");
+  EXPECT_EQ(a.path, "/etc/fleet/a/smol.gguf");
+  EXPECT_EQ(a.engine.max_running, 4);
+  EXPECT_EQ(a.engine.ctx_size, 4096);
+  EXPECT_FALSE(a.pinned);
+  const auto& b = (*r)[1];
+  EXPECT_EQ(b.name, "big");
+  EXPECT_EQ(b.path, "/m/tiny.gguf");
+  EXPECT_EQ(b.engine.ctx_size, 1024);
+  EXPECT_EQ(b.engine.max_running, 2);
+  EXPECT_EQ(b.engine.n_blocks, 64);
+  EXPECT_DOUBLE_EQ(b.engine.device_weight, 3.0);
+  EXPECT_EQ(b.engine.ttft_slo_ns, 500'000'000);
+  EXPECT_EQ(b.engine.tpot_slo_ns, 100'000'000);
+  EXPECT_TRUE(b.pinned);
+}
+
+TEST(FleetConfigTest, RefusesMalformedConfigsWithTheKeyAtFault) {
+  const engine::EngineOptions d;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", "not valid JSON"},
+      {"[]", "\"models\" array"},
+      {R"({"models": []})", "empty"},
+      {R"({"models": [], "extra": 1})", "extra"},
+      {R"({"models": [{"name": "x"}]})", "models[0].path"},
+      {R"({"models": [{"path": "x.gguf", "parallel": 0}]})", "models[0].parallel"},
+      {R"({"models": [{"path": "x.gguf", "ctx_size": "big"}]})", "models[0].ctx_size"},
+      {R"({"models": [{"path": "x.gguf", "priority": -1}]})", "models[0].priority"},
+      {R"({"models": [{"path": "x.gguf", "pinned": 1}]})", "models[0].pinned"},
+      {R"({"models": [{"path": "x.gguf"}, {"path": "y.gguf", "ctxsize": 9}]})", "models[1].ctxsize"},
+      {R"({"models": [{"path": "x.gguf", "ttft_slo_ms": 1e300}]})", "models[0].ttft_slo_ms"},
+  };
+  for (const auto& [text, expect] : cases) {
+    auto r = parse_fleet_config(text, "", d);
+    ASSERT_FALSE(r.is_ok()) << text;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << text;
+    EXPECT_NE(r.status().message().find(expect), std::string::npos)
+        << text << " -> " << r.status().message();
+  }
+  EXPECT_EQ(read_fleet_config("/nonexistent/fleet.json", d).status().code(), ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tessera::serve

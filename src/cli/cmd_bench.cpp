@@ -181,6 +181,7 @@ void add_bench_command(CLI::App& app, RunFn& run) {
   model->callback([&run, a] { run = [a] { return run_bench_model(*a); }; });
 
   add_bench_serve_command(bench, run);
+  add_bench_resume_command(bench, run);
 }
 
 }  // namespace tessera::cli

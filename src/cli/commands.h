@@ -19,6 +19,8 @@ void add_bench_command(CLI::App& app, RunFn& run);
 void add_serve_command(CLI::App& app, RunFn& run);
 // `bench serve`, registered under the `bench` command by add_bench_command.
 void add_bench_serve_command(CLI::App* bench, RunFn& run);
+// `bench resume`, likewise.
+void add_bench_resume_command(CLI::App* bench, RunFn& run);
 void add_fleet_command(CLI::App& app, RunFn& run);
 
 }  // namespace tessera::cli

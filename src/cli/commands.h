@@ -21,6 +21,7 @@ void add_serve_command(CLI::App& app, RunFn& run);
 void add_bench_serve_command(CLI::App* bench, RunFn& run);
 // `bench resume`, likewise.
 void add_bench_resume_command(CLI::App* bench, RunFn& run);
+void add_bench_fleet_command(CLI::App* bench, RunFn& run);
 void add_fleet_command(CLI::App& app, RunFn& run);
 
 }  // namespace tessera::cli

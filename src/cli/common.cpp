@@ -20,32 +20,17 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_path,
                                              const std::string& tokenizer_path) {
   LoadedModel out;
   TS_ASSIGN_OR_RETURN(out.model, model::load_model(model_path));
-  const int32_t n_vocab = static_cast<int32_t>(out.model->config().n_vocab);
-  if (!tokenizer_path.empty()) {
-    auto f = model::open_model_file(tokenizer_path);
-    if (f.is_ok() && f->format == model::FileFormat::kGguf) {
-      auto t = model::make_tokenizer(f->metadata);
-      if (!t.is_ok()) return t.status().with_context("loading tokenizer " + tokenizer_path);
-      out.tokenizer = std::move(t).value();
-    } else {
-      auto t = model::load_llama2c_tokenizer(tokenizer_path, n_vocab);
-      if (!t.is_ok()) return t.status().with_context("loading tokenizer " + tokenizer_path);
-      out.tokenizer = std::move(t).value();
+  auto t = model::load_tokenizer_for(*out.model, tokenizer_path);
+  if (!t.is_ok()) {
+    if (t.status().message().starts_with("a llama2.c checkpoint")) {
+      return invalid_argument(fmt::format(
+          "{} is a llama2.c checkpoint, which has no tokenizer inside: pass --tokenizer "
+          "PATH (e.g. tokenizer.bin)",
+          model_path));
     }
-  } else if (out.model->file().format == model::FileFormat::kLlama2c) {
-    return invalid_argument(fmt::format(
-        "{} is a llama2.c checkpoint, which has no tokenizer inside: pass --tokenizer "
-        "PATH (e.g. tokenizer.bin)",
-        model_path));
-  } else {
-    auto t = model::make_tokenizer(out.model->file().metadata);
-    if (!t.is_ok()) return t.status().with_context("loading tokenizer from " + model_path);
-    out.tokenizer = std::move(t).value();
+    return t.status();
   }
-  if (out.tokenizer->n_vocab() != n_vocab) {
-    return invalid_argument(fmt::format("the tokenizer has {} tokens but the model expects {}",
-                                        out.tokenizer->n_vocab(), n_vocab));
-  }
+  out.tokenizer = std::move(t).value();
   return out;
 }
 

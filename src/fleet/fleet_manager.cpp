@@ -104,7 +104,8 @@ FleetManager::FleetManager(FleetOptions options)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : real_clock()),
       budget_(options_.active_budget_bytes),
-      eviction_(options_.eviction) {}
+      eviction_(options_.eviction),
+      activity_(options_.histogram) {}
 
 Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetModelSpec> models,
                                                            FleetOptions options) {
@@ -124,7 +125,7 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
     auto loaded = model::load_model(spec.path);
     if (!loaded.is_ok()) return loaded.status().with_context("loading fleet model " + spec.name);
     slot->model = std::shared_ptr<model::Model>(std::move(loaded).value());
-    auto tok = model::make_tokenizer(slot->model->file().metadata);
+    auto tok = model::load_tokenizer_for(*slot->model, spec.tokenizer);
     if (!tok.is_ok()) return tok.status().with_context("loading the tokenizer of " + spec.name);
     slot->tokenizer = std::shared_ptr<const model::Tokenizer>(std::move(tok).value());
     if (slot->model->file().mapping != nullptr) {

@@ -55,7 +55,8 @@ namespace tessera::fleet {
 
 struct FleetModelSpec {
   std::string name;                // unique, non-empty
-  std::string path;                // GGUF (its tokenizer inside)
+  std::string path;                // GGUF or llama2.c checkpoint
+  std::string tokenizer;           // tokenizer file; empty: the GGUF's own
   engine::EngineOptions engine;    // per-model engine options
   bool pinned = false;             // never suspended or evicted by a policy
 };
@@ -67,6 +68,7 @@ struct FleetOptions {
   int64_t request_deadline_ns = 30'000'000'000;  // how long a queued request waits for Active
   int64_t tick_ns = 100'000'000;            // control-thread wake-up period (real time)
   int32_t io_threads = 4;                   // threads prefaulting weights on resume
+  HistogramOptions histogram;               // idle-time histograms the adaptive policy reads
   // The compute device every model's engine shares (one pool, one iteration at a time, chosen
   // by its policy); null: each engine owns a pool of its EngineOptions::n_threads.
   std::shared_ptr<engine::DeviceScheduler> device;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tessera/model/format/model_file.h"
 #include "tessera/model/llama.h"
 
 namespace tessera::model {
@@ -38,6 +39,37 @@ Result<std::unique_ptr<Model>> load_model(const std::string& path) {
   auto model = build_model(std::make_shared<const ModelFile>(std::move(f)));
   if (!model.is_ok()) return model.status().with_context("loading " + path);
   return model;
+}
+
+Result<std::unique_ptr<Tokenizer>> load_tokenizer_for(const Model& model,
+                                                      const std::string& tokenizer_path) {
+  const int32_t n_vocab = static_cast<int32_t>(model.config().n_vocab);
+  std::unique_ptr<Tokenizer> tok;
+  if (!tokenizer_path.empty()) {
+    auto f = open_model_file(tokenizer_path);
+    if (f.is_ok() && f->format == FileFormat::kGguf) {
+      auto t = make_tokenizer(f->metadata);
+      if (!t.is_ok()) return t.status().with_context("loading tokenizer " + tokenizer_path);
+      tok = std::move(t).value();
+    } else {
+      auto t = load_llama2c_tokenizer(tokenizer_path, n_vocab);
+      if (!t.is_ok()) return t.status().with_context("loading tokenizer " + tokenizer_path);
+      tok = std::move(t).value();
+    }
+  } else if (model.file().format == FileFormat::kLlama2c) {
+    return invalid_argument(
+        "a llama2.c checkpoint has no tokenizer inside: pass its tokenizer file (e.g. "
+        "tokenizer.bin)");
+  } else {
+    auto t = make_tokenizer(model.file().metadata);
+    if (!t.is_ok()) return t.status().with_context("loading the model's own tokenizer");
+    tok = std::move(t).value();
+  }
+  if (tok->n_vocab() != n_vocab) {
+    return invalid_argument(fmt::format("the tokenizer has {} tokens but the model expects {}",
+                                        tok->n_vocab(), n_vocab));
+  }
+  return tok;
 }
 
 }  // namespace tessera::model

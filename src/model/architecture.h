@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tessera/model/model.h"
+#include "tessera/model/tokenizer/tokenizer.h"
 
 namespace tessera::model {
 
@@ -27,6 +28,13 @@ const Architecture* find_architecture(std::string_view name);
 // Errors: those of open_model_file, kUnsupported for an unknown architecture (naming it and
 // the supported ones), and the builder's.
 Result<std::unique_ptr<Model>> load_model(const std::string& path);
+
+// The tokenizer for a loaded model: from `tokenizer_path` when non-empty (a GGUF file with
+// tokenizer metadata, else a llama2.c tokenizer file), else from the model's own GGUF metadata.
+// Errors: kInvalidArgument for a llama2.c checkpoint without a tokenizer path or a vocabulary
+// size that does not match the model's; the tokenizer's load error, naming the file.
+Result<std::unique_ptr<Tokenizer>> load_tokenizer_for(const Model& model,
+                                                      const std::string& tokenizer_path);
 Result<std::unique_ptr<Model>> build_model(std::shared_ptr<const ModelFile> file);
 
 }  // namespace tessera::model

@@ -47,7 +47,8 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
   }
   static const std::set<std::string> kKeys = {"name",     "path",        "ctx_size",
                                               "parallel", "priority",    "ttft_slo_ms",
-                                              "tpot_slo_ms", "kv_blocks", "pinned"};
+                                              "tpot_slo_ms", "kv_blocks", "pinned",
+                                              "tokenizer"};
   std::vector<fleet::FleetModelSpec> out;
   const json& models = root["models"];
   if (models.empty()) return invalid_argument("fleet config: \"models\" is empty");
@@ -65,6 +66,12 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
     std::filesystem::path p = m["path"].get<std::string>();
     if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
     s.path = p.string();
+    if (m.contains("tokenizer")) {
+      if (!m["tokenizer"].is_string()) return bad(i, "tokenizer", "expected a path");
+      std::filesystem::path t = m["tokenizer"].get<std::string>();
+      if (t.is_relative() && !base_dir.empty()) t = std::filesystem::path(base_dir) / t;
+      s.tokenizer = t.string();
+    }
     if (m.contains("name")) {
       if (!m["name"].is_string() || m["name"].get<std::string>().empty()) {
         return bad(i, "name", "expected a non-empty string");

@@ -3,11 +3,12 @@
 //
 //   {"models": [
 //     {"name": "smol", "path": "smol.gguf", "ctx_size": 2048, "parallel": 4,
-//      "priority": 2.0, "ttft_slo_ms": 500, "tpot_slo_ms": 200, "kv_blocks": 0, "pinned": false}
+//      "priority": 2.0, "ttft_slo_ms": 500, "tpot_slo_ms": 200, "kv_blocks": 0, "pinned": false},
+//     {"path": "stories260K.bin", "tokenizer": "stories260K-tok512.bin"}
 //   ]}
 //
-// Only "path" is required; "name" defaults to the file name without extension, relative paths
-// are taken from the config file's directory, and every other key defaults to the server's
+// Only "path" is required ("tokenizer" too for a llama2.c checkpoint); "name" defaults to the
+// file name without extension, relative paths (model and tokenizer) are taken from the config file's directory, and every other key defaults to the server's
 // flags (`defaults`). "priority" is the model's weight in the shared device's fair share.
 // Unknown keys are errors (a typo must not silently fall back to a default).
 // Thread-safety: pure functions.

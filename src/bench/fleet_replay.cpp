@@ -1,0 +1,172 @@
+#include "tessera/bench/fleet_replay.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "tessera/base/clock.h"
+#include "tessera/base/rng.h"
+#include "tessera/bench/stats.h"
+#include "tessera/fleet/hybrid_histogram_policy.h"
+#include "tessera/fleet/keep_alive_policy.h"
+
+namespace tessera::bench {
+
+namespace {
+
+struct Outcome {
+  int64_t first_ns = -1;
+  bool done = false;
+  bool ok = false;
+};
+
+}  // namespace
+
+Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
+  if (o.models.empty()) return invalid_argument("fleet replay: no models");
+  if (o.time_scale <= 0) return invalid_argument("fleet replay: time scale must be > 0");
+  fleet::FleetOptions fo;
+  fo.active_budget_bytes = o.active_budget_bytes;
+  fo.tick_ns = 20'000'000;
+  const auto scaled_ns = [&](double trace_s) {
+    return static_cast<int64_t>(trace_s / o.time_scale * 1e9);
+  };
+  fo.histogram.bin_width_ns = std::max<int64_t>(scaled_ns(60.0), 1'000'000);  // 1 trace minute
+  if (o.policy == "fixed") {
+    fo.idle_policy = std::make_shared<fleet::FixedKeepAlivePolicy>(scaled_ns(o.keep_alive_s));
+  } else if (o.policy == "adaptive") {
+    fleet::HybridHistogramOptions ho;
+    ho.fallback_keep_alive_ns = scaled_ns(o.keep_alive_s);
+    fo.idle_policy = std::make_shared<fleet::HybridHistogramPolicy>(ho);
+  } else if (o.policy != "always-on") {
+    return invalid_argument("fleet replay: policy must be always-on, fixed or adaptive, not '" +
+                            o.policy + "'");
+  }
+  engine::DeviceSchedulerOptions dso;
+  dso.n_threads = o.threads;
+  fo.device = std::make_shared<engine::DeviceScheduler>(dso);
+  std::vector<fleet::FleetModelSpec> specs;
+  for (const auto& m : o.models) {
+    fleet::FleetModelSpec s = m.spec;
+    s.engine.ttft_slo_ns = static_cast<int64_t>(o.ttft_slo_s * 1e9);
+    specs.push_back(std::move(s));
+  }
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<fleet::FleetManager> f,
+                      fleet::FleetManager::create(std::move(specs), fo));
+  TS_RETURN_IF_ERROR(f->start());
+
+  // The schedule: (time, model) over all models, and each request's prompt.
+  struct Arrival {
+    double t;
+    size_t model;
+  };
+  std::vector<Arrival> schedule;
+  for (size_t m = 0; m < o.models.size(); ++m) {
+    for (double t : o.models[m].arrivals_s) schedule.push_back({t, m});
+  }
+  std::stable_sort(schedule.begin(), schedule.end(),
+                   [](const Arrival& a, const Arrival& b) { return a.t < b.t; });
+  std::vector<Outcome> outcomes(schedule.size());
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t n_done = 0;
+
+  FleetReplayResult res;
+  res.policy = o.policy;
+  const std::vector<fleet::ModelStatus> before = f->status();
+  const Clock* clock = real_clock();
+  const int64_t t0 = clock->now_ns();
+  Rng rng(o.seed);
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    const Arrival& a = schedule[i];
+    const int64_t due = t0 + static_cast<int64_t>(a.t * 1e9);
+    for (int64_t now = clock->now_ns(); now < due; now = clock->now_ns()) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(due - now, 50'000'000)));
+    }
+    res.max_dispatch_lag_s = std::max(res.max_dispatch_lag_s, (clock->now_ns() - due) * 1e-9);
+    const std::string& name = o.models[a.model].spec.name;
+    const int32_t n_vocab = f->tokenizer(name).n_vocab();
+    engine::Request r;
+    r.prompt.push_back(1);
+    for (int k = 1; k < o.prompt_tokens; ++k) {
+      r.prompt.push_back(3 + static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(n_vocab - 3)));
+    }
+    r.sampling.temperature = 0.0f;
+    r.max_tokens = o.max_tokens;
+    r.ignore_eos = true;
+    auto id = f->submit(name, std::move(r), [&, i](engine::Event&& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      Outcome& out = outcomes[i];
+      if (out.first_ns < 0 && !ev.is_finish()) out.first_ns = clock->now_ns();
+      if (auto* fin = std::get_if<engine::FinishEvent>(&ev.body)) {
+        out.ok = fin->reason == engine::FinishReason::kStop ||
+                 fin->reason == engine::FinishReason::kLength;
+        out.done = true;
+        ++n_done;
+        cv.notify_all();
+      }
+    });
+    if (!id.is_ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      outcomes[i].done = true;
+      ++n_done;
+    }
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return n_done == schedule.size(); });
+  }
+  // Measure to the same point for every policy: the last arrival plus the tail.
+  const double last = schedule.empty() ? 0.0 : schedule.back().t;
+  const int64_t end = t0 + static_cast<int64_t>((last + o.tail_s) * 1e9);
+  while (clock->now_ns() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::vector<fleet::ModelStatus> after = f->status();
+  res.duration_s = static_cast<double>(clock->now_ns() - t0) * 1e-9;
+  f->stop();
+
+  std::vector<double> all_ttft;
+  res.models.resize(o.models.size());
+  for (size_t m = 0; m < o.models.size(); ++m) {
+    FleetReplayModelResult& r = res.models[m];
+    r.name = o.models[m].spec.name;
+    r.source = o.models[m].source;
+    r.active_bytes = after[m].active_bytes;
+    r.cold_starts = after[m].cold_starts - before[m].cold_starts;
+    r.resumes = after[m].resumes - before[m].resumes;
+    r.memory_gb_s = (after[m].memory_seconds - before[m].memory_seconds) * 1e-9;
+    r.idle_memory_gb_s = (after[m].idle_memory_seconds - before[m].idle_memory_seconds) * 1e-9;
+  }
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    FleetReplayModelResult& r = res.models[schedule[i].model];
+    const Outcome& out = outcomes[i];
+    ++r.requests;
+    const int64_t due = t0 + static_cast<int64_t>(schedule[i].t * 1e9);
+    if (!out.ok || out.first_ns < 0) {
+      ++r.errors;
+      continue;
+    }
+    const double ttft = static_cast<double>(out.first_ns - due) * 1e-9;
+    r.ttft_s.push_back(ttft);
+    all_ttft.push_back(ttft);
+    if (ttft <= o.ttft_slo_s) ++r.slo_met;
+  }
+  for (const auto& r : res.models) {
+    res.requests += r.requests;
+    res.errors += r.errors;
+    res.cold_starts += r.cold_starts;
+    res.slo_met += r.slo_met;
+    res.memory_gb_s += r.memory_gb_s;
+    res.idle_memory_gb_s += r.idle_memory_gb_s;
+  }
+  if (!all_ttft.empty()) {
+    res.ttft_p50_s = percentile(all_ttft, 50.0);
+    res.ttft_p99_s = percentile(all_ttft, 99.0);
+  }
+  return res;
+}
+
+}  // namespace tessera::bench

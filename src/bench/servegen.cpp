@@ -1,0 +1,122 @@
+#include "tessera/bench/servegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+
+#include "tessera/base/rng.h"
+#include "tessera/bench/arrival.h"
+
+namespace tessera::bench {
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out(1);
+  for (char c : line) {
+    if (c == ',') {
+      out.emplace_back();
+    } else if (c != '\r') {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+bool parse_double(const std::string& s, double* v) {
+  if (s.empty()) {
+    *v = 0.0;
+    return true;
+  }
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, *v);
+  return ec == std::errc() && p == end && std::isfinite(*v);
+}
+
+// One gap with mean 1 and the window's shape.
+double unit_gap(const ServeGenWindow& w, Rng& rng) {
+  if (w.distribution == "Gamma") return draw_gamma(w.shape, rng) / w.shape;
+  if (w.distribution == "Weibull") {
+    const double mean = std::tgamma(1.0 + 1.0 / w.shape);
+    const double u = std::max(rng.uniform(), 1e-300);
+    return std::pow(-std::log(u), 1.0 / w.shape) / mean;
+  }
+  return draw_exponential(rng);
+}
+
+}  // namespace
+
+Result<std::vector<ServeGenWindow>> load_servegen_client(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found("servegen trace " + path + ": cannot open it");
+  std::vector<ServeGenWindow> out;
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty() || line == "\r") continue;
+    const auto f = split_csv(line);
+    const auto bad = [&](const std::string& why) {
+      return corrupt_data(fmt::format("servegen trace {} line {}: {}", path, n, why));
+    };
+    if (f.size() != 6) return bad(fmt::format("expected 6 columns, found {}", f.size()));
+    if (n == 1 && f[0] == "window_start_s") continue;  // a header, if any
+    ServeGenWindow w;
+    double cv = 0.0;
+    if (!parse_double(f[0], &w.start_s) || !parse_double(f[1], &w.rate_rps) ||
+        !parse_double(f[2], &cv) || !parse_double(f[4], &w.shape) || !parse_double(f[5], &w.scale)) {
+      return bad("expected numbers in columns 1, 2, 3, 5 and 6");
+    }
+    if (w.rate_rps < 0) return bad("negative rate");
+    w.distribution = f[3];
+    if (!w.distribution.empty() && w.distribution != "Gamma" && w.distribution != "Weibull") {
+      return bad("unknown distribution '" + w.distribution + "' (expected Gamma or Weibull)");
+    }
+    if (!w.distribution.empty() && w.rate_rps > 0 && !(w.shape > 0 && w.scale > 0)) {
+      return bad("a distribution needs a positive shape and scale");
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+double servegen_span_requests(const std::vector<ServeGenWindow>& windows,
+                              const ServeGenReplayOptions& o) {
+  double n = 0.0;
+  const int64_t end = std::min<int64_t>(o.first_window + o.n_windows, windows.size());
+  for (int64_t i = std::max<int64_t>(o.first_window, 0); i < end; ++i) {
+    n += windows[static_cast<size_t>(i)].rate_rps * o.window_s;
+  }
+  return n;
+}
+
+std::vector<double> servegen_arrivals(const std::vector<ServeGenWindow>& windows,
+                                      const ServeGenReplayOptions& o) {
+  std::vector<double> out;
+  const int64_t begin = std::max<int64_t>(o.first_window, 0);
+  const int64_t end = std::min<int64_t>(o.first_window + o.n_windows, windows.size());
+  double peak = 0.0;
+  for (int64_t i = begin; i < end; ++i) peak = std::max(peak, windows[static_cast<size_t>(i)].rate_rps);
+  if (peak <= 0.0 || o.peak_rps <= 0.0 || o.time_scale <= 0.0) return out;
+  Rng rng(o.seed);
+  const double replay_window = o.window_s / o.time_scale;
+  for (int64_t i = begin; i < end; ++i) {
+    const ServeGenWindow& w = windows[static_cast<size_t>(i)];
+    if (w.rate_rps <= 0.0) continue;
+    const double rate = o.peak_rps * w.rate_rps / peak;  // replay requests per replay second
+    const double start = static_cast<double>(i - begin) * replay_window;
+    // The window starts mid-stream: the first gap is a full gap scaled by a uniform (the
+    // residual of a renewal process, near enough), so sparse windows are not all at their start.
+    double t = start + rng.uniform() * unit_gap(w, rng) / rate;
+    while (t < start + replay_window) {
+      out.push_back(t);
+      t += unit_gap(w, rng) / rate;
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::bench

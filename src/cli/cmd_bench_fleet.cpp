@@ -1,0 +1,251 @@
+// `tessera bench fleet`: many models, one device, ServeGen clients' arrivals (one client per
+// model, time-compressed), replayed once per idle policy, side by side in one run.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "common.h"
+#include "tessera/bench/environment.h"
+#include "tessera/bench/fleet_replay.h"
+#include "tessera/bench/servegen.h"
+#include "tessera/serve/fleet_config.h"
+#include "tessera/serve/model_router.h"
+
+namespace tessera::cli {
+namespace {
+
+struct FleetBenchArgs {
+  std::string config;
+  std::string models_dir;
+  std::string servegen_dir;
+  std::string clients;   // comma-separated file stems; empty: picked by activity
+  std::string policies = "always-on,fixed,adaptive";
+  bench::ServeGenReplayOptions replay;
+  bench::FleetReplayOptions run;
+  int64_t ctx_size = 512;
+  int parallel = 2;
+  bool json = false;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+Result<std::vector<fleet::FleetModelSpec>> model_specs(const FleetBenchArgs& a) {
+  engine::EngineOptions d;
+  d.ctx_size = a.ctx_size;
+  d.max_running = a.parallel;
+  if (!a.config.empty()) return serve::read_fleet_config(a.config, d);
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(a.models_dir, ec)) {
+    if (f.is_regular_file() && f.path().extension() == ".gguf") paths.push_back(f.path().string());
+  }
+  if (ec) return invalid_argument(fmt::format("--models {}: {}", a.models_dir, ec.message()));
+  std::sort(paths.begin(), paths.end());
+  std::vector<fleet::FleetModelSpec> specs;
+  for (const auto& p : paths) {
+    fleet::FleetModelSpec s;
+    s.name = serve::model_name_from_path(p);
+    s.path = p;
+    s.engine = d;
+    specs.push_back(std::move(s));
+  }
+  if (specs.empty()) return invalid_argument("--models " + a.models_dir + ": no *.gguf files");
+  return specs;
+}
+
+// One client per model: the named ones, else clients with traffic in the span, ranked by how
+// many windows they are active in and picked evenly over that ranking (sparse to busy).
+Result<std::vector<std::pair<std::string, std::vector<bench::ServeGenWindow>>>> pick_clients(
+    const FleetBenchArgs& a, size_t n) {
+  std::vector<std::pair<std::string, std::vector<bench::ServeGenWindow>>> all;
+  std::vector<std::string> names = split(a.clients);
+  if (names.empty()) {
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(a.servegen_dir, ec)) {
+      if (f.path().extension() == ".csv") names.push_back(f.path().stem().string());
+    }
+    if (ec) return invalid_argument(fmt::format("--servegen {}: {}", a.servegen_dir, ec.message()));
+    std::sort(names.begin(), names.end());
+  }
+  for (const auto& name : names) {
+    auto w = bench::load_servegen_client(
+        (std::filesystem::path(a.servegen_dir) / (name + ".csv")).string());
+    if (!w.is_ok()) return w.status();
+    all.emplace_back(name, std::move(w).value());
+  }
+  if (!a.clients.empty()) {
+    if (all.size() != n) {
+      return invalid_argument(fmt::format("--clients names {} clients for {} models", all.size(), n));
+    }
+    return all;
+  }
+  const auto active = [&](const std::vector<bench::ServeGenWindow>& w) {
+    int64_t k = 0;
+    const int64_t end = std::min<int64_t>(a.replay.first_window + a.replay.n_windows, w.size());
+    for (int64_t i = a.replay.first_window; i < end; ++i) k += w[static_cast<size_t>(i)].rate_rps > 0;
+    return k;
+  };
+  std::erase_if(all, [&](const auto& c) { return active(c.second) == 0; });
+  if (all.size() < n) {
+    return invalid_argument(fmt::format("--servegen {}: {} clients have traffic in the span, need {}",
+                                        a.servegen_dir, all.size(), n));
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [&](const auto& x, const auto& y) { return active(x.second) < active(y.second); });
+  std::vector<std::pair<std::string, std::vector<bench::ServeGenWindow>>> picked;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t k = n == 1 ? all.size() - 1 : i * (all.size() - 1) / (n - 1);
+    picked.push_back(all[k]);
+  }
+  return picked;
+}
+
+int run_bench_fleet(FleetBenchArgs a) {
+  if (a.config.empty() == a.models_dir.empty()) return fail("pass --config FILE or --models DIR");
+  auto specs = model_specs(a);
+  if (!specs.is_ok()) return fail(specs.status());
+  auto clients = pick_clients(a, specs->size());
+  if (!clients.is_ok()) return fail(clients.status());
+  a.run.time_scale = a.replay.time_scale;
+  a.run.models.clear();
+  for (size_t m = 0; m < specs->size(); ++m) {
+    bench::FleetReplayModel fm;
+    fm.spec = (*specs)[m];
+    bench::ServeGenReplayOptions ro = a.replay;
+    ro.seed = a.replay.seed + m;
+    fm.arrivals_s = bench::servegen_arrivals((*clients)[m].second, ro);
+    fm.source = (*clients)[m].first;
+    a.run.models.push_back(std::move(fm));
+  }
+  if (!a.json) {
+    std::printf("fleet replay: %zu models, ServeGen %s windows %lld..%lld (10 min each) compressed "
+                "%.0fx, busiest window %.2f req/s per model, prompt %d + %d tokens, TTFT SLO %.1f s, "
+                "keep-alive %.0f s trace time (%.2f s replayed)\n",
+                a.run.models.size(), a.servegen_dir.c_str(),
+                static_cast<long long>(a.replay.first_window),
+                static_cast<long long>(a.replay.first_window + a.replay.n_windows - 1),
+                a.replay.time_scale, a.replay.peak_rps, a.run.prompt_tokens, a.run.max_tokens,
+                a.run.ttft_slo_s, a.run.keep_alive_s, a.run.keep_alive_s / a.replay.time_scale);
+    for (const auto& m : a.run.models) {
+      std::printf("  %-32s <- %-16s %5zu requests\n", m.spec.name.c_str(), m.source.c_str(),
+                  m.arrivals_s.size());
+    }
+    std::fflush(stdout);
+  }
+  nlohmann::json records = nlohmann::json::array();
+  std::vector<bench::FleetReplayResult> results;
+  for (const std::string& policy : split(a.policies)) {
+    a.run.policy = policy;
+    auto r = bench::run_fleet_replay(a.run);
+    if (!r.is_ok()) return fail(r.status().with_context("policy " + policy));
+    results.push_back(*r);
+    nlohmann::json per_model = nlohmann::json::array();
+    for (const auto& m : r->models) {
+      per_model.push_back({{"model", m.name}, {"client", m.source}, {"requests", m.requests},
+                           {"errors", m.errors}, {"cold_starts", m.cold_starts},
+                           {"resumes", m.resumes}, {"slo_met", m.slo_met},
+                           {"memory_gb_s", m.memory_gb_s}, {"idle_memory_gb_s", m.idle_memory_gb_s},
+                           {"active_bytes", m.active_bytes}});
+    }
+    records.push_back({{"policy", policy}, {"duration_s", r->duration_s},
+                       {"requests", r->requests}, {"errors", r->errors},
+                       {"cold_starts", r->cold_starts}, {"slo_attainment", r->slo_attainment()},
+                       {"ttft_p50_s", r->ttft_p50_s}, {"ttft_p99_s", r->ttft_p99_s},
+                       {"memory_gb_s", r->memory_gb_s}, {"idle_memory_gb_s", r->idle_memory_gb_s},
+                       {"max_dispatch_lag_s", r->max_dispatch_lag_s}, {"models", per_model}});
+    if (!a.json) {
+      std::printf("  ran %s: %.1f s\n", policy.c_str(), r->duration_s);
+      std::fflush(stdout);
+    }
+  }
+  if (a.json) {
+    nlohmann::json j = {{"environment", bench::describe_environment(a.run.threads)},
+                        {"servegen", a.servegen_dir},
+                        {"first_window", a.replay.first_window},
+                        {"windows", a.replay.n_windows},
+                        {"time_scale", a.replay.time_scale},
+                        {"peak_rps", a.replay.peak_rps},
+                        {"keep_alive_s", a.run.keep_alive_s},
+                        {"ttft_slo_s", a.run.ttft_slo_s},
+                        {"prompt_tokens", a.run.prompt_tokens},
+                        {"max_tokens", a.run.max_tokens},
+                        {"policies", records}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  const double base = results.empty() ? 0.0 : results.front().memory_gb_s;
+  std::printf("\n  %-10s %9s %12s %9s %9s %9s %9s %9s %8s\n", "policy", "memory", "vs first",
+              "idle mem", "requests", "errors", "cold", "TTFT p50", "p99");
+  std::printf("  %-10s %9s %12s %9s %9s %9s %9s %9s %8s   SLO met\n", "", "GB*s", "", "GB*s", "", "",
+              "starts", "ms", "ms");
+  for (const auto& r : results) {
+    std::printf("  %-10s %9.2f %11.1f%% %9.2f %9lld %9lld %9lld %9.1f %8.1f   %.2f%%\n",
+                r.policy.c_str(), r.memory_gb_s,
+                base > 0 ? 100.0 * (r.memory_gb_s - base) / base : 0.0, r.idle_memory_gb_s,
+                static_cast<long long>(r.requests), static_cast<long long>(r.errors),
+                static_cast<long long>(r.cold_starts), r.ttft_p50_s * 1e3, r.ttft_p99_s * 1e3,
+                100.0 * r.slo_attainment());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
+  auto a = std::make_shared<FleetBenchArgs>();
+  CLI::App* c = bench->add_subcommand(
+      "fleet", "Many models on one device, ServeGen clients replayed once per idle policy");
+  c->add_option("--config", a->config, "Fleet config file (as `serve --config`)");
+  c->add_option("--models", a->models_dir, "Every *.gguf in DIR, one model each");
+  c->add_option("--servegen", a->servegen_dir,
+                "Directory of ServeGen client traces (chunk-N-trace.csv), one client per model")
+      ->required();
+  c->add_option("--clients", a->clients,
+                "Client file stems, comma-separated, one per model in order (default: picked "
+                "evenly from sparse to busy)");
+  c->add_option("--policies", a->policies, "Idle policies to compare, comma-separated")
+      ->capture_default_str();
+  c->add_option("--first-window", a->replay.first_window, "First 10-minute window of the span")
+      ->capture_default_str();
+  c->add_option("--windows", a->replay.n_windows, "Windows in the span (144: one day)")
+      ->capture_default_str();
+  c->add_option("--time-scale", a->replay.time_scale, "Trace seconds per replay second")
+      ->capture_default_str();
+  c->add_option("--peak-rps", a->replay.peak_rps,
+                "Replay rate of each client's busiest window in the span")
+      ->capture_default_str();
+  c->add_option("--seed", a->replay.seed, "Arrival and prompt seed")->capture_default_str();
+  c->add_option("--keep-alive", a->run.keep_alive_s,
+                "Fixed keep-alive (adaptive: fallback), trace seconds")
+      ->capture_default_str();
+  c->add_option("--ttft-slo", a->run.ttft_slo_s, "TTFT SLO, seconds")->capture_default_str();
+  c->add_option("--prompt-tokens", a->run.prompt_tokens, "Prompt tokens per request")
+      ->capture_default_str();
+  c->add_option("--max-tokens", a->run.max_tokens, "Generated tokens per request")
+      ->capture_default_str();
+  c->add_option("--ctx-size", a->ctx_size, "Positions per sequence (config entries may override)")->capture_default_str();
+  c->add_option("--parallel", a->parallel, "Sequences per model (config entries may override)")->capture_default_str();
+  c->add_option("--threads,-t", a->run.threads, "Threads of the shared device (0: all cores)");
+  c->add_option("--mem-budget-bytes", a->run.active_budget_bytes, "Active memory budget (0: none)")
+      ->capture_default_str();
+  c->add_flag("--json", a->json, "Print a JSON record");
+  c->callback([&run, a] { run = [a] { return run_bench_fleet(*a); }; });
+}
+
+}  // namespace tessera::cli

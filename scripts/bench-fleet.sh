@@ -4,6 +4,8 @@
 # device, each fed one ServeGen client's arrivals (time-compressed), replayed once per idle
 # policy (always-on, fixed keep-alive, adaptive) in one run.
 #   scripts/bench-fleet.sh [TESSERA] [OUT.json] [extra `bench fleet` flags...]
+# The span and load are set by WINDOWS (144: one day), FIRST (first window), SCALE (time
+# compression), PEAK (replay req/s of each client's busiest window), POLICIES and CLIENTS.
 # Models are synthesized once into ~/.cache/tessera/fleet8/ (about 2.5 GB). Needs ../shared
 # (or TESSERA_SHARED_DIR) for the real models and the traces.
 set -euo pipefail
@@ -39,7 +41,9 @@ cat > "$dir/fleet.json" <<JSON
 ]}
 JSON
 args=(bench fleet --config "$dir/fleet.json" --servegen "$shared/traces/servegen/language/m-mid"
-      --windows 144 --time-scale 600 --peak-rps 0.5 --keep-alive 600 --ttft-slo 1
+      --first-window "${FIRST:-0}" --windows "${WINDOWS:-144}" --time-scale "${SCALE:-600}"
+      --peak-rps "${PEAK:-0.5}" --policies "${POLICIES:-always-on,fixed,adaptive}"
+      ${CLIENTS:+--clients "$CLIENTS"} --keep-alive 600 --ttft-slo 1
       --prompt-tokens 16 --max-tokens 4 --ctx-size 256 "$@")
 echo "+ $tessera ${args[*]}"
 if [ -n "$out" ]; then

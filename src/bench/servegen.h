@@ -5,8 +5,8 @@
 // servegen_arrivals() turns one client into arrival times for a many-model replay: the span of
 // windows chosen is compressed by time_scale, and the rates are rescaled so the client's busiest
 // window in the span runs at peak_rps (replay time). Each client keeps its own on/off pattern,
-// relative rates and burstiness (gaps drawn from the window's distribution, rescaled to the
-// window's mean gap) while the total load fits the machine.
+// relative rates and burstiness (each window holds rate x length requests, placed by gaps drawn
+// from the window's distribution and scaled to fit the window) while the load fits the machine.
 // Thread-safety: pure functions.
 #pragma once
 

@@ -34,6 +34,7 @@ struct ServeArgs {
   std::string models_dir;            // --models: every *.gguf in it, served by a FleetManager
   std::string config;                // --config: a fleet config file (serve/fleet_config.h)
   std::string mem_budget;            // bytes with an optional K/M/G/T suffix; empty: unlimited
+  std::string host_budget;           // the same, for suspended models' weights (host tier)
   std::string idle_policy = "fixed";  // fixed | adaptive | always-on
   double keep_alive_s = 300.0;
   double resume_deadline_s = 30.0;
@@ -136,6 +137,11 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
     auto b = parse_bytes(a.mem_budget);
     if (!b.is_ok()) return fail(b.status());
     fo.active_budget_bytes = *b;
+  }
+  if (!a.host_budget.empty()) {
+    auto b = parse_bytes(a.host_budget);
+    if (!b.is_ok()) return fail(b.status().with_context("--host-budget"));
+    fo.host_budget_bytes = *b;
   }
   const auto keep_alive_ns = static_cast<int64_t>(a.keep_alive_s * 1e9);
   if (a.idle_policy == "fixed") {
@@ -316,6 +322,10 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--mem-budget", a->mem_budget,
                   "With --models: active memory (weights + KV) for resumed models, e.g. 8G "
                   "(default: unlimited)");
+  cmd->add_option("--host-budget", a->host_budget,
+                  "With --models/--config: memory for suspended models' weights (page cache), "
+                  "e.g. 4G; above it the least likely to be needed soon go to disk (default: "
+                  "unlimited)");
   cmd->add_option("--idle-policy", a->idle_policy,
                   "With --models: fixed (keep-alive), adaptive (hybrid histogram) or always-on")
       ->capture_default_str();

@@ -476,15 +476,54 @@ Status FleetManager::evict(const std::string& name, std::string_view reason) {
   Slot* s = find(name);
   if (s == nullptr) return not_found("no fleet model named " + name);
   std::lock_guard<std::mutex> control(control_mu_);
-  if (s->lifecycle->state() != ModelState::kSuspended) {
-    return invalid_argument(fmt::format("model {} is {}: only suspended models are evicted", name,
-                                        model_state_name(s->lifecycle->state())));
+  return push_to_disk(*s, reason);
+}
+
+Status FleetManager::push_to_disk(Slot& s, std::string_view reason) {
+  if (s.lifecycle->state() != ModelState::kSuspended) {
+    return invalid_argument(fmt::format("model {} is {}: only suspended models are evicted",
+                                        s.spec.name, model_state_name(s.lifecycle->state())));
   }
-  if (s->region) {
-    auto moved = s->region->move_to(Tier::kDisk, options_.io_threads);
-    if (!moved.is_ok()) return moved.status().with_context("evicting " + name);
+  if (s.region) {
+    auto moved = s.region->move_to(Tier::kDisk, options_.io_threads);
+    if (!moved.is_ok()) return moved.status().with_context("evicting " + s.spec.name);
   }
-  return s->lifecycle->transition(ModelState::kEvicted, reason);
+  return s.lifecycle->transition(ModelState::kEvicted, reason);
+}
+
+int64_t FleetManager::host_bytes() const {
+  int64_t n = 0;
+  for (const auto& s : slots_) {
+    if (s->lifecycle->state() == ModelState::kSuspended) n += s->weight_bytes;
+  }
+  return n;
+}
+
+void FleetManager::enforce_host_budget(int64_t now_ns) {
+  if (options_.host_budget_bytes <= 0) return;
+  // Each pass evicts the plan for the excess; a plan may fall short (it counts active bytes,
+  // weights + KV, as freed), so repeat while something is evicted.
+  for (int pass = 0; pass < static_cast<int>(slots_.size()); ++pass) {
+    const int64_t excess = host_bytes() - options_.host_budget_bytes;
+    if (excess <= 0) return;
+    EvictionPlan plan;
+    {
+      FleetView v = view(now_ns);
+      std::lock_guard<std::mutex> lock(activity_mu_);
+      plan = eviction_.choose(v, activity_, PressureTier::kHost, excess);
+    }
+    bool evicted = false;
+    for (const Decision& d : plan.decisions) {
+      Slot* victim = find(d.model);
+      if (victim == nullptr || d.action != Action::kEvict) continue;
+      if (Status st = push_to_disk(*victim, d.reason); !st.is_ok()) {
+        log_warn("fleet: evicting {} to meet the host budget failed: {}", d.model, st.message());
+        continue;
+      }
+      evicted = true;
+    }
+    if (!evicted) return;
+  }
 }
 
 void FleetManager::tick() {
@@ -511,7 +550,10 @@ void FleetManager::tick() {
                            : r);
     }
   }
-  if (!options_.idle_policy) return;
+  if (!options_.idle_policy) {
+    enforce_host_budget(now);
+    return;
+  }
   std::vector<Decision> decisions;
   {
     FleetView v = view(now);
@@ -530,15 +572,12 @@ void FleetManager::tick() {
         if (budget_.available() >= s->active_bytes()) r = bring_up(*s, d.reason);
         break;
       case Action::kEvict:
-        if (s->lifecycle->state() == ModelState::kSuspended && s->region) {
-          auto moved = s->region->move_to(Tier::kDisk, options_.io_threads);
-          r = moved.is_ok() ? s->lifecycle->transition(ModelState::kEvicted, d.reason)
-                            : moved.status();
-        }
+        if (s->lifecycle->state() == ModelState::kSuspended) r = push_to_disk(*s, d.reason);
         break;
     }
     if (!r.is_ok()) log_warn("fleet: {} {} failed: {}", action_name(d.action), d.model, r.message());
   }
+  enforce_host_budget(now);
 }
 
 void FleetManager::note_arrival(Slot& s, int64_t now_ns, bool cold) {

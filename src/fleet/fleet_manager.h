@@ -19,7 +19,8 @@
 // One control thread (start()) does every move the manager decides on: it wakes when a request
 // needs a model, or every tick (real time), and then runs tick(): expire queued requests, bring
 // up models that requests wait for (making room with ColdStartCostEviction when the budget is
-// short), and apply the IdlePolicy. Decisions read time only from the injected Clock, so tests
+// short), apply the IdlePolicy, and evict suspended models to disk while the host tier is over
+// its budget. Decisions read time only from the injected Clock, so tests
 // drive tick() under a FakeClock without the thread.
 //
 // Request ids are the manager's own (stable across engine re-creation); events carry them.
@@ -63,6 +64,9 @@ struct FleetModelSpec {
 
 struct FleetOptions {
   int64_t active_budget_bytes = 0;          // weights + KV of brought-up models; 0: unlimited
+  // Weights of Suspended models (the host tier: page cache or memfd); above it, tick() evicts
+  // suspended models to disk, cheapest expected cold start per byte first. 0: unlimited.
+  int64_t host_budget_bytes = 0;
   std::shared_ptr<const IdlePolicy> idle_policy;  // null: never suspend on idleness
   EvictionOptions eviction;
   int64_t request_deadline_ns = 30'000'000'000;  // how long a queued request waits for Active
@@ -170,6 +174,9 @@ class FleetManager {
   Status bring_up(Slot& s, std::string_view reason);   // caller holds control_mu_
   Status take_down(Slot& s, std::string_view reason);  // Active -> Suspended; holds control_mu_
   Status make_room(const Slot& s, int64_t bytes);      // holds control_mu_
+  Status push_to_disk(Slot& s, std::string_view reason);  // Suspended -> Evicted; holds control_mu_
+  int64_t host_bytes() const;                          // weights of Suspended models
+  void enforce_host_budget(int64_t now_ns);            // holds control_mu_
   void fail_pending(Slot& s, const Status& why);
   void dispatch_pending(Slot& s);
   void expire_pending(int64_t now_ns);

@@ -359,5 +359,39 @@ TEST_F(FleetManagerTest, ModelsShareOneDevice) {
   f.reset();
 }
 
+// Over the host budget, suspended models go to disk: the one least likely to be asked for soon
+// (here the one never requested) first, until the rest fit.
+TEST_F(FleetManagerTest, HostBudgetEvictsSuspendedModelsToDisk) {
+  FleetOptions o;
+  o.load_on_start = false;
+  auto probe = make(1, o);
+  const int64_t weights = probe->status("m0")->weight_bytes;
+  probe.reset();
+  o.host_budget_bytes = weights + weights / 2;  // room for one suspended model, not two
+  auto f = make(3, o);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(f->load(name(i)).is_ok());
+  for (int k = 0; k < 5; ++k) {  // m1 is used often, m0 and m2 never
+    run(*f, "m1");
+    clock_.advance_ns(2 * kSecond);
+  }
+  ASSERT_TRUE(f->suspend("m1").is_ok());
+  f->tick();
+  EXPECT_EQ(f->state("m1"), ModelState::kSuspended);  // alone within the budget
+  ASSERT_TRUE(f->suspend("m0").is_ok());
+  f->tick();
+  EXPECT_EQ(f->state("m0"), ModelState::kEvicted);
+  EXPECT_EQ(f->state("m1"), ModelState::kSuspended);
+  ASSERT_TRUE(f->suspend("m2").is_ok());
+  f->tick();
+  EXPECT_EQ(f->state("m2"), ModelState::kEvicted);
+  EXPECT_EQ(f->state("m1"), ModelState::kSuspended);
+  auto again = std::make_shared<Collector>();  // an evicted model still serves: reloaded
+  ASSERT_TRUE(f->submit("m0", greedy(), Collector::sink(again)).is_ok());
+  f->tick();
+  ASSERT_TRUE(again->wait());
+  EXPECT_EQ(again->finish.reason, engine::FinishReason::kLength);
+  EXPECT_EQ(f->state("m0"), ModelState::kActive);
+}
+
 }  // namespace
 }  // namespace tessera::fleet

@@ -44,12 +44,15 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     return invalid_argument("fleet replay: policy must be always-on, fixed or adaptive, not '" +
                             o.policy + "'");
   }
-  engine::DeviceSchedulerOptions dso;
-  dso.n_threads = o.threads;
-  fo.device = std::make_shared<engine::DeviceScheduler>(dso);
+  if (o.shared_device) {
+    engine::DeviceSchedulerOptions dso;
+    dso.n_threads = o.threads;
+    fo.device = std::make_shared<engine::DeviceScheduler>(dso);
+  }
   std::vector<fleet::FleetModelSpec> specs;
   for (const auto& m : o.models) {
     fleet::FleetModelSpec s = m.spec;
+    s.engine.n_threads = o.threads;
     s.engine.ttft_slo_ns = static_cast<int64_t>(o.ttft_slo_s * 1e9);
     specs.push_back(std::move(s));
   }

@@ -29,6 +29,8 @@ struct FleetReplayOptions {
   double keep_alive_s = 600.0;      // trace seconds (fixed; adaptive's fallback)
   double time_scale = 1.0;          // policy times are divided by this
   int threads = 0;                  // the shared device's threads (0: all cores)
+  bool shared_device = true;        // false: each model's engine owns a pool of `threads` (for
+                                    // comparison: N models then run N pools on the same cores)
   int64_t active_budget_bytes = 0;  // 0: unlimited
   int prompt_tokens = 16;
   int max_tokens = 4;

@@ -32,6 +32,7 @@ struct FleetBenchArgs {
   bench::FleetReplayOptions run;
   int64_t ctx_size = 512;
   int parallel = 2;
+  bool no_shared_device = false;
   bool json = false;
 };
 
@@ -123,6 +124,7 @@ int run_bench_fleet(FleetBenchArgs a) {
   auto clients = pick_clients(a, specs->size());
   if (!clients.is_ok()) return fail(clients.status());
   a.run.time_scale = a.replay.time_scale;
+  a.run.shared_device = !a.no_shared_device;
   a.run.models.clear();
   for (size_t m = 0; m < specs->size(); ++m) {
     bench::FleetReplayModel fm;
@@ -136,12 +138,13 @@ int run_bench_fleet(FleetBenchArgs a) {
   if (!a.json) {
     std::printf("fleet replay: %zu models, ServeGen %s windows %lld..%lld (10 min each) compressed "
                 "%.0fx, busiest window %.2f req/s per model, prompt %d + %d tokens, TTFT SLO %.1f s, "
-                "keep-alive %.0f s trace time (%.2f s replayed)\n",
+                "keep-alive %.0f s trace time (%.2f s replayed), %s\n",
                 a.run.models.size(), a.servegen_dir.c_str(),
                 static_cast<long long>(a.replay.first_window),
                 static_cast<long long>(a.replay.first_window + a.replay.n_windows - 1),
                 a.replay.time_scale, a.replay.peak_rps, a.run.prompt_tokens, a.run.max_tokens,
-                a.run.ttft_slo_s, a.run.keep_alive_s, a.run.keep_alive_s / a.replay.time_scale);
+                a.run.ttft_slo_s, a.run.keep_alive_s, a.run.keep_alive_s / a.replay.time_scale,
+                a.run.shared_device ? "one shared device" : "a thread pool per model");
     for (const auto& m : a.run.models) {
       std::printf("  %-32s <- %-16s %5zu requests\n", m.spec.name.c_str(), m.source.c_str(),
                   m.arrivals_s.size());
@@ -185,6 +188,7 @@ int run_bench_fleet(FleetBenchArgs a) {
                         {"ttft_slo_s", a.run.ttft_slo_s},
                         {"prompt_tokens", a.run.prompt_tokens},
                         {"max_tokens", a.run.max_tokens},
+                        {"shared_device", a.run.shared_device},
                         {"policies", records}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -244,6 +248,8 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
   c->add_option("--threads,-t", a->run.threads, "Threads of the shared device (0: all cores)");
   c->add_option("--mem-budget-bytes", a->run.active_budget_bytes, "Active memory budget (0: none)")
       ->capture_default_str();
+  c->add_flag("--no-shared-device", a->no_shared_device,
+              "Give each model its own thread pool instead of one shared device (comparison)");
   c->add_flag("--json", a->json, "Print a JSON record");
   c->callback([&run, a] { run = [a] { return run_bench_fleet(*a); }; });
 }

@@ -17,7 +17,6 @@
 #include "tessera/bench/fleet_replay.h"
 #include "tessera/bench/servegen.h"
 #include "tessera/serve/fleet_config.h"
-#include "tessera/serve/model_router.h"
 
 namespace tessera::cli {
 namespace {
@@ -51,23 +50,7 @@ Result<std::vector<fleet::FleetModelSpec>> model_specs(const FleetBenchArgs& a) 
   d.ctx_size = a.ctx_size;
   d.max_running = a.parallel;
   if (!a.config.empty()) return serve::read_fleet_config(a.config, d);
-  std::vector<std::string> paths;
-  std::error_code ec;
-  for (const auto& f : std::filesystem::directory_iterator(a.models_dir, ec)) {
-    if (f.is_regular_file() && f.path().extension() == ".gguf") paths.push_back(f.path().string());
-  }
-  if (ec) return invalid_argument(fmt::format("--models {}: {}", a.models_dir, ec.message()));
-  std::sort(paths.begin(), paths.end());
-  std::vector<fleet::FleetModelSpec> specs;
-  for (const auto& p : paths) {
-    fleet::FleetModelSpec s;
-    s.name = serve::model_name_from_path(p);
-    s.path = p;
-    s.engine = d;
-    specs.push_back(std::move(s));
-  }
-  if (specs.empty()) return invalid_argument("--models " + a.models_dir + ": no *.gguf files");
-  return specs;
+  return serve::fleet_specs_from_dir(a.models_dir, d);
 }
 
 // One client per model: the named ones, else clients with traffic in the span, ranked by how

@@ -167,21 +167,9 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
     if (!parsed.is_ok()) return fail(parsed.status());
     specs = std::move(parsed).value();
   } else {
-    std::vector<std::string> paths;
-    std::error_code ec;
-    for (const auto& f : std::filesystem::directory_iterator(a.models_dir, ec)) {
-      if (f.is_regular_file() && f.path().extension() == ".gguf") paths.push_back(f.path().string());
-    }
-    if (ec) return fail(fmt::format("--models {}: {}", a.models_dir, ec.message()));
-    if (paths.empty()) return fail(fmt::format("--models {}: no *.gguf files in it", a.models_dir));
-    std::sort(paths.begin(), paths.end());
-    for (const auto& p : paths) {
-      fleet::FleetModelSpec spec;
-      spec.name = serve::model_name_from_path(p);
-      spec.path = p;
-      spec.engine = defaults;
-      specs.push_back(std::move(spec));
-    }
+    auto listed = serve::fleet_specs_from_dir(a.models_dir, defaults);
+    if (!listed.is_ok()) return fail(listed.status());
+    specs = std::move(listed).value();
   }
   const size_t n_models = specs.size();
   auto created = fleet::FleetManager::create(std::move(specs), fo);

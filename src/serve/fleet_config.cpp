@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -110,6 +111,27 @@ Result<std::vector<fleet::FleetModelSpec>> read_fleet_config(const std::string& 
   auto r = parse_fleet_config(text.str(), dir, defaults);
   if (!r.is_ok()) return r.status().with_context(path);
   return r;
+}
+
+Result<std::vector<fleet::FleetModelSpec>> fleet_specs_from_dir(const std::string& dir,
+                                                                const engine::EngineOptions& defaults) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    if (f.is_regular_file() && f.path().extension() == ".gguf") paths.push_back(f.path().string());
+  }
+  if (ec) return invalid_argument(fmt::format("--models {}: {}", dir, ec.message()));
+  if (paths.empty()) return invalid_argument(fmt::format("--models {}: no *.gguf files in it", dir));
+  std::sort(paths.begin(), paths.end());
+  std::vector<fleet::FleetModelSpec> specs;
+  for (const auto& p : paths) {
+    fleet::FleetModelSpec spec;
+    spec.name = model_name_from_path(p);
+    spec.path = p;
+    spec.engine = defaults;
+    specs.push_back(std::move(spec));
+  }
+  return specs;
 }
 
 }  // namespace tessera::serve

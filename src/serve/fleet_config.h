@@ -29,4 +29,9 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
 Result<std::vector<fleet::FleetModelSpec>> read_fleet_config(const std::string& path,
                                                              const engine::EngineOptions& defaults);
 
+// `--models DIR`: every *.gguf in `dir` (sorted), named by its file stem, with `defaults`.
+// Errors: kInvalidArgument when the directory cannot be read or holds no GGUF file.
+Result<std::vector<fleet::FleetModelSpec>> fleet_specs_from_dir(const std::string& dir,
+                                                                const engine::EngineOptions& defaults);
+
 }  // namespace tessera::serve

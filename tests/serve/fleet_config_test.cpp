@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.h"
+
 namespace tessera::serve {
 namespace {
 
@@ -57,6 +62,24 @@ TEST(FleetConfigTest, RefusesMalformedConfigsWithTheKeyAtFault) {
         << text << " -> " << r.status().message();
   }
   EXPECT_EQ(read_fleet_config("/nonexistent/fleet.json", d).status().code(), ErrorCode::kNotFound);
+}
+
+TEST(FleetConfigTest, ListsTheGgufFilesOfADirectory) {
+  testing::TempDir dir;
+  for (const char* f : {"b.gguf", "a.gguf", "notes.txt"}) std::ofstream(dir.file(f)) << "x";
+  engine::EngineOptions d;
+  d.max_running = 3;
+  auto r = fleet_specs_from_dir(dir.path().string(), d);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].name, "a");
+  EXPECT_EQ((*r)[1].name, "b");
+  EXPECT_EQ((*r)[1].engine.max_running, 3);
+  std::filesystem::remove(dir.file("a.gguf"));
+  std::filesystem::remove(dir.file("b.gguf"));
+  EXPECT_NE(fleet_specs_from_dir(dir.path().string(), d).status().message().find("no *.gguf"),
+            std::string::npos);
+  EXPECT_FALSE(fleet_specs_from_dir(dir.file("missing"), d).is_ok());
 }
 
 }  // namespace

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "tessera/serve/model_router.h"
 
@@ -21,14 +23,21 @@ Status bad(size_t i, const std::string& key, const std::string& what) {
   return invalid_argument(fmt::format("fleet config: models[{}].{}: {}", i, key, what));
 }
 
-// Reads a positive number; `scale` converts it to the stored unit.
+// Reads a number >= min; `scale` converts it to the stored unit. Counts (integer T with scale 1)
+// must be integers: 2.5 slots is a typo, not a request to round.
 template <typename T>
 Status read_number(const json& m, size_t i, const char* key, double min, double scale, T* out) {
   if (!m.contains(key)) return Status();
   const json& v = m.at(key);
   if (!v.is_number()) return bad(i, key, "expected a number, got " + v.dump());
+  if (std::is_integral_v<T> && scale == 1 && !v.is_number_integer()) {
+    return bad(i, key, "expected an integer, got " + v.dump());
+  }
   const double d = v.get<double>();
-  if (!(d >= min) || d > 1e15) return bad(i, key, fmt::format("{} is out of range (min {})", d, min));
+  const double max = static_cast<double>(std::numeric_limits<T>::max()) / 2 / scale;
+  if (!(d >= min) || d > max) {
+    return bad(i, key, fmt::format("{} is out of range [{}, {:g}]", d, min, max));
+  }
   *out = static_cast<T>(d * scale);
   return Status();
 }

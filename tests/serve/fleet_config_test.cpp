@@ -53,6 +53,10 @@ TEST(FleetConfigTest, RefusesMalformedConfigsWithTheKeyAtFault) {
       {R"({"models": [{"path": "x.gguf", "pinned": 1}]})", "models[0].pinned"},
       {R"({"models": [{"path": "x.gguf"}, {"path": "y.gguf", "ctxsize": 9}]})", "models[1].ctxsize"},
       {R"({"models": [{"path": "x.gguf", "ttft_slo_ms": 1e300}]})", "models[0].ttft_slo_ms"},
+      {R"({"models": [{"path": "x.gguf", "parallel": 2.5}]})", "expected an integer"},
+      {R"({"models": [{"path": "x.gguf", "ttft_slo_ms": 1e14}]})", "out of range"},
+      {R"({"models": [{"path": "x.gguf", "parallel": 3000000000}]})", "out of range"},
+      {R"({"models": [{"path": "x.gguf", "tokenizer": 7}]})", "models[0].tokenizer"},
   };
   for (const auto& [text, expect] : cases) {
     auto r = parse_fleet_config(text, "", d);

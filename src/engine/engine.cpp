@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "tessera/base/log.h"
 #include "tessera/engine/block_allocator.h"
@@ -118,8 +119,18 @@ struct Engine::Impl {
                   static_cast<size_t>(model->config().n_vocab));
     stats.kv_blocks_total = opt.n_blocks;
   }
-  ~Impl() {
-    if (opt.device) opt.device->remove_client(device_id);
+  ~Impl() { leave_device(); }
+
+  // Deregisters from the shared device once the scheduler thread is gone. Done by stop(), not
+  // only by the destructor: whoever drops the last reference to a stopped engine may do so late,
+  // and a resumed model's new engine registers under the same name meanwhile.
+  void leave_device() {
+    DeviceScheduler::ClientId id;
+    {
+      std::lock_guard lk(mu);
+      id = std::exchange(device_id, -1);
+    }
+    if (opt.device && id >= 0) opt.device->remove_client(id);
   }
 
   // The earliest deadline of the scheduled sequences (see EngineOptions::ttft_slo_ns).
@@ -516,6 +527,7 @@ void Engine::stop() {
   impl_->cv.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->cancel_all();
+  impl_->leave_device();
 }
 
 bool Engine::drain(std::chrono::milliseconds timeout) {

@@ -428,3 +428,30 @@ TEST_F(EngineTest, EnginesSharingADeviceGiveTheTokensEachGivesAlone) {
 
 }  // namespace
 }  // namespace tessera::engine
+
+namespace tessera::engine {
+namespace {
+
+// A model's old engine may be destroyed after its replacement registered under the same name (a
+// resume while someone still holds the stopped engine): stop() leaves the device, so the late
+// destructor must not take the new engine's registration with it.
+TEST_F(EngineTest, AStoppedEngineLeavesTheDeviceBeforeItIsDestroyed) {
+  DeviceSchedulerOptions so;
+  so.n_threads = 1;
+  auto device = std::make_shared<DeviceScheduler>(so);
+  EngineOptions o;
+  o.device = device;
+  o.device_client = "m";
+  auto old_engine = make(o);
+  ASSERT_NE(old_engine, nullptr);
+  old_engine->stop();
+  auto new_engine = make(o);  // same name: would abort if "m" were still registered
+  ASSERT_NE(new_engine, nullptr);
+  old_engine.reset();
+  auto got = run(*new_engine, {greedy(prompt(5, 1), 3)});  // still registered: acquire works
+  EXPECT_EQ(got[0].tokens.size(), 3u);
+  EXPECT_EQ(device->stats().size(), 1u);
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -44,14 +44,18 @@ EvictionPlan ColdStartCostEviction::choose(const FleetView& view, const Activity
   };
   const ModelState eligible_state =
       tier == PressureTier::kActive ? ModelState::kActive : ModelState::kSuspended;
+  // What pushing a model down frees in the tier under pressure.
+  const auto freed = [tier](const ModelView& m) {
+    return tier == PressureTier::kActive ? m.active_bytes : m.host_bytes;
+  };
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < view.models.size(); ++i) {
     const ModelView& m = view.models[i];
-    if (m.pinned || m.state != eligible_state || m.active_bytes <= 0) continue;
+    if (m.pinned || m.state != eligible_state || freed(m) <= 0) continue;
     if (idle_for_ns(m, activity, view.now_ns) < 0) continue;  // busy
     const double p = request_probability(m, activity, view.now_ns);
     const double cost = p * (tier == PressureTier::kActive ? m.resume_cost_s : m.reload_cost_s);
-    candidates.push_back({i, cost / static_cast<double>(m.active_bytes), p, cost});
+    candidates.push_back({i, cost / static_cast<double>(freed(m)), p, cost});
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& x, const Candidate& y) {
@@ -67,7 +71,7 @@ EvictionPlan ColdStartCostEviction::choose(const FleetView& view, const Activity
          fmt::format("memory pressure: P(request in {:.1f} s) {:.3f} x cost {:.3f} s = {:.4f} s",
                      options_.window_ns * 1e-9, c.p,
                      tier == PressureTier::kActive ? m.resume_cost_s : m.reload_cost_s, c.cost)});
-    plan.bytes_freed += m.active_bytes;
+    plan.bytes_freed += freed(m);
   }
   return plan;
 }

@@ -41,7 +41,8 @@ class ColdStartCostEviction {
 
   // Chooses models to free at least `bytes_needed` in `tier`, cheapest expected cost per byte
   // first (ties: view order). Eligible: unpinned, idle, and Active (kActive -> kSuspend) or
-  // Suspended (kHost -> kEvict). Freeing counts each model's active_bytes.
+  // Suspended (kHost -> kEvict). Freeing counts each model's active_bytes (kActive) or
+  // host_bytes (kHost).
   EvictionPlan choose(const FleetView& view, const ActivityTracker& activity, PressureTier tier,
                       int64_t bytes_needed) const;
 

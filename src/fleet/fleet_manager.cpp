@@ -229,12 +229,14 @@ FleetView FleetManager::view(int64_t now_ns) const {
   FleetView v;
   v.now_ns = now_ns;
   v.active_budget_bytes = budget_.capacity();
+  v.host_budget_bytes = options_.host_budget_bytes;
   for (const auto& s : slots_) {
     ModelView m;
     m.name = s->spec.name;
     m.state = s->lifecycle->state();
     m.state_since_ns = s->lifecycle->state_since_ns();
     m.active_bytes = s->active_bytes();
+    m.host_bytes = s->weight_bytes;
     double last = 0.0;
     {
       std::lock_guard<std::mutex> lock(s->mu);
@@ -501,28 +503,20 @@ int64_t FleetManager::host_bytes() const {
 
 void FleetManager::enforce_host_budget(int64_t now_ns) {
   if (options_.host_budget_bytes <= 0) return;
-  // Each pass evicts the plan for the excess; a plan may fall short (it counts active bytes,
-  // weights + KV, as freed), so repeat while something is evicted.
-  for (int pass = 0; pass < static_cast<int>(slots_.size()); ++pass) {
-    const int64_t excess = host_bytes() - options_.host_budget_bytes;
-    if (excess <= 0) return;
-    EvictionPlan plan;
-    {
-      FleetView v = view(now_ns);
-      std::lock_guard<std::mutex> lock(activity_mu_);
-      plan = eviction_.choose(v, activity_, PressureTier::kHost, excess);
+  const int64_t excess = host_bytes() - options_.host_budget_bytes;
+  if (excess <= 0) return;
+  EvictionPlan plan;
+  {
+    FleetView v = view(now_ns);
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    plan = eviction_.choose(v, activity_, PressureTier::kHost, excess);
+  }
+  for (const Decision& d : plan.decisions) {
+    Slot* victim = find(d.model);
+    if (victim == nullptr) continue;
+    if (Status st = push_to_disk(*victim, d.reason); !st.is_ok()) {
+      log_warn("fleet: evicting {} to meet the host budget failed: {}", d.model, st.message());
     }
-    bool evicted = false;
-    for (const Decision& d : plan.decisions) {
-      Slot* victim = find(d.model);
-      if (victim == nullptr || d.action != Action::kEvict) continue;
-      if (Status st = push_to_disk(*victim, d.reason); !st.is_ok()) {
-        log_warn("fleet: evicting {} to meet the host budget failed: {}", d.model, st.message());
-        continue;
-      }
-      evicted = true;
-    }
-    if (!evicted) return;
   }
 }
 
@@ -550,10 +544,11 @@ void FleetManager::tick() {
                            : r);
     }
   }
-  if (!options_.idle_policy) {
-    enforce_host_budget(now);
-    return;
-  }
+  if (options_.idle_policy) apply_idle_policy(now);
+  enforce_host_budget(now);
+}
+
+void FleetManager::apply_idle_policy(int64_t now) {
   std::vector<Decision> decisions;
   {
     FleetView v = view(now);
@@ -577,7 +572,6 @@ void FleetManager::tick() {
     }
     if (!r.is_ok()) log_warn("fleet: {} {} failed: {}", action_name(d.action), d.model, r.message());
   }
-  enforce_host_budget(now);
 }
 
 void FleetManager::note_arrival(Slot& s, int64_t now_ns, bool cold) {

@@ -177,6 +177,7 @@ class FleetManager {
   Status push_to_disk(Slot& s, std::string_view reason);  // Suspended -> Evicted; holds control_mu_
   int64_t host_bytes() const;                          // weights of Suspended models
   void enforce_host_budget(int64_t now_ns);            // holds control_mu_
+  void apply_idle_policy(int64_t now_ns);              // holds control_mu_
   void fail_pending(Slot& s, const Status& why);
   void dispatch_pending(Slot& s);
   void expire_pending(int64_t now_ns);

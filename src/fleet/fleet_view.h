@@ -19,6 +19,7 @@ struct ModelView {
   ModelState state = ModelState::kUnloaded;
   int64_t state_since_ns = 0;  // when it entered `state`
   int64_t active_bytes = 0;    // what it occupies in the active tier when loaded (weights + KV)
+  int64_t host_bytes = 0;      // what it occupies in the host tier when suspended (its weights)
   double resume_cost_s = 0.0;  // expected time to bring it back to Active from the host tier
   double reload_cost_s = 0.0;  // expected time to bring it back to Active from disk (cold)
   bool pinned = false;         // operator pinned it: never suspended or evicted by a policy

@@ -42,6 +42,7 @@ ModelView view_of(std::string name, ModelState state, int64_t since_ns, int64_t 
   m.state = state;
   m.state_since_ns = since_ns;
   m.active_bytes = bytes;
+  m.host_bytes = bytes * 3 / 4;  // the weights: active bytes less the KV pool
   m.resume_cost_s = resume_s;
   m.reload_cost_s = reload_s;
   return m;
@@ -333,6 +334,7 @@ TEST(ColdStartCostEvictionTest, CheapestExpectedCostPerByteFirstNotLru) {
   // Host pressure evicts Suspended models only, costed at their reload (disk) time.
   plan = ev.choose(v, t, PressureTier::kHost, 1);
   EXPECT_EQ(names(plan.decisions, Action::kEvict), std::vector<std::string>{"asleep"});
+  EXPECT_EQ(plan.bytes_freed, 3750);  // its host bytes (weights), not its active bytes
 }
 
 }  // namespace

@@ -3,37 +3,24 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 
 #include "tessera/base/rng.h"
 #include "tessera/bench/arrival.h"
+#include "tessera/bench/csv.h"
 
 namespace tessera::bench {
 
 namespace {
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out(1);
-  for (char c : line) {
-    if (c == ',') {
-      out.emplace_back();
-    } else if (c != '\r') {
-      out.back() += c;
-    }
-  }
-  return out;
-}
-
-bool parse_double(const std::string& s, double* v) {
+// An empty field reads as 0 (quiet windows leave fields empty).
+bool parse_field(const std::string& s, double* v) {
   if (s.empty()) {
     *v = 0.0;
     return true;
   }
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, *v);
-  return ec == std::errc() && p == end && std::isfinite(*v);
+  return parse_finite_double(s, *v);
 }
 
 // One gap with mean 1 and the window's shape.
@@ -58,7 +45,7 @@ Result<std::vector<ServeGenWindow>> load_servegen_client(const std::string& path
   while (std::getline(in, line)) {
     ++n;
     if (line.empty() || line == "\r") continue;
-    const auto f = split_csv(line);
+    const auto f = split_csv_line(line);
     const auto bad = [&](const std::string& why) {
       return corrupt_data(fmt::format("servegen trace {} line {}: {}", path, n, why));
     };
@@ -66,8 +53,8 @@ Result<std::vector<ServeGenWindow>> load_servegen_client(const std::string& path
     if (n == 1 && f[0] == "window_start_s") continue;  // a header, if any
     ServeGenWindow w;
     double cv = 0.0;
-    if (!parse_double(f[0], &w.start_s) || !parse_double(f[1], &w.rate_rps) ||
-        !parse_double(f[2], &cv) || !parse_double(f[4], &w.shape) || !parse_double(f[5], &w.scale)) {
+    if (!parse_field(f[0], &w.start_s) || !parse_field(f[1], &w.rate_rps) ||
+        !parse_field(f[2], &cv) || !parse_field(f[4], &w.shape) || !parse_field(f[5], &w.scale)) {
       return bad("expected numbers in columns 1, 2, 3, 5 and 6");
     }
     if (w.rate_rps < 0) return bad("negative rate");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/base/rng.h"
+#include "tessera/bench/csv.h"
 
 namespace tessera::bench {
 
@@ -51,24 +52,6 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
 }
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  for (;;) {
-    const size_t c = line.find(',', pos);
-    out.push_back(line.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
-    if (c == std::string::npos) break;
-    pos = c + 1;
-  }
-  if (!out.empty() && !out.back().empty() && out.back().back() == '\r') out.back().pop_back();
-  return out;
-}
-
-bool to_double(const std::string& s, double& v) {
-  char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
-  return !s.empty() && *end == '\0' && std::isfinite(v);
-}
 }  // namespace
 
 Result<double> parse_timestamp(std::string_view text) {
@@ -115,9 +98,9 @@ Result<std::vector<TraceEntry>> load_trace(const std::string& path, TraceFormat 
                                "\"output_length\": n, \"hash_ids\": [...]}: ") + ex.what());
       }
     } else {
-      const auto f = split_csv(line);
+      const auto f = split_csv_line(line);
       double a, b;
-      if (f.size() < 3 || !to_double(f[1], a) || !to_double(f[2], b)) {
+      if (f.size() < 3 || !parse_finite_double(f[1], a) || !parse_finite_double(f[2], b)) {
         return bad(format == TraceFormat::kAzure
                        ? "expected TIMESTAMP,ContextTokens,GeneratedTokens"
                        : "expected arrived_at,num_prefill_tokens,num_decode_tokens");
@@ -128,7 +111,7 @@ Result<std::vector<TraceEntry>> load_trace(const std::string& path, TraceFormat 
         auto t = parse_timestamp(f[0]);
         if (!t.is_ok()) return bad(t.status().message());
         e.t_s = *t;
-      } else if (!to_double(f[0], e.t_s)) {
+      } else if (!parse_finite_double(f[0], e.t_s)) {
         return bad("arrived_at '" + f[0] + "' is not a number of seconds");
       }
     }

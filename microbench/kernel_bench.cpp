@@ -109,9 +109,15 @@ void bm_to_float(benchmark::State& state, const KernelTable* table, DType t) {
   set_counters(state, static_cast<double>(q.size() + y.size() * sizeof(float)), 0);
 }
 
-void bm_matmul(benchmark::State& state, const KernelTable* table, DType t, Shape shape) {
+void bm_matmul(benchmark::State& state, const KernelTable* table, DType t, Shape shape,
+               MatrixLayout layout) {
   const int64_t R = shape.n_rows, C = shape.n_cols, T = shape.n_tokens;
-  const auto one = quantized(t, random_floats(static_cast<size_t>(R * C), 5));
+  auto one = quantized(t, random_floats(static_cast<size_t>(R * C), 5));
+  if (layout != MatrixLayout::kRows) {  // the layout models load it in (ops.h pack_matrix)
+    std::vector<std::byte> packed(one.size());
+    pack_matrix(MatrixRef{t, one.data(), R, C, dtype_row_bytes(t, C)}, layout, packed.data());
+    one = std::move(packed);
+  }
   const size_t n_copies = shape.cold ? (kColdBytes + one.size() - 1) / one.size() : 1;
   std::vector<std::byte> w(one.size() * n_copies);
   for (size_t i = 0; i < n_copies; ++i) std::memcpy(w.data() + i * one.size(), one.data(), one.size());
@@ -119,7 +125,7 @@ void bm_matmul(benchmark::State& state, const KernelTable* table, DType t, Shape
   std::vector<float> y(static_cast<size_t>(T * R));
   size_t copy = 0;
   for (auto _ : state) {
-    const MatrixRef m{t, w.data() + copy * one.size(), R, C, dtype_row_bytes(t, C)};
+    const MatrixRef m{t, w.data() + copy * one.size(), R, C, dtype_row_bytes(t, C), layout};
     matmul(*table, m, x.data(), T, y.data(), nullptr);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -197,8 +203,14 @@ void register_all() {
         const std::string name = "matmul/" + std::string(dtype_name(t)) + "/" + table->isa + "/R" +
                                  std::to_string(s.n_rows) + "xC" + std::to_string(s.n_cols) + "/T" +
                                  std::to_string(s.n_tokens) + (s.cold ? "/cold" : "");
-        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, table, t, s)
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, table, t, s, MatrixLayout::kRows)
             ->Unit(benchmark::kMicrosecond);
+        const MatrixRef probe{t, nullptr, s.n_rows, s.n_cols, dtype_row_bytes(t, s.n_cols)};
+        if (preferred_layout(*table, probe) == MatrixLayout::kQ4_0x16) {
+          benchmark::RegisterBenchmark((name + "/packed16").c_str(), bm_matmul, table, t, s,
+                                       MatrixLayout::kQ4_0x16)
+              ->Unit(benchmark::kMicrosecond);
+        }
       }
     }
   }

@@ -38,6 +38,10 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   return f;
 }
 
+void MappedFile::release_pages() const {
+  if (data_ != nullptr) ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
 }

@@ -23,6 +23,10 @@ class MappedFile {
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
+  // Drops this process's pages of the mapping (MADV_DONTNEED): the resident set shrinks, the
+  // page cache keeps the file, and later reads fault pages back in. For a loader that copied
+  // what it needs. Best effort (a refusal changes nothing).
+  void release_pages() const;
 
  private:
   MappedFile() = default;

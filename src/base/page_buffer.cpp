@@ -23,6 +23,10 @@ Result<PageBuffer> PageBuffer::allocate(size_t bytes) {
   return b;
 }
 
+void PageBuffer::advise_huge_pages() {
+  if (data_ != nullptr) madvise(data_, size_, MADV_HUGEPAGE);
+}
+
 PageBuffer::~PageBuffer() {
   if (data_ != nullptr) munmap(data_, size_);
 }

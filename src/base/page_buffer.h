@@ -24,6 +24,9 @@ class PageBuffer {
   std::byte* data() { return data_; }
   const std::byte* data() const { return data_; }
   size_t size() const { return size_; }
+  // Asks for transparent huge pages (MADV_HUGEPAGE) where the kernel offers them: fewer TLB
+  // misses for memory streamed end to end (weights). Best effort.
+  void advise_huge_pages();
 
  private:
   std::byte* data_ = nullptr;

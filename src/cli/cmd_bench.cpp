@@ -27,6 +27,7 @@ struct BenchArgs {
   int32_t gen_tokens = 128;
   int64_t buffer_mib = 1024;
   bool json = false;
+  bool no_repack = false;
 };
 
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
@@ -94,7 +95,9 @@ std::string dominant_dtype(const model::ModelFile& f) {
 }
 
 int run_bench_model(const BenchArgs& a) {
-  auto m = model::load_model(a.model);
+  model::LoadOptions load_options;
+  load_options.repack = !a.no_repack;
+  auto m = model::load_model(a.model, load_options);
   if (!m.is_ok()) return fail(m.status());
   ThreadPool pool(a.threads > 0 ? a.threads : hardware_threads());
   auto ceil = ceilings_for(a, pool.size());
@@ -112,7 +115,8 @@ int run_bench_model(const BenchArgs& a) {
                             {"name", (*m)->config().name},
                             {"dtype", dtype},
                             {"parameters", f.n_parameters()},
-                            {"bytes", f.tensor_bytes()}};
+                            {"bytes", f.tensor_bytes()},
+                            {"repacked_bytes", (*m)->image_bytes()}};
   nlohmann::json out = {{"environment", bench::describe_environment(pool.size())},
                         {"machine", ceilings_json(*ceil)},
                         {"model", model_j},
@@ -135,9 +139,9 @@ int run_bench_model(const BenchArgs& a) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s: %s, %.1f M params, %.1f MiB | %d threads, kernels %s | ceilings %.1f GB/s, %.1f GFLOP/s\n",
-              a.model.c_str(), dtype.c_str(), f.n_parameters() / 1e6, f.tensor_bytes() / 1048576.0,
-              pool.size(), out["environment"]["kernel_isa"].get<std::string>().c_str(),
+  std::printf("model %s: %s%s, %.1f M params, %.1f MiB | %d threads, kernels %s | ceilings %.1f GB/s, %.1f GFLOP/s\n",
+              a.model.c_str(), dtype.c_str(), (*m)->image_bytes() > 0 ? " (repacked)" : "",
+              f.n_parameters() / 1e6, f.tensor_bytes() / 1048576.0, pool.size(), out["environment"]["kernel_isa"].get<std::string>().c_str(),
               ceil->read_gbps, ceil->fma_gflops);
   std::printf("| %-7s | %18s | %8s | %6s | %9s | %6s |\n", "test", "t/s", "GB/s", "MBU", "GFLOP/s", "MFU");
   std::printf("|---------|--------------------|----------|--------|-----------|--------|\n");
@@ -177,6 +181,8 @@ void add_bench_command(CLI::App& app, RunFn& run) {
   model->add_option("--reps,-r", a->reps, "Repetitions")->capture_default_str();
   model->add_option("--machine", a->machine_json,
                     "Ceilings from a `bench machine --json` file (default: measure now)");
+  model->add_flag("--no-repack", a->no_repack,
+                  "Run the weights in the file's layout (no Q4_0 16-row repacking at load)");
   model->add_flag("--json", a->json, "Print a JSON record");
   model->callback([&run, a] { run = [a] { return run_bench_model(*a); }; });
 

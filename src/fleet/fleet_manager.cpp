@@ -9,6 +9,7 @@
 
 #include "tessera/base/check.h"
 #include "tessera/base/log.h"
+#include "tessera/fleet/anonymous_region.h"
 #include "tessera/fleet/file_backed_region.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/model/architecture.h"
@@ -122,13 +123,29 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
           spec.name));
     }
     auto slot = std::make_unique<Slot>();
-    auto loaded = model::load_model(spec.path);
+    // A model that repacks its weights at load (model/load_options.h) puts the image in a memfd
+    // region, so suspending it releases the memory as a file mapping's would.
+    std::unique_ptr<AnonymousRegion> image;
+    model::LoadOptions load_options;
+    load_options.allocate_image = [&image](size_t n) -> Result<std::byte*> {
+      TS_ASSIGN_OR_RETURN(image, AnonymousRegion::create(n));
+      return image->mutable_bytes().data();
+    };
+    auto loaded = model::load_model(spec.path, load_options);
     if (!loaded.is_ok()) return loaded.status().with_context("loading fleet model " + spec.name);
     slot->model = std::shared_ptr<model::Model>(std::move(loaded).value());
     auto tok = model::load_tokenizer_for(*slot->model, spec.tokenizer);
     if (!tok.is_ok()) return tok.status().with_context("loading the tokenizer of " + spec.name);
     slot->tokenizer = std::shared_ptr<const model::Tokenizer>(std::move(tok).value());
-    if (slot->model->file().mapping != nullptr) {
+    if (image != nullptr) {
+      // Unloaded until started: the image waits in the host tier (RAM outside the process), or
+      // on disk when host memory is budgeted (Unloaded models are not counted against it).
+      const Tier rest = m->options_.host_budget_bytes > 0 ? Tier::kDisk : Tier::kHost;
+      auto moved = image->move_to(rest, m->options_.io_threads);
+      if (!moved.is_ok()) return moved.status().with_context("setting aside the image of " + spec.name);
+      slot->weight_bytes = static_cast<int64_t>(image->size());
+      slot->region = std::move(image);
+    } else if (slot->model->file().mapping != nullptr) {
       slot->region = std::make_unique<FileBackedRegion>(slot->model->file().mapping);
       slot->weight_bytes = static_cast<int64_t>(slot->region->size());
     } else {

@@ -9,6 +9,7 @@
 
 #include "tessera/kernels/attention.h"
 #include "tessera/kernels/dtype.h"
+#include "tessera/kernels/packed_q4_0.h"
 
 namespace tessera::kernels {
 
@@ -44,6 +45,10 @@ struct KernelTable {
   AttentionRowFn attention_row = nullptr;  // attention over the KV cache (attention.h)
   // gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i] (the SwiGLU FFN).
   void (*silu_mul)(float* gate, const float* up, int64_t n) = nullptr;
+  // Matmul of Q4_0 weights repacked into groups of 16 rows (packed_q4_0.h). Null where the
+  // packed layout is not faster than the GGUF one (no kernel for this ISA yet): models then keep
+  // Q4_0 weights as the file has them.
+  Q4_0x16GemmFn q4_0x16_gemm = nullptr;
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

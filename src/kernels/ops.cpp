@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "tessera/base/check.h"
@@ -26,7 +27,84 @@ void prefetch_rows(const std::byte* base, size_t row_bytes, int64_t r0, int64_t 
   }
 }
 
+// Packed Q4_0x16 weights: groups of 16 rows split over the threads, each thread's groups meeting
+// one token block at a time (as the tiles below), the n_rows % 16 last rows as vec_dots.
+void matmul_q4_0x16(const KernelTable& table, const MatrixRef& w, const void* xq,
+                    size_t xq_row_bytes, int64_t n_tokens, float* y, ThreadPool* pool) {
+  const int64_t nb = w.n_cols / 32;
+  thread_local std::vector<int32_t> bias;
+  if (bias.size() < static_cast<size_t>(n_tokens * nb)) bias.resize(static_cast<size_t>(n_tokens * nb));
+  q8_0_block_bias(xq, xq_row_bytes, n_tokens, w.n_cols, bias.data());
+  const int32_t* xbias = bias.data();  // `bias` names another thread's vector in the workers
+  const Q4_0x16GemmFn gemm = table.q4_0x16_gemm != nullptr ? table.q4_0x16_gemm : scalar::q4_0x16_q8_0_gemm;
+  const size_t group_bytes = q4_0x16_group_bytes(w.n_cols);
+  const int64_t n_groups = w.n_rows / kQ4_0x16Rows;
+  const auto* base = static_cast<const std::byte*>(w.data);
+  const auto* xb = static_cast<const std::byte*>(xq);
+  const int64_t token_block =
+      std::max<int64_t>(1, static_cast<int64_t>(kTileActivationBytes / xq_row_bytes));
+  const DTypeKernels& k = kernels_for(table, w.dtype);
+  const std::byte* tail = base + n_groups * group_bytes;
+  const int64_t tail_row0 = n_groups * kQ4_0x16Rows;
+  // Work items: the groups, then one item for the tail rows (if any).
+  const int64_t n_items = n_groups + (tail_row0 < w.n_rows ? 1 : 0);
+  auto items = [&](int64_t i0, int64_t i1) {
+    const int64_t g1 = std::min(i1, n_groups);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += token_block) {
+      const int64_t nt = std::min(token_block, n_tokens - t0);
+      if (i0 < g1) {
+        gemm(base + i0 * group_bytes, g1 - i0, xb + t0 * xq_row_bytes, xq_row_bytes,
+             xbias + t0 * nb, nt, y + t0 * w.n_rows + i0 * kQ4_0x16Rows, w.n_rows,
+             w.n_cols);
+      }
+    }
+    if (i1 > n_groups) {
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t r = tail_row0; r < w.n_rows; ++r) {
+          y[t * w.n_rows + r] =
+              k.vec_dot(tail + (r - tail_row0) * w.row_bytes, xb + t * xq_row_bytes, w.n_cols);
+        }
+      }
+    }
+  };
+  if (pool == nullptr) {
+    items(0, n_items);
+  } else {
+    // About 8 chunks per thread, claimed dynamically: decode is memory-bound and the cores are
+    // shared, so a static halving left the faster thread waiting (measured in PERFORMANCE.md).
+    const int64_t grain = std::max<int64_t>(1, n_items / (8 * pool->size()));
+    pool->parallel_for_dynamic(n_items, grain, items);
+  }
+}
+
 }  // namespace
+
+MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
+  if (w.layout == MatrixLayout::kRows && w.dtype == DType::kQ4_0 && table.q4_0x16_gemm != nullptr &&
+      w.n_rows >= kQ4_0x16Rows) {
+    return MatrixLayout::kQ4_0x16;
+  }
+  return MatrixLayout::kRows;
+}
+
+MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst) {
+  TS_CHECK(w.layout == MatrixLayout::kRows);
+  MatrixRef out = w;
+  out.data = dst;
+  out.layout = layout;
+  const auto* src = static_cast<const std::byte*>(w.data);
+  if (layout == MatrixLayout::kRows) {
+    std::memcpy(dst, src, w.bytes());
+    return out;
+  }
+  TS_CHECK(layout == MatrixLayout::kQ4_0x16 && w.dtype == DType::kQ4_0);
+  const int64_t n_groups = w.n_rows / kQ4_0x16Rows;
+  pack_q4_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
+  const size_t packed = static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols);
+  std::memcpy(dst + packed, src + n_groups * kQ4_0x16Rows * w.row_bytes,
+              static_cast<size_t>(w.n_rows - n_groups * kQ4_0x16Rows) * w.row_bytes);
+  return out;
+}
 
 void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
   matmul(kernel_table(), w, x, n_tokens, y, pool);
@@ -48,6 +126,10 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
       kx.from_float(x + t * w.n_cols, xq_buffer.data() + t * xq_row_bytes, w.n_cols);
     }
     xq = xq_buffer.data();
+  }
+  if (w.layout == MatrixLayout::kQ4_0x16) {
+    matmul_q4_0x16(table, w, xq, xq_row_bytes, n_tokens, y, pool);
+    return;
   }
   // Tiles of rows x tokens, so that weights are streamed from memory once per token tile rather
   // than once per token (prefill): a block of weight rows small enough for L1 meets every token of
@@ -98,6 +180,20 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
 
 void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
   TS_CHECK(row >= 0 && row < w.n_rows);
+  if (w.layout == MatrixLayout::kQ4_0x16) {
+    const int64_t g = row / kQ4_0x16Rows;
+    const auto* base = static_cast<const std::byte*>(w.data);
+    if (g < w.n_rows / kQ4_0x16Rows) {
+      q4_0x16_row_to_float(base + g * q4_0x16_group_bytes(w.n_cols),
+                           static_cast<int>(row % kQ4_0x16Rows), w.n_cols, out);
+      return;
+    }
+    const int64_t tail_row0 = w.n_rows / kQ4_0x16Rows * kQ4_0x16Rows;
+    kernels_for(w.dtype).to_float(base + tail_row0 / kQ4_0x16Rows * q4_0x16_group_bytes(w.n_cols) +
+                                      (row - tail_row0) * w.row_bytes,
+                                  out, w.n_cols);
+    return;
+  }
   kernels_for(w.dtype).to_float(static_cast<const std::byte*>(w.data) + row * w.row_bytes, out,
                                 w.n_cols);
 }

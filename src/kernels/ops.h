@@ -15,14 +15,31 @@ namespace tessera::kernels {
 
 struct KernelTable;
 
-// A weight matrix [R, C] stored row by row in `dtype`, rows `row_bytes` apart.
+// How a matrix's bytes are laid out.
+enum class MatrixLayout : uint8_t {
+  kRows,     // row by row as GGUF stores them, rows `row_bytes` apart
+  kQ4_0x16,  // Q4_0 in groups of 16 interleaved rows, then the n_rows % 16 last rows as kRows
+             // (packed_q4_0.h); made by pack_matrix
+};
+
+// A weight matrix [R, C] in `dtype`. row_bytes is the bytes of one row in the GGUF layout (also
+// for packed layouts, whose total size is the same: R * row_bytes).
 struct MatrixRef {
   DType dtype = DType::kF32;
   const void* data = nullptr;
   int64_t n_rows = 0;  // R
   int64_t n_cols = 0;  // C, a multiple of the dtype's block size
   size_t row_bytes = 0;
+  MatrixLayout layout = MatrixLayout::kRows;
+  size_t bytes() const { return static_cast<size_t>(n_rows) * row_bytes; }
 };
+
+// The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 for Q4_0 matrices of at
+// least 16 rows where the table has a packed kernel, else kRows (nothing to do).
+MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w);
+// Writes `w` (kRows) in `layout` to `dst` (w.bytes() bytes, not overlapping w) and returns the
+// reference to the copy. kRows copies as is.
+MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst);
 
 // y[T, R] = x[T, C] · w[R, C]^T. `pool` may be null (single-threaded). x and y must not alias.
 // Numerics: x is first converted to the weights' vec_dot_type (f32 for float weights; Q8_0 for
@@ -33,7 +50,7 @@ void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, Thre
 void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_t n_tokens,
             float* y, ThreadPool* pool);
 
-// Copies row `row` of `w` into `out` as f32 (n_cols values): embedding lookup.
+// Copies row `row` of `w` (any layout) into `out` as f32 (n_cols values): embedding lookup.
 void dequantize_row(const MatrixRef& w, int64_t row, float* out);
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]. out may equal x.

@@ -23,7 +23,8 @@ const Architecture* find_architecture(std::string_view name) {
   return nullptr;
 }
 
-Result<std::unique_ptr<Model>> build_model(std::shared_ptr<const ModelFile> file) {
+Result<std::unique_ptr<Model>> build_model(std::shared_ptr<const ModelFile> file,
+                                           const LoadOptions& options) {
   TS_ASSIGN_OR_RETURN(std::string arch, file->metadata.get_string("general.architecture"));
   const Architecture* a = find_architecture(arch);
   if (a == nullptr) {
@@ -31,12 +32,12 @@ Result<std::unique_ptr<Model>> build_model(std::shared_ptr<const ModelFile> file
     for (const auto& x : architectures()) known += (known.empty() ? "" : ", ") + std::string(x.name);
     return unsupported(fmt::format("architecture '{}' is not supported (supported: {})", arch, known));
   }
-  return a->build(std::move(file));
+  return a->build(std::move(file), options);
 }
 
-Result<std::unique_ptr<Model>> load_model(const std::string& path) {
+Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOptions& options) {
   TS_ASSIGN_OR_RETURN(ModelFile f, open_model_file(path));
-  auto model = build_model(std::make_shared<const ModelFile>(std::move(f)));
+  auto model = build_model(std::make_shared<const ModelFile>(std::move(f)), options);
   if (!model.is_ok()) return model.status().with_context("loading " + path);
   return model;
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/model/load_options.h"
 #include "tessera/model/model.h"
 #include "tessera/model/tokenizer/tokenizer.h"
 
@@ -16,7 +17,8 @@ namespace tessera::model {
 struct Architecture {
   std::string_view name;
   // Builds the model; the Model keeps `file` alive. Errors name the offending tensor or key.
-  Result<std::unique_ptr<Model>> (*build)(std::shared_ptr<const ModelFile> file);
+  Result<std::unique_ptr<Model>> (*build)(std::shared_ptr<const ModelFile> file,
+                                          const LoadOptions& options);
 };
 
 // All registered architectures.
@@ -27,7 +29,7 @@ const Architecture* find_architecture(std::string_view name);
 // Opens a model file (GGUF or llama2.c) and builds it with the architecture its metadata names.
 // Errors: those of open_model_file, kUnsupported for an unknown architecture (naming it and
 // the supported ones), and the builder's.
-Result<std::unique_ptr<Model>> load_model(const std::string& path);
+Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOptions& options = {});
 
 // The tokenizer for a loaded model: from `tokenizer_path` when non-empty (a GGUF file with
 // tokenizer metadata, else a llama2.c tokenizer file), else from the model's own GGUF metadata.
@@ -35,6 +37,7 @@ Result<std::unique_ptr<Model>> load_model(const std::string& path);
 // size that does not match the model's; the tokenizer's load error, naming the file.
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_for(const Model& model,
                                                       const std::string& tokenizer_path);
-Result<std::unique_ptr<Model>> build_model(std::shared_ptr<const ModelFile> file);
+Result<std::unique_ptr<Model>> build_model(std::shared_ptr<const ModelFile> file,
+                                           const LoadOptions& options = {});
 
 }  // namespace tessera::model

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+
+#include "tessera/base/page_buffer.h"
 
 #include "tessera/kernels/attention.h"
 #include "tessera/kernels/kernel_table.h"
@@ -35,8 +38,12 @@ class LlamaModel final : public Model {
       : file_(std::move(file)), config_(std::move(config)) {}
 
   Status load();
+  // Copies every matrix into one image, each in the layout the active kernels prefer, when one
+  // of them prefers another layout than the file's (load_options.h).
+  Status build_image(const LoadOptions& options);
   const ModelConfig& config() const override { return config_; }
   const ModelFile& file() const override { return *file_; }
+  size_t image_bytes() const override { return image_bytes_; }
   Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
                  ThreadPool* pool) override;
 
@@ -54,6 +61,8 @@ class LlamaModel final : public Model {
   std::vector<float> output_norm_;
   std::vector<float> inv_freq_;  // [H/2]
   std::vector<LayerWeights> layers_;
+  PageBuffer own_image_;     // the image when no allocator was given
+  size_t image_bytes_ = 0;   // 0: matrices point into the file
 
   // Scratch, reused across calls (sized for the largest batch seen).
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
@@ -128,6 +137,42 @@ Status LlamaModel::load() {
     TS_ASSIGN_OR_RETURN(l.w_up, matrix(p + "ffn_up.weight", c.ffn_dim, c.dim));
     TS_ASSIGN_OR_RETURN(l.w_down, matrix(p + "ffn_down.weight", c.dim, c.ffn_dim));
   }
+  return Status::ok();
+}
+
+Status LlamaModel::build_image(const LoadOptions& options) {
+  std::vector<MatrixRef*> mats = {&token_embd_};
+  if (!config_.tied_output) mats.push_back(&output_);
+  for (LayerWeights& l : layers_) {
+    for (MatrixRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) mats.push_back(m);
+  }
+  const kernels::KernelTable& table = kernels::kernel_table();
+  bool any = false;
+  for (const MatrixRef* m : mats) any = any || kernels::preferred_layout(table, *m) != kernels::MatrixLayout::kRows;
+  if (!options.repack || !any) return Status::ok();
+  constexpr size_t kAlign = 64;
+  size_t total = 0;
+  for (const MatrixRef* m : mats) total += (m->bytes() + kAlign - 1) / kAlign * kAlign;
+  std::byte* image = nullptr;
+  if (options.allocate_image) {
+    TS_ASSIGN_OR_RETURN(image, options.allocate_image(total));
+  } else {
+    TS_ASSIGN_OR_RETURN(own_image_, PageBuffer::allocate(total));
+    own_image_.advise_huge_pages();
+    image = own_image_.data();
+  }
+  if (reinterpret_cast<uintptr_t>(image) % kAlign != 0) {
+    return invalid_argument("the weight image allocator returned memory that is not 64-byte aligned");
+  }
+  size_t offset = 0;
+  for (MatrixRef* m : mats) {
+    *m = kernels::pack_matrix(*m, kernels::preferred_layout(table, *m), image + offset);
+    offset += (m->bytes() + kAlign - 1) / kAlign * kAlign;
+  }
+  if (config_.tied_output) output_ = token_embd_;
+  image_bytes_ = total;
+  // Every tensor the model reads now lives in the image or in vectors: the file's pages can go.
+  if (file_->mapping != nullptr) file_->mapping->release_pages();
   return Status::ok();
 }
 
@@ -277,10 +322,12 @@ Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> build_llama(std::shared_ptr<const ModelFile> file) {
+Result<std::unique_ptr<Model>> build_llama(std::shared_ptr<const ModelFile> file,
+                                           const LoadOptions& options) {
   TS_ASSIGN_OR_RETURN(ModelConfig config, read_model_config(file->metadata, "llama"));
   auto model = std::make_unique<LlamaModel>(std::move(file), std::move(config));
   TS_RETURN_IF_ERROR(model->load());
+  TS_RETURN_IF_ERROR(model->build_image(options));
   return std::unique_ptr<Model>(std::move(model));
 }
 

@@ -6,11 +6,14 @@
 
 #include <memory>
 
+#include "tessera/model/load_options.h"
 #include "tessera/model/model.h"
 
 namespace tessera::model {
 
-// Validates every tensor's presence, dtype and shape against the metadata, then builds.
-Result<std::unique_ptr<Model>> build_llama(std::shared_ptr<const ModelFile> file);
+// Validates every tensor's presence, dtype and shape against the metadata, then builds (and
+// repacks, see load_options.h).
+Result<std::unique_ptr<Model>> build_llama(std::shared_ptr<const ModelFile> file,
+                                           const LoadOptions& options);
 
 }  // namespace tessera::model

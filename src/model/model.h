@@ -21,6 +21,9 @@ class Model {
   virtual const ModelConfig& config() const = 0;
   // The file the weights live in (kept alive by the model).
   virtual const ModelFile& file() const = 0;
+  // Bytes of the weight image the model made at load (load_options.h), 0 when it reads the file
+  // mapping in place.
+  virtual size_t image_bytes() const { return 0; }
 
   // Runs one step over `batch`, reading and writing `kv`, and writes batch.n_logits() rows of
   // n_vocab logits to `logits` in row order. `pool` may be null.

@@ -71,6 +71,10 @@ class FleetManagerTest : public ::testing::Test {
     o.shape = model::SynthShape{"small", 256, 4, 4, 2, 768, 2048, 512};
     o.dtype = kernels::DType::kF32;
     ASSERT_TRUE(model::write_synthetic_model(o, dir_->file("big.gguf")).is_ok());
+    // Q4_0 (~10 MiB): repacked at load into a memfd image on CPUs with the packed kernel.
+    o.shape = model::SynthShape{"q4", 512, 4, 8, 2, 2048, 2048, 512};
+    o.dtype = kernels::DType::kQ4_0;
+    ASSERT_TRUE(model::write_synthetic_model(o, dir_->file("big-q4_0.gguf")).is_ok());
   }
   static void TearDownTestSuite() { delete dir_; }
   static std::string name(int i) { return fmt::format("m{}", i); }
@@ -165,6 +169,33 @@ TEST_F(FleetManagerTest, SuspendDropsTheWeightsFromTheResidentSet) {
   ASSERT_TRUE(f->resume("big").is_ok());
   EXPECT_GE(*resident_bytes() - rss_suspended, weights * 3 / 4);  // prefaulted
   EXPECT_EQ(run(*f, "big", greedy(4))->tokens, before->tokens);
+}
+
+// The same for a model whose weights live in a repacked image (anonymous memfd region): suspend
+// releases it, resume maps it back, and so does a round trip through the disk tier.
+TEST_F(FleetManagerTest, SuspendAndEvictReleaseARepackedImage) {
+  FleetOptions o;
+  o.clock = &clock_;
+  auto created = FleetManager::create({spec("q4", dir_->file("big-q4_0.gguf"))}, o);
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  auto f = std::move(created).value();
+  ASSERT_TRUE(f->load("q4").is_ok());
+  auto before = run(*f, "q4", greedy(4));
+  const int64_t weights = f->status("q4")->weight_bytes;
+  ASSERT_GT(weights, 8 << 20);
+  const int64_t rss_active = *resident_bytes();
+  ASSERT_TRUE(f->suspend("q4").is_ok());
+  const int64_t rss_suspended = *resident_bytes();
+  EXPECT_GE(rss_active - rss_suspended, weights * 3 / 4)
+      << "active " << rss_active << " suspended " << rss_suspended << " weights " << weights;
+  ASSERT_TRUE(f->resume("q4").is_ok());
+  EXPECT_GE(*resident_bytes() - rss_suspended, weights * 3 / 4);  // prefaulted
+  EXPECT_EQ(run(*f, "q4", greedy(4))->tokens, before->tokens);
+  ASSERT_TRUE(f->suspend("q4").is_ok());
+  ASSERT_TRUE(f->evict("q4").is_ok());
+  EXPECT_EQ(f->state("q4"), ModelState::kEvicted);
+  ASSERT_TRUE(f->resume("q4").is_ok());
+  EXPECT_EQ(run(*f, "q4", greedy(4))->tokens, before->tokens);
 }
 
 TEST_F(FleetManagerTest, RequestForSuspendedModelResumesIt) {

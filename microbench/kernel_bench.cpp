@@ -31,7 +31,7 @@ namespace {
 constexpr int64_t kRowLength = 4096;
 constexpr size_t kColdBytes = size_t{256} << 20;
 
-const DType kDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+const DType kDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
 
 struct Shape {
   int64_t n_rows;    // R
@@ -114,8 +114,9 @@ void bm_matmul(benchmark::State& state, const KernelTable* table, DType t, Shape
   const int64_t R = shape.n_rows, C = shape.n_cols, T = shape.n_tokens;
   auto one = quantized(t, random_floats(static_cast<size_t>(R * C), 5));
   if (layout != MatrixLayout::kRows) {  // the layout models load it in (ops.h pack_matrix)
-    std::vector<std::byte> packed(one.size());
-    pack_matrix(MatrixRef{t, one.data(), R, C, dtype_row_bytes(t, C)}, layout, packed.data());
+    const MatrixRef rows{t, one.data(), R, C, dtype_row_bytes(t, C)};
+    std::vector<std::byte> packed(matrix_bytes(rows, layout));
+    pack_matrix(rows, layout, packed.data());
     one = std::move(packed);
   }
   const size_t n_copies = shape.cold ? (kColdBytes + one.size() - 1) / one.size() : 1;
@@ -199,6 +200,7 @@ void register_all() {
   }
   for (const Shape& s : kShapes) {
     for (DType t : kDTypes) {
+      if (s.n_cols % dtype_info(t).block_size != 0) continue;  // e.g. 576 columns for Q4_K
       for (const KernelTable* table : tables) {
         const std::string name = "matmul/" + std::string(dtype_name(t)) + "/" + table->isa + "/R" +
                                  std::to_string(s.n_rows) + "xC" + std::to_string(s.n_cols) + "/T" +
@@ -206,9 +208,8 @@ void register_all() {
         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, table, t, s, MatrixLayout::kRows)
             ->Unit(benchmark::kMicrosecond);
         const MatrixRef probe{t, nullptr, s.n_rows, s.n_cols, dtype_row_bytes(t, s.n_cols)};
-        if (preferred_layout(*table, probe) == MatrixLayout::kQ4_0x16) {
-          benchmark::RegisterBenchmark((name + "/packed16").c_str(), bm_matmul, table, t, s,
-                                       MatrixLayout::kQ4_0x16)
+        if (const MatrixLayout l = preferred_layout(*table, probe); l != MatrixLayout::kRows) {
+          benchmark::RegisterBenchmark((name + "/packed16").c_str(), bm_matmul, table, t, s, l)
               ->Unit(benchmark::kMicrosecond);
         }
       }

@@ -373,7 +373,8 @@ void silu_mul(float* gate, const float* up, int64_t n) {
 void install_avx2_rows(KernelTable& t) {
   t.attention_row = avx2::attention_row;
   t.silu_mul = avx2::silu_mul;
-  t.q4_0x16_gemm = nullptr;  // no AVX2 kernel for the packed layout yet: models keep GGUF rows
+  t.q4_0x16_gemm = nullptr;  // no AVX2 kernels for the packed layouts yet: models keep GGUF rows
+  t.q4_kx16_gemm = nullptr;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal
   f32.vec_dot = avx2::f32_vec_dot;

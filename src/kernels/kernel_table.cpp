@@ -41,7 +41,8 @@ KernelTable make_scalar_table() {
                             DType::kF32, scalar::q8_k_vec_dot});
   t.attention_row = scalar::attention_row;
   t.silu_mul = scalar::silu_mul;
-  t.q4_0x16_gemm = scalar::q4_0x16_q8_0_gemm;  // the oracle; forced-scalar runs test the layout
+  t.q4_0x16_gemm = scalar::q4_0x16_q8_0_gemm;  // the oracles; forced-scalar runs test the layouts
+  t.q4_kx16_gemm = scalar::q4_kx16_q8_k_gemm;
   return t;
 }
 

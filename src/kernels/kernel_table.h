@@ -10,6 +10,7 @@
 #include "tessera/kernels/attention.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/kernels/packed_q4_0.h"
+#include "tessera/kernels/packed_q4_k.h"
 
 namespace tessera::kernels {
 
@@ -49,6 +50,7 @@ struct KernelTable {
   // packed layout is not faster than the GGUF one (no kernel for this ISA yet): models then keep
   // Q4_0 weights as the file has them.
   Q4_0x16GemmFn q4_0x16_gemm = nullptr;
+  Q4_Kx16GemmFn q4_kx16_gemm = nullptr;  // the same for Q4_K (packed_q4_k.h)
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

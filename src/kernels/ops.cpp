@@ -27,25 +27,44 @@ void prefetch_rows(const std::byte* base, size_t row_bytes, int64_t r0, int64_t 
   }
 }
 
-// Packed Q4_0x16 weights: groups of 16 rows split over the threads, each thread's groups meeting
+// What matmul needs to know of a packed layout: its group size in bytes, the per-token
+// activation term its kernel reads (int32s per token, and how to compute them) and the kernel.
+struct PackedFormat {
+  size_t group_bytes;
+  int64_t aux_per_token;
+  void (*aux)(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols, int32_t* out);
+  Q4_0x16GemmFn gemm;  // Q4_Kx16GemmFn has the same signature
+};
+
+PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
+  if (w.layout == MatrixLayout::kQ4_0x16) {
+    return {q4_0x16_group_bytes(w.n_cols), w.n_cols / 32, q8_0_block_bias,
+            table.q4_0x16_gemm != nullptr ? table.q4_0x16_gemm : scalar::q4_0x16_q8_0_gemm};
+  }
+  TS_CHECK(w.layout == MatrixLayout::kQ4_Kx16);
+  return {q4_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 4, q8_k_min_pairs,
+          table.q4_kx16_gemm != nullptr ? table.q4_kx16_gemm : scalar::q4_kx16_q8_k_gemm};
+}
+
+// Packed weights (16-row groups): the groups split over the threads, each thread's groups meeting
 // one token block at a time (as the tiles below), the n_rows % 16 last rows as vec_dots.
-void matmul_q4_0x16(const KernelTable& table, const MatrixRef& w, const void* xq,
-                    size_t xq_row_bytes, int64_t n_tokens, float* y, ThreadPool* pool) {
-  const int64_t nb = w.n_cols / 32;
-  thread_local std::vector<int32_t> bias;
-  if (bias.size() < static_cast<size_t>(n_tokens * nb)) bias.resize(static_cast<size_t>(n_tokens * nb));
-  q8_0_block_bias(xq, xq_row_bytes, n_tokens, w.n_cols, bias.data());
-  const int32_t* xbias = bias.data();  // `bias` names another thread's vector in the workers
-  const Q4_0x16GemmFn gemm = table.q4_0x16_gemm != nullptr ? table.q4_0x16_gemm : scalar::q4_0x16_q8_0_gemm;
-  const size_t group_bytes = q4_0x16_group_bytes(w.n_cols);
-  const int64_t n_groups = w.n_rows / kQ4_0x16Rows;
+void matmul_packed(const KernelTable& table, const MatrixRef& w, const void* xq,
+                   size_t xq_row_bytes, int64_t n_tokens, float* y, ThreadPool* pool) {
+  const PackedFormat f = packed_format(table, w);
+  thread_local std::vector<int32_t> aux_buffer;
+  const auto n_aux = static_cast<size_t>(n_tokens * f.aux_per_token);
+  if (aux_buffer.size() < n_aux) aux_buffer.resize(n_aux);
+  f.aux(xq, xq_row_bytes, n_tokens, w.n_cols, aux_buffer.data());
+  const int32_t* aux = aux_buffer.data();  // `aux_buffer` names another thread's vector in the workers
+  constexpr int64_t kRows = 16;
+  const int64_t n_groups = w.n_rows / kRows;
   const auto* base = static_cast<const std::byte*>(w.data);
   const auto* xb = static_cast<const std::byte*>(xq);
   const int64_t token_block =
       std::max<int64_t>(1, static_cast<int64_t>(kTileActivationBytes / xq_row_bytes));
   const DTypeKernels& k = kernels_for(table, w.dtype);
-  const std::byte* tail = base + n_groups * group_bytes;
-  const int64_t tail_row0 = n_groups * kQ4_0x16Rows;
+  const std::byte* tail = base + n_groups * f.group_bytes;
+  const int64_t tail_row0 = n_groups * kRows;
   // Work items: the groups, then one item for the tail rows (if any).
   const int64_t n_items = n_groups + (tail_row0 < w.n_rows ? 1 : 0);
   auto items = [&](int64_t i0, int64_t i1) {
@@ -53,9 +72,9 @@ void matmul_q4_0x16(const KernelTable& table, const MatrixRef& w, const void* xq
     for (int64_t t0 = 0; t0 < n_tokens; t0 += token_block) {
       const int64_t nt = std::min(token_block, n_tokens - t0);
       if (i0 < g1) {
-        gemm(base + i0 * group_bytes, g1 - i0, xb + t0 * xq_row_bytes, xq_row_bytes,
-             xbias + t0 * nb, nt, y + t0 * w.n_rows + i0 * kQ4_0x16Rows, w.n_rows,
-             w.n_cols);
+        f.gemm(base + i0 * f.group_bytes, g1 - i0, xb + t0 * xq_row_bytes, xq_row_bytes,
+               aux + t0 * f.aux_per_token, nt, y + t0 * w.n_rows + i0 * kRows, w.n_rows,
+               w.n_cols);
       }
     }
     if (i1 > n_groups) {
@@ -79,11 +98,23 @@ void matmul_q4_0x16(const KernelTable& table, const MatrixRef& w, const void* xq
 
 }  // namespace
 
-MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
-  if (w.layout == MatrixLayout::kRows && w.dtype == DType::kQ4_0 && table.q4_0x16_gemm != nullptr &&
-      w.n_rows >= kQ4_0x16Rows) {
-    return MatrixLayout::kQ4_0x16;
+size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
+  const int64_t n_groups = w.n_rows / 16;
+  const auto tail = static_cast<size_t>(w.n_rows - n_groups * 16) * w.row_bytes;
+  switch (layout) {
+    case MatrixLayout::kRows: return static_cast<size_t>(w.n_rows) * w.row_bytes;
+    case MatrixLayout::kQ4_0x16: return static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kQ4_Kx16: return static_cast<size_t>(n_groups) * q4_kx16_group_bytes(w.n_cols) + tail;
   }
+  return 0;
+}
+
+size_t MatrixRef::bytes() const { return matrix_bytes(*this, layout); }
+
+MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
+  if (w.layout != MatrixLayout::kRows || w.n_rows < 16) return MatrixLayout::kRows;
+  if (w.dtype == DType::kQ4_0 && table.q4_0x16_gemm != nullptr) return MatrixLayout::kQ4_0x16;
+  if (w.dtype == DType::kQ4_K && table.q4_kx16_gemm != nullptr) return MatrixLayout::kQ4_Kx16;
   return MatrixLayout::kRows;
 }
 
@@ -97,12 +128,19 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst) {
     std::memcpy(dst, src, w.bytes());
     return out;
   }
-  TS_CHECK(layout == MatrixLayout::kQ4_0x16 && w.dtype == DType::kQ4_0);
-  const int64_t n_groups = w.n_rows / kQ4_0x16Rows;
-  pack_q4_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
-  const size_t packed = static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols);
-  std::memcpy(dst + packed, src + n_groups * kQ4_0x16Rows * w.row_bytes,
-              static_cast<size_t>(w.n_rows - n_groups * kQ4_0x16Rows) * w.row_bytes);
+  const int64_t n_groups = w.n_rows / 16;
+  size_t packed = 0;
+  if (layout == MatrixLayout::kQ4_0x16) {
+    TS_CHECK(w.dtype == DType::kQ4_0);
+    pack_q4_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
+    packed = static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols);
+  } else {
+    TS_CHECK(layout == MatrixLayout::kQ4_Kx16 && w.dtype == DType::kQ4_K);
+    pack_q4_kx16(src, w.row_bytes, n_groups, w.n_cols, dst);
+    packed = static_cast<size_t>(n_groups) * q4_kx16_group_bytes(w.n_cols);
+  }
+  std::memcpy(dst + packed, src + n_groups * 16 * w.row_bytes,
+              static_cast<size_t>(w.n_rows - n_groups * 16) * w.row_bytes);
   return out;
 }
 
@@ -127,8 +165,8 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
     }
     xq = xq_buffer.data();
   }
-  if (w.layout == MatrixLayout::kQ4_0x16) {
-    matmul_q4_0x16(table, w, xq, xq_row_bytes, n_tokens, y, pool);
+  if (w.layout != MatrixLayout::kRows) {
+    matmul_packed(table, w, xq, xq_row_bytes, n_tokens, y, pool);
     return;
   }
   // Tiles of rows x tokens, so that weights are streamed from memory once per token tile rather
@@ -180,18 +218,20 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
 
 void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
   TS_CHECK(row >= 0 && row < w.n_rows);
-  if (w.layout == MatrixLayout::kQ4_0x16) {
-    const int64_t g = row / kQ4_0x16Rows;
+  if (w.layout != MatrixLayout::kRows) {
+    const bool q4_0 = w.layout == MatrixLayout::kQ4_0x16;
+    const size_t group_bytes = q4_0 ? q4_0x16_group_bytes(w.n_cols) : q4_kx16_group_bytes(w.n_cols);
+    const int64_t g = row / 16, n_groups = w.n_rows / 16;
     const auto* base = static_cast<const std::byte*>(w.data);
-    if (g < w.n_rows / kQ4_0x16Rows) {
-      q4_0x16_row_to_float(base + g * q4_0x16_group_bytes(w.n_cols),
-                           static_cast<int>(row % kQ4_0x16Rows), w.n_cols, out);
-      return;
+    const int l = static_cast<int>(row % 16);
+    if (g < n_groups && q4_0) {
+      q4_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups) {
+      q4_kx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else {
+      kernels_for(w.dtype).to_float(base + n_groups * group_bytes + (row - n_groups * 16) * w.row_bytes,
+                                    out, w.n_cols);
     }
-    const int64_t tail_row0 = w.n_rows / kQ4_0x16Rows * kQ4_0x16Rows;
-    kernels_for(w.dtype).to_float(base + tail_row0 / kQ4_0x16Rows * q4_0x16_group_bytes(w.n_cols) +
-                                      (row - tail_row0) * w.row_bytes,
-                                  out, w.n_cols);
     return;
   }
   kernels_for(w.dtype).to_float(static_cast<const std::byte*>(w.data) + row * w.row_bytes, out,

@@ -20,10 +20,11 @@ enum class MatrixLayout : uint8_t {
   kRows,     // row by row as GGUF stores them, rows `row_bytes` apart
   kQ4_0x16,  // Q4_0 in groups of 16 interleaved rows, then the n_rows % 16 last rows as kRows
              // (packed_q4_0.h); made by pack_matrix
+  kQ4_Kx16,  // the same for Q4_K (packed_q4_k.h)
 };
 
 // A weight matrix [R, C] in `dtype`. row_bytes is the bytes of one row in the GGUF layout (also
-// for packed layouts, whose total size is the same: R * row_bytes).
+// for packed layouts).
 struct MatrixRef {
   DType dtype = DType::kF32;
   const void* data = nullptr;
@@ -31,13 +32,16 @@ struct MatrixRef {
   int64_t n_cols = 0;  // C, a multiple of the dtype's block size
   size_t row_bytes = 0;
   MatrixLayout layout = MatrixLayout::kRows;
-  size_t bytes() const { return static_cast<size_t>(n_rows) * row_bytes; }
+  size_t bytes() const;  // in its layout
 };
 
-// The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 for Q4_0 matrices of at
-// least 16 rows where the table has a packed kernel, else kRows (nothing to do).
+// Bytes `w`'s matrix takes in `layout`: R * row_bytes for kRows and Q4_0x16, 3% more for Q4_Kx16.
+size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout);
+
+// The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 / kQ4_Kx16 for Q4_0 / Q4_K
+// matrices of at least 16 rows where the table has the packed kernel, else kRows.
 MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w);
-// Writes `w` (kRows) in `layout` to `dst` (w.bytes() bytes, not overlapping w) and returns the
+// Writes `w` (kRows) in `layout` to `dst` (matrix_bytes(w, layout), not overlapping w); returns the
 // reference to the copy. kRows copies as is.
 MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst);
 

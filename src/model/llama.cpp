@@ -152,7 +152,9 @@ Status LlamaModel::build_image(const LoadOptions& options) {
   if (!options.repack || !any) return Status::ok();
   constexpr size_t kAlign = 64;
   size_t total = 0;
-  for (const MatrixRef* m : mats) total += (m->bytes() + kAlign - 1) / kAlign * kAlign;
+  for (const MatrixRef* m : mats) {
+    total += (kernels::matrix_bytes(*m, kernels::preferred_layout(table, *m)) + kAlign - 1) / kAlign * kAlign;
+  }
   std::byte* image = nullptr;
   if (options.allocate_image) {
     TS_ASSIGN_OR_RETURN(image, options.allocate_image(total));

@@ -38,7 +38,7 @@ void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size
                        int64_t n);
 // Q4_0x16GemmFn (packed_q4_0.h), bit-identical to scalar::q4_0x16_q8_0_gemm.
 void q4_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
-                       const int32_t* bias, int64_t n_tokens, float* y, int64_t y_stride,
+                       const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
 
 }  // namespace avx512

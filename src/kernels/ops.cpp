@@ -38,7 +38,7 @@ struct PackedFormat {
 
 PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
   if (w.layout == MatrixLayout::kQ4_0x16) {
-    return {q4_0x16_group_bytes(w.n_cols), w.n_cols / 32, q8_0_block_bias,
+    return {q4_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms,
             table.q4_0x16_gemm != nullptr ? table.q4_0x16_gemm : scalar::q4_0x16_q8_0_gemm};
   }
   TS_CHECK(w.layout == MatrixLayout::kQ4_Kx16);

@@ -5,11 +5,14 @@
 // row after another with an f16 scale per 18-byte block, costs a nibble shuffle, four scalar
 // scale conversions and a horizontal sum per row instead (docs/PERFORMANCE.md).
 //
-// Layout of one group (16 rows r = 16g + l, l < 16; nb = n_cols / 32 blocks per row):
-//   quants  nb * 256 bytes: block b at offset b * 256 holds four 64-byte chunks; chunk c holds,
+// Layout of one group (16 rows r = 16g + l, l < 16; nb = n_cols / 32 blocks per row), one
+// stream of 576-byte records of two blocks (a last odd block takes a 288-byte record):
+//   quants  256 bytes per block at q4_0x16_quants_at(b): four 64-byte chunks; chunk c holds,
 //           for each lane l, bytes qs[4c .. 4c + 3] of row l's block b verbatim (so the low
 //           nibbles are elements 4c + j, the high nibbles elements 16 + 4c + j, j < 4).
-//   scales  nb * 32 bytes after the quants: block b's 16 f16 scales, lane order.
+//   scales  32 bytes per block at q4_0x16_scales_at(b, nb): the 16 f16 scales, lane order.
+// Record p = [quants 2p][quants 2p + 1][scales 2p][scales 2p + 1]: nine whole cache lines, read
+// front to back (a separate scale array behind the quants was a second stream to prefetch).
 // A group is kQ4_0x16GroupBlockBytes per block, the same bytes as 16 GGUF rows. Rows past the
 // last whole group (n_rows % 16) follow the groups in the GGUF row layout, row_bytes apart.
 //
@@ -30,6 +33,14 @@ namespace tessera::kernels {
 constexpr int kQ4_0x16Rows = 16;
 constexpr size_t kQ4_0x16GroupBlockBytes = 16 * 18;  // 256 quant bytes + 16 f16 scales
 
+// Offsets of block b's quants and scales within a group of nb blocks.
+inline size_t q4_0x16_quants_at(int64_t b) {
+  return static_cast<size_t>(b / 2) * 576 + static_cast<size_t>(b % 2) * 256;
+}
+inline size_t q4_0x16_scales_at(int64_t b, int64_t nb) {
+  return static_cast<size_t>(b / 2) * 576 + ((b | 1) < nb ? 512 + static_cast<size_t>(b % 2) * 32 : 256);
+}
+
 // Bytes of one packed group of rows with n_cols columns (n_cols % 32 == 0).
 inline size_t q4_0x16_group_bytes(int64_t n_cols) {
   return static_cast<size_t>(n_cols / 32) * kQ4_0x16GroupBlockBytes;
@@ -43,22 +54,24 @@ void pack_q4_0x16(const void* src, size_t row_bytes, int64_t n_groups, int64_t n
 // of a tied output matrix). Same values as q4_0_to_float on the original row.
 void q4_0x16_row_to_float(const void* group, int l, int64_t n_cols, float* dst);
 
-// The per-block activation term of the numerics above: bias[t * nb + b] = -8 * sum_j a_t[b][j]
-// for n_tokens Q8_0 rows (x_row_bytes apart) of nb = n_cols / 32 blocks.
-void q8_0_block_bias(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols,
-                     int32_t* bias);
+// What the kernels need of each activation block besides its quants, computed once per token
+// rather than once per 16 rows: terms[2 * (t * nb + b)] = -8 * sum_j a_t[b][j] (the offset term
+// of the numerics above) and terms[2 * (t * nb + b) + 1] = the bits of d_x[t][b] as an f32, for
+// n_tokens Q8_0 rows (x_row_bytes apart) of nb = n_cols / 32 blocks.
+void q8_0_block_terms(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols,
+                      int32_t* terms);
 
 // Products of packed groups with Q8_0 tokens: for g < n_groups, t < n_tokens, l < 16,
 //   y[t * y_stride + 16 g + l] = row (16g + l) . token t
 // where group g is at groups + g * q4_0x16_group_bytes(n), token t's quants at x + t * x_row_bytes
-// and its q8_0_block_bias at bias + t * (n / 32). Any n_tokens >= 1.
+// and its q8_0_block_terms at terms + t * 2 * (n / 32). Any n_tokens >= 1.
 using Q4_0x16GemmFn = void (*)(const void* groups, int64_t n_groups, const void* x,
-                               size_t x_row_bytes, const int32_t* bias, int64_t n_tokens, float* y,
-                               int64_t y_stride, int64_t n);
+                               size_t x_row_bytes, const int32_t* terms, int64_t n_tokens,
+                               float* y, int64_t y_stride, int64_t n);
 
 namespace scalar {
 void q4_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
-                       const int32_t* bias, int64_t n_tokens, float* y, int64_t y_stride,
+                       const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
 }  // namespace scalar
 

@@ -77,8 +77,8 @@ TEST(PackedQ4_0, ScalarGemmMatchesVecDot) {
     const size_t rb = dtype_row_bytes(DType::kQ4_0, n), xrb = dtype_row_bytes(DType::kQ8_0, n);
     std::vector<std::byte> p(q.size());
     pack_q4_0x16(q.data(), rb, R / 16, n, p.data());
-    std::vector<int32_t> bias(static_cast<size_t>(T * n / 32));
-    q8_0_block_bias(x.data(), xrb, T, n, bias.data());
+    std::vector<int32_t> bias(static_cast<size_t>(T * n / 32 * 2));
+    q8_0_block_terms(x.data(), xrb, T, n, bias.data());
     std::vector<float> y(static_cast<size_t>(T * R));
     scalar::q4_0x16_q8_0_gemm(p.data(), R / 16, x.data(), xrb, bias.data(), T, y.data(), R, n);
     const DTypeKernels& k = kernels_for(scalar_kernel_table(), DType::kQ4_0);
@@ -105,8 +105,8 @@ TEST(PackedQ4_0, SimdGemmIsBitIdenticalToReference) {
     const size_t rb = dtype_row_bytes(DType::kQ4_0, n), xrb = dtype_row_bytes(DType::kQ8_0, n);
     std::vector<std::byte> p(q.size());
     pack_q4_0x16(q.data(), rb, R / 16, n, p.data());
-    std::vector<int32_t> bias(static_cast<size_t>(T * n / 32));
-    q8_0_block_bias(x.data(), xrb, T, n, bias.data());
+    std::vector<int32_t> bias(static_cast<size_t>(T * n / 32 * 2));
+    q8_0_block_terms(x.data(), xrb, T, n, bias.data());
     std::vector<float> want(static_cast<size_t>(T * stride), -7.0f);
     scalar::q4_0x16_q8_0_gemm(p.data(), R / 16, x.data(), xrb, bias.data(), T, want.data(), stride, n);
     for (int64_t nt = 1; nt <= T; ++nt) {

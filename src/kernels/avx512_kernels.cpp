@@ -365,6 +365,8 @@ int64_t head_to_align(const void* p, size_t elem_bytes, size_t align, int64_t n)
 
 DTypeKernels& row_of(KernelTable& t, DType d) { return t.dtypes[static_cast<uint32_t>(d)]; }
 
+constexpr int kRowPrefetchBytes = 6912;
+
 }  // namespace
 
 namespace avx512 {
@@ -399,6 +401,11 @@ float f16_dot(const void* row, const float* x, int64_t n) {
     acc0 = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w)), _mm512_maskz_loadu_ps(m, x));
   }
   for (; i + 64 <= n; i += 64) {
+    // Decode streams rows from DRAM one after another: ask L2 for the lines kRowPrefetchBytes
+    // ahead (past this row's end that is the next row's start). TinyLlama F16 tg16 13.3-13.9 vs
+    // 11.2-12.0 tok/s without (alternating binaries); measured per format, not assumed (Q8_0).
+    _mm_prefetch(reinterpret_cast<const char*>(w + i) + kRowPrefetchBytes, _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(w + i) + kRowPrefetchBytes + 64, _MM_HINT_T1);
     acc0 = _mm512_fmadd_ps(load_f16(w + i), _mm512_loadu_ps(x + i), acc0);
     acc1 = _mm512_fmadd_ps(load_f16(w + i + 16), _mm512_loadu_ps(x + i + 16), acc1);
     acc2 = _mm512_fmadd_ps(load_f16(w + i + 32), _mm512_loadu_ps(x + i + 32), acc2);
@@ -447,6 +454,8 @@ float q8_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
   // and must add in the same order to stay bit-identical.
   __m512 acc = _mm512_setzero_ps();
   int64_t i = 0;
+  // No software prefetch here: the f16_dot one made TinyLlama Q8_0 decode 2x slower (tg32 15.4-
+  // 16.2 vs 28.3-29.9 tok/s, alternating binaries), the hardware prefetchers already keep up.
   for (; i + 2 <= nb; i += 2) acc = q8_0_q8_0_x2(w + i, a + i, acc);
   float sum = hsum512(acc);
   if (i < nb) {

@@ -43,6 +43,7 @@ KernelTable make_scalar_table() {
   t.silu_mul = scalar::silu_mul;
   t.q4_0x16_gemm = scalar::q4_0x16_q8_0_gemm;  // the oracles; forced-scalar runs test the layouts
   t.q4_kx16_gemm = scalar::q4_kx16_q8_k_gemm;
+  t.q8_0x16_gemm = scalar::q8_0x16_q8_0_gemm;
   return t;
 }
 

@@ -41,6 +41,10 @@ PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
     return {q4_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms,
             table.q4_0x16_gemm != nullptr ? table.q4_0x16_gemm : scalar::q4_0x16_q8_0_gemm};
   }
+  if (w.layout == MatrixLayout::kQ8_0x16) {
+    return {q8_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_x128,
+            table.q8_0x16_gemm != nullptr ? table.q8_0x16_gemm : scalar::q8_0x16_q8_0_gemm};
+  }
   TS_CHECK(w.layout == MatrixLayout::kQ4_Kx16);
   return {q4_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 4, q8_k_min_pairs,
           table.q4_kx16_gemm != nullptr ? table.q4_kx16_gemm : scalar::q4_kx16_q8_k_gemm};
@@ -105,6 +109,7 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
     case MatrixLayout::kRows: return static_cast<size_t>(w.n_rows) * w.row_bytes;
     case MatrixLayout::kQ4_0x16: return static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ4_Kx16: return static_cast<size_t>(n_groups) * q4_kx16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kQ8_0x16: return static_cast<size_t>(n_groups) * q8_0x16_group_bytes(w.n_cols) + tail;
   }
   return 0;
 }
@@ -115,6 +120,7 @@ MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   if (w.layout != MatrixLayout::kRows || w.n_rows < 16) return MatrixLayout::kRows;
   if (w.dtype == DType::kQ4_0 && table.q4_0x16_gemm != nullptr) return MatrixLayout::kQ4_0x16;
   if (w.dtype == DType::kQ4_K && table.q4_kx16_gemm != nullptr) return MatrixLayout::kQ4_Kx16;
+  if (w.dtype == DType::kQ8_0 && table.q8_0x16_gemm != nullptr) return MatrixLayout::kQ8_0x16;
   return MatrixLayout::kRows;
 }
 
@@ -134,6 +140,10 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst) {
     TS_CHECK(w.dtype == DType::kQ4_0);
     pack_q4_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
     packed = static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols);
+  } else if (layout == MatrixLayout::kQ8_0x16) {
+    TS_CHECK(w.dtype == DType::kQ8_0);
+    pack_q8_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
+    packed = static_cast<size_t>(n_groups) * q8_0x16_group_bytes(w.n_cols);
   } else {
     TS_CHECK(layout == MatrixLayout::kQ4_Kx16 && w.dtype == DType::kQ4_K);
     pack_q4_kx16(src, w.row_bytes, n_groups, w.n_cols, dst);
@@ -219,13 +229,15 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
 void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
   TS_CHECK(row >= 0 && row < w.n_rows);
   if (w.layout != MatrixLayout::kRows) {
-    const bool q4_0 = w.layout == MatrixLayout::kQ4_0x16;
-    const size_t group_bytes = q4_0 ? q4_0x16_group_bytes(w.n_cols) : q4_kx16_group_bytes(w.n_cols);
+    const bool q4_0 = w.layout == MatrixLayout::kQ4_0x16, q8_0 = w.layout == MatrixLayout::kQ8_0x16;
+    const size_t group_bytes = matrix_bytes(MatrixRef{w.dtype, nullptr, 16, w.n_cols, w.row_bytes}, w.layout);
     const int64_t g = row / 16, n_groups = w.n_rows / 16;
     const auto* base = static_cast<const std::byte*>(w.data);
     const int l = static_cast<int>(row % 16);
     if (g < n_groups && q4_0) {
       q4_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && q8_0) {
+      q8_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups) {
       q4_kx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else {

@@ -21,6 +21,7 @@ enum class MatrixLayout : uint8_t {
   kQ4_0x16,  // Q4_0 in groups of 16 interleaved rows, then the n_rows % 16 last rows as kRows
              // (packed_q4_0.h); made by pack_matrix
   kQ4_Kx16,  // the same for Q4_K (packed_q4_k.h)
+  kQ8_0x16,  // and Q8_0 (packed_q8_0.h)
 };
 
 // A weight matrix [R, C] in `dtype`. row_bytes is the bytes of one row in the GGUF layout (also
@@ -35,11 +36,12 @@ struct MatrixRef {
   size_t bytes() const;  // in its layout
 };
 
-// Bytes `w`'s matrix takes in `layout`: R * row_bytes for kRows and Q4_0x16, 3% more for Q4_Kx16.
+// Bytes `w`'s matrix takes in `layout`: R * row_bytes, except 3% more for Q4_Kx16.
 size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout);
 
-// The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 / kQ4_Kx16 for Q4_0 / Q4_K
-// matrices of at least 16 rows where the table has the packed kernel, else kRows.
+// The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 / kQ4_Kx16 / kQ8_0x16 for
+// Q4_0 / Q4_K / Q8_0 matrices of at least 16 rows where the table has the packed kernel, else
+// kRows.
 MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w);
 // Writes `w` (kRows) in `layout` to `dst` (matrix_bytes(w, layout), not overlapping w); returns the
 // reference to the copy. kRows copies as is.

@@ -1,0 +1,168 @@
+// Q8_0 repacked into groups of 16 rows (packed_q8_0.h): the layout round-trips, the scalar
+// reference agrees with the GGUF-layout vec_dot, every SIMD kernel agrees with the reference bit
+// for bit whatever the number of tokens, and matmul on a packed matrix (tail rows included)
+// matches matmul on the original.
+#include "tessera/kernels/packed_q8_0.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "tessera/kernels/avx512_kernels.h"
+#include "tessera/kernels/cpu_features.h"
+#include "tessera/kernels/kernel_table.h"
+#include "tessera/kernels/ops.h"
+
+namespace tessera::kernels {
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// n_rows GGUF Q8_0 rows: quantized from random floats, the last row random bytes (-128 included).
+std::vector<std::byte> q8_0_rows(int64_t n_rows, int64_t n_cols, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> f(static_cast<size_t>(n_rows * n_cols));
+  for (auto& v : f) v = d(rng);
+  std::vector<std::byte> q(dtype_row_bytes(DType::kQ8_0, n_rows * n_cols));
+  kernels_for(scalar_kernel_table(), DType::kQ8_0).from_float(f.data(), q.data(), n_rows * n_cols);
+  const size_t rb = dtype_row_bytes(DType::kQ8_0, n_cols);
+  for (size_t off = (n_rows - 1) * rb; off < q.size(); off += 34) {
+    for (size_t j = 2; j < 34; ++j) q[off + j] = static_cast<std::byte>(rng());
+  }
+  return q;
+}
+
+// n_tokens Q8_0 activation rows, the last one with -128 quants present.
+std::vector<std::byte> q8_0_tokens(int64_t n_tokens, int64_t n_cols, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> f(static_cast<size_t>(n_tokens * n_cols));
+  for (auto& v : f) v = d(rng);
+  std::vector<std::byte> x(dtype_row_bytes(DType::kQ8_0, n_tokens * n_cols));
+  kernels_for(scalar_kernel_table(), DType::kQ8_0).from_float(f.data(), x.data(), n_tokens * n_cols);
+  const size_t rb = dtype_row_bytes(DType::kQ8_0, n_cols);
+  for (size_t off = (n_tokens - 1) * rb; off < x.size(); off += 34) x[off + 2 + rng() % 32] = std::byte{0x80};
+  return x;
+}
+
+TEST(PackedQ8_0, RowsRoundTrip) {
+  for (int64_t n : {32, 96, 2048}) {
+    const int64_t R = 32;
+    const auto q = q8_0_rows(R, n, 1 + n);
+    const size_t rb = dtype_row_bytes(DType::kQ8_0, n);
+    std::vector<std::byte> p(q.size());
+    pack_q8_0x16(q.data(), rb, R / 16, n, p.data());
+    std::vector<float> want(n), got(n);
+    for (int64_t r = 0; r < R; ++r) {
+      kernels_for(scalar_kernel_table(), DType::kQ8_0).to_float(q.data() + r * rb, want.data(), n);
+      q8_0x16_row_to_float(p.data() + (r / 16) * q8_0x16_group_bytes(n), static_cast<int>(r % 16), n, got.data());
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << "row " << r << " col " << i;
+    }
+  }
+}
+
+TEST(PackedQ8_0, ScalarGemmMatchesVecDot) {
+  for (int64_t n : {32, 64, 160, 5632}) {
+    const int64_t R = 32, T = 3;
+    const auto q = q8_0_rows(R, n, 10 + n);
+    const auto x = q8_0_tokens(T, n, 20 + n);
+    const size_t rb = dtype_row_bytes(DType::kQ8_0, n), xrb = dtype_row_bytes(DType::kQ8_0, n);
+    std::vector<std::byte> p(q.size());
+    pack_q8_0x16(q.data(), rb, R / 16, n, p.data());
+    std::vector<int32_t> bias(static_cast<size_t>(T * n / 32 * 2));
+    q8_0_block_terms_x128(x.data(), xrb, T, n, bias.data());
+    std::vector<float> y(static_cast<size_t>(T * R));
+    scalar::q8_0x16_q8_0_gemm(p.data(), R / 16, x.data(), xrb, bias.data(), T, y.data(), R, n);
+    const DTypeKernels& k = kernels_for(scalar_kernel_table(), DType::kQ8_0);
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t r = 0; r < R; ++r) {
+        const float want = k.vec_dot(q.data() + r * rb, x.data() + t * xrb, n);
+        EXPECT_NEAR(y[t * R + r], want, 1e-4 * (1 + std::fabs(want)) * std::sqrt(static_cast<double>(n)))
+            << "n " << n << " row " << r << " token " << t;
+      }
+    }
+  }
+}
+
+// Every SIMD kernel this CPU runs: bit-identical to the reference, for token counts covering
+// whole 8-token tiles, every remainder, and a single token (decode), writing only its outputs.
+TEST(PackedQ8_0, SimdGemmIsBitIdenticalToReference) {
+  if (!cpu_features().has_avx512_set()) {
+    GTEST_SKIP() << "CPU lacks the avx512 kernel set (has: " << cpu_flags_string() << ")";
+  }
+  for (int64_t n : {32, 64, 96, 5632}) {
+    const int64_t R = 48, T = 19, stride = R + 5;
+    const auto q = q8_0_rows(R, n, 30 + n);
+    const auto x = q8_0_tokens(T, n, 40 + n);
+    const size_t rb = dtype_row_bytes(DType::kQ8_0, n), xrb = dtype_row_bytes(DType::kQ8_0, n);
+    std::vector<std::byte> p(q.size());
+    pack_q8_0x16(q.data(), rb, R / 16, n, p.data());
+    std::vector<int32_t> bias(static_cast<size_t>(T * n / 32 * 2));
+    q8_0_block_terms_x128(x.data(), xrb, T, n, bias.data());
+    std::vector<float> want(static_cast<size_t>(T * stride), -7.0f);
+    scalar::q8_0x16_q8_0_gemm(p.data(), R / 16, x.data(), xrb, bias.data(), T, want.data(), stride, n);
+    for (int64_t nt = 1; nt <= T; ++nt) {
+      std::vector<float> got(static_cast<size_t>(T * stride), -7.0f);
+      avx512::q8_0x16_q8_0_gemm(p.data(), R / 16, x.data(), xrb, bias.data(), nt, got.data(), stride, n);
+      for (int64_t t = 0; t < T; ++t) {
+        for (int64_t r = 0; r < stride; ++r) {
+          const float g = got[t * stride + r];
+          if (t < nt && r < R) {
+            ASSERT_EQ(bits_of(g), bits_of(want[t * stride + r])) << "n " << n << " tokens " << nt << " t " << t << " r " << r;
+          } else {
+            ASSERT_EQ(g, -7.0f) << "wrote outside its outputs: n " << n << " tokens " << nt;
+          }
+        }
+      }
+    }
+  }
+}
+
+// matmul on the packed copy: the same outputs as the packed reference row by row (tail rows as
+// GGUF vec_dots), with and without a pool, and dequantize_row reads every row back.
+TEST(PackedQ8_0, MatmulOnPackedMatrix) {
+  ThreadPool pool(3);
+  for (const KernelTable* table : {&scalar_kernel_table(), &kernel_table()}) {
+    for (int64_t R : {16, 37, 64}) {
+      const int64_t n = 256, T = 11;
+      const auto q = q8_0_rows(R, n, 50 + R);
+      const MatrixRef m{DType::kQ8_0, q.data(), R, n, dtype_row_bytes(DType::kQ8_0, n)};
+      std::vector<std::byte> p(m.bytes());
+      const MatrixRef packed = pack_matrix(m, MatrixLayout::kQ8_0x16, p.data());
+      EXPECT_EQ(preferred_layout(scalar_kernel_table(), m), MatrixLayout::kQ8_0x16);
+      std::mt19937 rng(7);
+      std::normal_distribution<float> d;
+      std::vector<float> x(static_cast<size_t>(T * n));
+      for (auto& v : x) v = d(rng);
+      std::vector<float> y_rows(static_cast<size_t>(T * R)), y_packed(y_rows.size()), y_pool(y_rows.size());
+      matmul(*table, m, x.data(), T, y_rows.data(), nullptr);
+      matmul(*table, packed, x.data(), T, y_packed.data(), nullptr);
+      matmul(*table, packed, x.data(), T, y_pool.data(), &pool);
+      for (size_t i = 0; i < y_rows.size(); ++i) {
+        EXPECT_EQ(bits_of(y_pool[i]), bits_of(y_packed[i]));
+        EXPECT_NEAR(y_packed[i], y_rows[i], 1e-3 * (1 + std::fabs(y_rows[i]))) << "R " << R << " i " << i;
+      }
+      // One token alone gets the same bits as inside the batch (decode == prefill).
+      std::vector<float> y_one(static_cast<size_t>(R));
+      matmul(*table, packed, x.data() + 5 * n, 1, y_one.data(), &pool);
+      for (int64_t r = 0; r < R; ++r) EXPECT_EQ(bits_of(y_one[r]), bits_of(y_packed[5 * R + r]));
+      std::vector<float> want(n), got(n);
+      for (int64_t r = 0; r < R; ++r) {
+        dequantize_row(m, r, want.data());
+        dequantize_row(packed, r, got.data());
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << "R " << R << " row " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "tessera/kernels/kquant_blocks.h"
+#include "tessera/kernels/packed_f16.h"
 #include "tessera/kernels/packed_q4_0.h"
 #include "tessera/kernels/packed_q4_k.h"
 #include "tessera/kernels/packed_q8_0.h"
@@ -334,6 +335,39 @@ void q8_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
 }
 
+// A tile of one packed F16x16 group (packed_f16.h) against T f32 tokens: per column one
+// conversion gives 16 rows' weights, met by each token's broadcast x[k] in one FMA into the
+// token's accumulator k % 4. The numerics of scalar::f16x16_f32_gemm exactly.
+template <int T>
+void f16x16_tile(const uint8_t* q, int64_t n, const std::byte* x, size_t x_row_bytes, float* y,
+                 int64_t y_stride) {
+  __m512 acc[T][4];
+  for (int t = 0; t < T; ++t) {
+    for (int j = 0; j < 4; ++j) acc[t][j] = _mm512_setzero_ps();
+  }
+  const float* xt[T];
+  for (int t = 0; t < T; ++t) xt[t] = reinterpret_cast<const float*>(x + t * x_row_bytes);
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    if (T <= 2) {  // four columns are two lines
+      _mm_prefetch(reinterpret_cast<const char*>(q + k * 32 + kPackedPrefetchBytes), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(q + k * 32 + kPackedPrefetchBytes + 64), _MM_HINT_T1);
+    }
+    for (int j = 0; j < 4; ++j) {
+      const __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (k + j) * 32)));
+      for (int t = 0; t < T; ++t) acc[t][j] = _mm512_fmadd_ps(w, _mm512_set1_ps(xt[t][k + j]), acc[t][j]);
+    }
+  }
+  for (; k < n; ++k) {
+    const __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k * 32)));
+    for (int t = 0; t < T; ++t) acc[t][k % 4] = _mm512_fmadd_ps(w, _mm512_set1_ps(xt[t][k]), acc[t][k % 4]);
+  }
+  for (int t = 0; t < T; ++t) {
+    _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]),
+                                                     _mm512_add_ps(acc[t][2], acc[t][3])));
+  }
+}
+
 // A tile of one packed Q4_Kx16 group (packed_q4_k.h) against T Q8_K tokens. Per sub-block the
 // group's eight 64-byte quant registers are unpacked once (low or high nibbles) for all T tokens;
 // per token 8 vpdpbusd give the sub-block's 16 integer dots, one vpmulld applies the lanes'
@@ -634,6 +668,28 @@ void q8_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size
   }
 }
 
+void f16x16_f32_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                     const int32_t* /*terms*/, int64_t n_tokens, float* y, int64_t y_stride,
+                     int64_t n) {
+  const auto* xb = static_cast<const std::byte*>(x);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const auto* q = static_cast<const uint8_t*>(groups) + g * f16x16_group_bytes(n);
+    float* yg = y + g * 16;
+    int64_t t = 0;
+    for (; t + 6 <= n_tokens; t += 6) f16x16_tile<6>(q, n, xb + t * x_row_bytes, x_row_bytes, yg + t * y_stride, y_stride);
+    const std::byte* xt = xb + t * x_row_bytes;
+    float* yt = yg + t * y_stride;
+    switch (n_tokens - t) {
+      case 1: f16x16_tile<1>(q, n, xt, x_row_bytes, yt, y_stride); break;
+      case 2: f16x16_tile<2>(q, n, xt, x_row_bytes, yt, y_stride); break;
+      case 3: f16x16_tile<3>(q, n, xt, x_row_bytes, yt, y_stride); break;
+      case 4: f16x16_tile<4>(q, n, xt, x_row_bytes, yt, y_stride); break;
+      case 5: f16x16_tile<5>(q, n, xt, x_row_bytes, yt, y_stride); break;
+      default: break;
+    }
+  }
+}
+
 }  // namespace avx512
 
 void install_avx512_rows(KernelTable& t) {
@@ -653,6 +709,7 @@ void install_avx512_rows(KernelTable& t) {
   t.q4_0x16_gemm = avx512::q4_0x16_q8_0_gemm;
   t.q4_kx16_gemm = avx512::q4_kx16_q8_k_gemm;
   t.q8_0x16_gemm = avx512::q8_0x16_q8_0_gemm;
+  t.f16x16_gemm = avx512::f16x16_f32_gemm;
 }
 
 }  // namespace tessera::kernels

@@ -37,6 +37,9 @@ void q8_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const
 void q8_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
+// F16x16 groups (packed_f16.h) against f32 tokens, bit-identical to scalar::f16x16_f32_gemm.
+void f16x16_f32_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                     const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride, int64_t n);
 // Q4_Kx16GemmFn (packed_q4_k.h), bit-identical to scalar::q4_kx16_q8_k_gemm.
 void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,

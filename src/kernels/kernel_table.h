@@ -9,6 +9,7 @@
 
 #include "tessera/kernels/attention.h"
 #include "tessera/kernels/dtype.h"
+#include "tessera/kernels/packed_f16.h"
 #include "tessera/kernels/packed_q4_0.h"
 #include "tessera/kernels/packed_q4_k.h"
 #include "tessera/kernels/packed_q8_0.h"
@@ -53,6 +54,7 @@ struct KernelTable {
   Q4_0x16GemmFn q4_0x16_gemm = nullptr;
   Q4_Kx16GemmFn q4_kx16_gemm = nullptr;  // the same for Q4_K (packed_q4_k.h)
   Q4_0x16GemmFn q8_0x16_gemm = nullptr;  // and Q8_0 (packed_q8_0.h)
+  Q4_0x16GemmFn f16x16_gemm = nullptr;   // and F16 (packed_f16.h; f32 tokens)
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

@@ -41,6 +41,10 @@ PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
     return {q4_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms,
             table.q4_0x16_gemm != nullptr ? table.q4_0x16_gemm : scalar::q4_0x16_q8_0_gemm};
   }
+  if (w.layout == MatrixLayout::kF16x16) {
+    return {f16x16_group_bytes(w.n_cols), 0, nullptr,
+            table.f16x16_gemm != nullptr ? table.f16x16_gemm : scalar::f16x16_f32_gemm};
+  }
   if (w.layout == MatrixLayout::kQ8_0x16) {
     return {q8_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_x128,
             table.q8_0x16_gemm != nullptr ? table.q8_0x16_gemm : scalar::q8_0x16_q8_0_gemm};
@@ -58,7 +62,7 @@ void matmul_packed(const KernelTable& table, const MatrixRef& w, const void* xq,
   thread_local std::vector<int32_t> aux_buffer;
   const auto n_aux = static_cast<size_t>(n_tokens * f.aux_per_token);
   if (aux_buffer.size() < n_aux) aux_buffer.resize(n_aux);
-  f.aux(xq, xq_row_bytes, n_tokens, w.n_cols, aux_buffer.data());
+  if (f.aux != nullptr) f.aux(xq, xq_row_bytes, n_tokens, w.n_cols, aux_buffer.data());
   const int32_t* aux = aux_buffer.data();  // `aux_buffer` names another thread's vector in the workers
   constexpr int64_t kRows = 16;
   const int64_t n_groups = w.n_rows / kRows;
@@ -110,6 +114,7 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
     case MatrixLayout::kQ4_0x16: return static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ4_Kx16: return static_cast<size_t>(n_groups) * q4_kx16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ8_0x16: return static_cast<size_t>(n_groups) * q8_0x16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kF16x16: return static_cast<size_t>(n_groups) * f16x16_group_bytes(w.n_cols) + tail;
   }
   return 0;
 }
@@ -121,6 +126,7 @@ MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   if (w.dtype == DType::kQ4_0 && table.q4_0x16_gemm != nullptr) return MatrixLayout::kQ4_0x16;
   if (w.dtype == DType::kQ4_K && table.q4_kx16_gemm != nullptr) return MatrixLayout::kQ4_Kx16;
   if (w.dtype == DType::kQ8_0 && table.q8_0x16_gemm != nullptr) return MatrixLayout::kQ8_0x16;
+  if (w.dtype == DType::kF16 && table.f16x16_gemm != nullptr) return MatrixLayout::kF16x16;
   return MatrixLayout::kRows;
 }
 
@@ -140,6 +146,10 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst) {
     TS_CHECK(w.dtype == DType::kQ4_0);
     pack_q4_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
     packed = static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols);
+  } else if (layout == MatrixLayout::kF16x16) {
+    TS_CHECK(w.dtype == DType::kF16);
+    pack_f16x16(src, w.row_bytes, n_groups, w.n_cols, dst);
+    packed = static_cast<size_t>(n_groups) * f16x16_group_bytes(w.n_cols);
   } else if (layout == MatrixLayout::kQ8_0x16) {
     TS_CHECK(w.dtype == DType::kQ8_0);
     pack_q8_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
@@ -236,6 +246,8 @@ void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
     const int l = static_cast<int>(row % 16);
     if (g < n_groups && q4_0) {
       q4_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && w.layout == MatrixLayout::kF16x16) {
+      f16x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && q8_0) {
       q8_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups) {

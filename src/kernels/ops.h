@@ -22,6 +22,7 @@ enum class MatrixLayout : uint8_t {
              // (packed_q4_0.h); made by pack_matrix
   kQ4_Kx16,  // the same for Q4_K (packed_q4_k.h)
   kQ8_0x16,  // and Q8_0 (packed_q8_0.h)
+  kF16x16,   // and F16 (packed_f16.h)
 };
 
 // A weight matrix [R, C] in `dtype`. row_bytes is the bytes of one row in the GGUF layout (also
@@ -39,8 +40,8 @@ struct MatrixRef {
 // Bytes `w`'s matrix takes in `layout`: R * row_bytes, except 3% more for Q4_Kx16.
 size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout);
 
-// The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 / kQ4_Kx16 / kQ8_0x16 for
-// Q4_0 / Q4_K / Q8_0 matrices of at least 16 rows where the table has the packed kernel, else
+// The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 / kQ4_Kx16 / kQ8_0x16 /
+// kF16x16 for Q4_0 / Q4_K / Q8_0 / F16 matrices of at least 16 rows where the table has the packed kernel, else
 // kRows.
 MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w);
 // Writes `w` (kRows) in `layout` to `dst` (matrix_bytes(w, layout), not overlapping w); returns the

@@ -170,7 +170,9 @@ TEST(PackedQ4_0, PreferredLayout) {
   const MatrixRef q8{DType::kQ8_0, nullptr, 64, 64, 68};
   EXPECT_EQ(preferred_layout(scalar_kernel_table(), q8), MatrixLayout::kQ8_0x16);
   const MatrixRef f16{DType::kF16, nullptr, 64, 64, 128};
-  EXPECT_EQ(preferred_layout(scalar_kernel_table(), f16), MatrixLayout::kRows);
+  EXPECT_EQ(preferred_layout(scalar_kernel_table(), f16), MatrixLayout::kF16x16);
+  const MatrixRef f32{DType::kF32, nullptr, 64, 64, 256};
+  EXPECT_EQ(preferred_layout(scalar_kernel_table(), f32), MatrixLayout::kRows);
   KernelTable no_kernel = scalar_kernel_table();
   no_kernel.q4_0x16_gemm = nullptr;
   const MatrixRef big{DType::kQ4_0, nullptr, 64, 64, 36};

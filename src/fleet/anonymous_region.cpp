@@ -142,6 +142,9 @@ Result<MoveStats> AnonymousRegion::move_to(Tier to, int n_threads) {
       return st.with_context(fmt::format("moving {} -> disk", tier_name(tier_)));
     }
     spill_fd_ = fd;
+    // Disk means disk: write the file out and drop its page cache copy, or the RAM would only
+    // have moved from the memfd to the page cache (best effort, as FileBackedRegion does).
+    if (::fdatasync(fd) == 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     if (tier_ == Tier::kActive) TS_RETURN_IF_ERROR(unmap_pages());
     TS_RETURN_IF_ERROR(punch_memfd());
   } else {

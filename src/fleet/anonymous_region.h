@@ -6,8 +6,9 @@
 //                    (counted against the host budget instead); no copy.
 //   Host -> Active   madvise(MADV_POPULATE_WRITE) from n threads maps them back; no copy.
 //   Active/Host -> Disk  copy the memfd into a spill file in `spill_dir` (created, then unlinked
-//                    at once so nothing is left behind) from n threads, then punch the memfd's
-//                    pages out: the RAM is given back to the system.
+//                    at once so nothing is left behind) from n threads, write it out and drop
+//                    its page cache copy (fdatasync + POSIX_FADV_DONTNEED, best effort), then
+//                    punch the memfd's pages out: the RAM is given back to the system.
 //   Disk -> Active/Host  parallel copy from the spill file back into the memfd (then populate).
 // A GPU tier would copy where this one remaps; the interface is the same.
 // Outside Active, reading bytes() faults pages back in (Host) or reads zeros (Disk): only the

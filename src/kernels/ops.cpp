@@ -1,6 +1,8 @@
 #include "tessera/kernels/ops.h"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -54,44 +56,58 @@ PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
           table.q4_kx16_gemm != nullptr ? table.q4_kx16_gemm : scalar::q4_kx16_q8_k_gemm};
 }
 
-// Packed weights (16-row groups): the groups split over the threads, each thread's groups meeting
-// one token block at a time (as the tiles below), the n_rows % 16 last rows as vec_dots.
-void matmul_packed(const KernelTable& table, const MatrixRef& w, const void* xq,
-                   size_t xq_row_bytes, int64_t n_tokens, float* y, ThreadPool* pool) {
-  const PackedFormat f = packed_format(table, w);
+// Packed weights (16-row groups) of one or more matrices sharing the input (same dtype, layout
+// and columns): every matrix's groups, then its n_rows % 16 last rows as one item of vec_dots,
+// form one list of work items split over the threads in one parallel region; each thread's
+// groups meet one token block at a time (as the tiles below).
+void matmul_packed(const KernelTable& table, std::span<const MatrixRef> ws, const void* xq,
+                   size_t xq_row_bytes, int64_t n_tokens, std::span<float* const> ys,
+                   ThreadPool* pool) {
+  const MatrixRef& w0 = ws[0];
+  const PackedFormat f = packed_format(table, w0);
   thread_local std::vector<int32_t> aux_buffer;
   const auto n_aux = static_cast<size_t>(n_tokens * f.aux_per_token);
   if (aux_buffer.size() < n_aux) aux_buffer.resize(n_aux);
-  if (f.aux != nullptr) f.aux(xq, xq_row_bytes, n_tokens, w.n_cols, aux_buffer.data());
+  if (f.aux != nullptr) f.aux(xq, xq_row_bytes, n_tokens, w0.n_cols, aux_buffer.data());
   const int32_t* aux = aux_buffer.data();  // `aux_buffer` names another thread's vector in the workers
   constexpr int64_t kRows = 16;
-  const int64_t n_groups = w.n_rows / kRows;
-  const auto* base = static_cast<const std::byte*>(w.data);
   const auto* xb = static_cast<const std::byte*>(xq);
   const int64_t token_block =
       std::max<int64_t>(1, static_cast<int64_t>(kTileActivationBytes / xq_row_bytes));
-  const DTypeKernels& k = kernels_for(table, w.dtype);
-  const std::byte* tail = base + n_groups * f.group_bytes;
-  const int64_t tail_row0 = n_groups * kRows;
-  // Work items: the groups, then one item for the tail rows (if any).
-  const int64_t n_items = n_groups + (tail_row0 < w.n_rows ? 1 : 0);
-  auto items = [&](int64_t i0, int64_t i1) {
+  const DTypeKernels& k = kernels_for(table, w0.dtype);
+  // first_item[m]: index of matrix m's first item; items of m: its groups, then its tail (if any).
+  std::array<int64_t, 9> first_item{};
+  TS_CHECK(ws.size() <= 8);
+  for (size_t m = 0; m < ws.size(); ++m) {
+    const int64_t n_groups = ws[m].n_rows / kRows;
+    first_item[m + 1] = first_item[m] + n_groups + (n_groups * kRows < ws[m].n_rows ? 1 : 0);
+  }
+  const int64_t n_items = first_item[ws.size()];
+  auto run_matrix = [&](size_t m, int64_t i0, int64_t i1) {  // items [i0, i1) of matrix m
+    const MatrixRef& w = ws[m];
+    float* y = ys[m];
+    const int64_t n_groups = w.n_rows / kRows;
+    const auto* base = static_cast<const std::byte*>(w.data);
     const int64_t g1 = std::min(i1, n_groups);
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += token_block) {
+    for (int64_t t0 = 0; t0 < n_tokens && i0 < g1; t0 += token_block) {
       const int64_t nt = std::min(token_block, n_tokens - t0);
-      if (i0 < g1) {
-        f.gemm(base + i0 * f.group_bytes, g1 - i0, xb + t0 * xq_row_bytes, xq_row_bytes,
-               aux + t0 * f.aux_per_token, nt, y + t0 * w.n_rows + i0 * kRows, w.n_rows,
-               w.n_cols);
-      }
+      f.gemm(base + i0 * f.group_bytes, g1 - i0, xb + t0 * xq_row_bytes, xq_row_bytes,
+             aux + t0 * f.aux_per_token, nt, y + t0 * w.n_rows + i0 * kRows, w.n_rows, w.n_cols);
     }
     if (i1 > n_groups) {
+      const std::byte* tail = base + n_groups * f.group_bytes;
       for (int64_t t = 0; t < n_tokens; ++t) {
-        for (int64_t r = tail_row0; r < w.n_rows; ++r) {
-          y[t * w.n_rows + r] =
-              k.vec_dot(tail + (r - tail_row0) * w.row_bytes, xb + t * xq_row_bytes, w.n_cols);
+        for (int64_t r = n_groups * kRows; r < w.n_rows; ++r) {
+          y[t * w.n_rows + r] = k.vec_dot(tail + (r - n_groups * kRows) * w.row_bytes,
+                                          xb + t * xq_row_bytes, w.n_cols);
         }
       }
+    }
+  };
+  auto items = [&](int64_t i0, int64_t i1) {
+    for (size_t m = 0; m < ws.size(); ++m) {
+      const int64_t a = std::max(i0, first_item[m]), b = std::min(i1, first_item[m + 1]);
+      if (a < b) run_matrix(m, a - first_item[m], b - first_item[m]);
     }
   };
   if (pool == nullptr) {
@@ -102,6 +118,21 @@ void matmul_packed(const KernelTable& table, const MatrixRef& w, const void* xq,
     const int64_t grain = std::max<int64_t>(1, n_items / (8 * pool->size()));
     pool->parallel_for_dynamic(n_items, grain, items);
   }
+}
+
+// Converts x[T, C] once to `table`'s vec_dot_type for `w`; returns the rows and their stride.
+std::pair<const void*, size_t> activations_for(const KernelTable& table, const MatrixRef& w,
+                                               const float* x, int64_t n_tokens) {
+  const DTypeKernels& k = kernels_for(table, w.dtype);
+  if (k.vec_dot_type == DType::kF32) return {x, static_cast<size_t>(w.n_cols) * sizeof(float)};
+  thread_local std::vector<std::byte> xq_buffer;
+  const DTypeKernels& kx = kernels_for(table, k.vec_dot_type);
+  const size_t xq_row_bytes = dtype_row_bytes(k.vec_dot_type, w.n_cols);
+  if (xq_buffer.size() < xq_row_bytes * n_tokens) xq_buffer.resize(xq_row_bytes * n_tokens);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    kx.from_float(x + t * w.n_cols, xq_buffer.data() + t * xq_row_bytes, w.n_cols);
+  }
+  return {xq_buffer.data(), xq_row_bytes};
 }
 
 }  // namespace
@@ -164,6 +195,26 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst) {
   return out;
 }
 
+void matmul_shared_input(const KernelTable& table, std::span<const MatrixRef> ws, const float* x,
+                         int64_t n_tokens, std::span<float* const> ys, ThreadPool* pool) {
+  TS_CHECK(ws.size() == ys.size() && !ws.empty());
+  bool together = ws.size() <= 8 && ws[0].layout != MatrixLayout::kRows;
+  for (const MatrixRef& w : ws) {
+    together = together && w.layout == ws[0].layout && w.dtype == ws[0].dtype && w.n_cols == ws[0].n_cols;
+  }
+  if (!together) {
+    for (size_t m = 0; m < ws.size(); ++m) matmul(table, ws[m], x, n_tokens, ys[m], pool);
+    return;
+  }
+  const auto [xq, xq_row_bytes] = activations_for(table, ws[0], x, n_tokens);
+  matmul_packed(table, ws, xq, xq_row_bytes, n_tokens, ys, pool);
+}
+
+void matmul_shared_input(std::span<const MatrixRef> ws, const float* x, int64_t n_tokens,
+                         std::span<float* const> ys, ThreadPool* pool) {
+  matmul_shared_input(kernel_table(), ws, x, n_tokens, ys, pool);
+}
+
 void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
   matmul(kernel_table(), w, x, n_tokens, y, pool);
 }
@@ -173,20 +224,10 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
   const DTypeKernels& k = kernels_for(table, w.dtype);
   const auto* base = static_cast<const std::byte*>(w.data);
   // Activations in the weights' vec_dot_type, converted once per call (not per row).
-  const void* xq = x;
-  size_t xq_row_bytes = static_cast<size_t>(w.n_cols) * sizeof(float);
-  thread_local std::vector<std::byte> xq_buffer;
-  if (k.vec_dot_type != DType::kF32) {
-    const DTypeKernels& kx = kernels_for(table, k.vec_dot_type);
-    xq_row_bytes = dtype_row_bytes(k.vec_dot_type, w.n_cols);
-    if (xq_buffer.size() < xq_row_bytes * n_tokens) xq_buffer.resize(xq_row_bytes * n_tokens);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      kx.from_float(x + t * w.n_cols, xq_buffer.data() + t * xq_row_bytes, w.n_cols);
-    }
-    xq = xq_buffer.data();
-  }
+  const auto [xq, xq_row_bytes] = activations_for(table, w, x, n_tokens);
   if (w.layout != MatrixLayout::kRows) {
-    matmul_packed(table, w, xq, xq_row_bytes, n_tokens, y, pool);
+    matmul_packed(table, std::span<const MatrixRef>(&w, 1), xq, xq_row_bytes, n_tokens,
+                  std::span<float* const>(&y, 1), pool);
     return;
   }
   // Tiles of rows x tokens, so that weights are streamed from memory once per token tile rather

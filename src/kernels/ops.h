@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tessera/base/thread_pool.h"
 #include "tessera/kernels/dtype.h"
@@ -56,6 +57,15 @@ void matmul(const MatrixRef& w, const float* x, int64_t n_tokens, float* y, Thre
 // that compare implementations side by side.
 void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_t n_tokens,
             float* y, ThreadPool* pool);
+
+// One matmul per matrix of `ws` (at most 8) on the same input x, outputs to ys[i]: bit for bit
+// what separate matmul calls give. Where the matrices share dtype, packed layout and columns (Q,
+// K and V; gate and up) x is converted once and the products run in one parallel region, one
+// barrier instead of one per matrix; otherwise it calls matmul for each.
+void matmul_shared_input(std::span<const MatrixRef> ws, const float* x, int64_t n_tokens,
+                         std::span<float* const> ys, ThreadPool* pool);
+void matmul_shared_input(const KernelTable& table, std::span<const MatrixRef> ws, const float* x,
+                         int64_t n_tokens, std::span<float* const> ys, ThreadPool* pool);
 
 // Copies row `row` of `w` (any layout) into `out` as f32 (n_cols values): embedding lookup.
 void dequantize_row(const MatrixRef& w, int64_t row, float* out);

@@ -283,9 +283,9 @@ Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
       kernels::rmsnorm(x_.data() + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps,
                        xn_.data() + t * c.dim);
     }
-    kernels::matmul(w.wq, xn_.data(), T, q_.data(), pool);
-    kernels::matmul(w.wk, xn_.data(), T, k_.data(), pool);
-    kernels::matmul(w.wv, xn_.data(), T, v_.data(), pool);
+    const MatrixRef qkv[] = {w.wq, w.wk, w.wv};
+    float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
+    kernels::matmul_shared_input(qkv, xn_.data(), T, qkv_out, pool);
     for (int64_t t = 0; t < T; ++t) {
       const int64_t pos = b.positions[static_cast<size_t>(t)];
       const int32_t slot = b.seq_ids[static_cast<size_t>(t)];
@@ -303,8 +303,9 @@ Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
       kernels::rmsnorm(x_.data() + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps,
                        xn_.data() + t * c.dim);
     }
-    kernels::matmul(w.w_gate, xn_.data(), T, gate_.data(), pool);
-    kernels::matmul(w.w_up, xn_.data(), T, up_.data(), pool);
+    const MatrixRef gate_up[] = {w.w_gate, w.w_up};
+    float* const gate_up_out[] = {gate_.data(), up_.data()};
+    kernels::matmul_shared_input(gate_up, xn_.data(), T, gate_up_out, pool);
     kernels::silu_mul(gate_.data(), up_.data(), T * c.ffn_dim);
     kernels::matmul(w.w_down, gate_.data(), T, tmp_.data(), pool);
     for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];

@@ -9,7 +9,7 @@
 
 #include "tessera/base/check.h"
 #include "tessera/base/log.h"
-#include "tessera/fleet/anonymous_region.h"
+#include "tessera/fleet/image_file_region.h"
 #include "tessera/fleet/file_backed_region.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/model/architecture.h"
@@ -123,12 +123,12 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
           spec.name));
     }
     auto slot = std::make_unique<Slot>();
-    // A model that repacks its weights at load (model/load_options.h) puts the image in a memfd
-    // region, so suspending it releases the memory as a file mapping's would.
-    std::unique_ptr<AnonymousRegion> image;
+    // A model that repacks its weights at load (model/load_options.h) builds the image in an
+    // unlinked file mapping, so it moves between tiers as a model file's mapping does.
+    std::unique_ptr<ImageFileRegion> image;
     model::LoadOptions load_options;
     load_options.allocate_image = [&image](size_t n) -> Result<std::byte*> {
-      TS_ASSIGN_OR_RETURN(image, AnonymousRegion::create(n));
+      TS_ASSIGN_OR_RETURN(image, ImageFileRegion::create(n));
       return image->mutable_bytes().data();
     };
     auto loaded = model::load_model(spec.path, load_options);

@@ -108,9 +108,10 @@ struct ModelStatus {
 class FleetManager {
  public:
   // Opens every model (mmap + tokenizer) in Unloaded. A file's weights are not read, except where
-  // the model repacks them into the kernels' layout (Q4_0 on CPUs with the kernel): that image
-  // is made now and set aside in the host tier, or on disk when a host budget is set (so
-  // starting many such models costs a pass over each file). Errors: kInvalidArgument
+  // the model repacks them into the kernels' layout (F16, Q8_0, Q4_0, Q4_K on CPUs with the
+  // kernels): that image is made now, in an unlinked file in $TMPDIR (ImageFileRegion), and set
+  // aside in the host tier, or on disk when a host budget is set (so starting many such models
+  // costs a pass over each file). Errors: kInvalidArgument
   // for no models, empty or duplicate names; the model's load error, naming it.
   static Result<std::unique_ptr<FleetManager>> create(std::vector<FleetModelSpec> models,
                                                       FleetOptions options);

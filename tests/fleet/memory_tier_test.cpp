@@ -18,6 +18,7 @@
 
 #include "tessera/base/mapped_file.h"
 #include "tessera/fleet/anonymous_region.h"
+#include "tessera/fleet/image_file_region.h"
 #include "tessera/fleet/file_backed_region.h"
 #include "tessera/fleet/memory_budget.h"
 #include "tessera/fleet/process_memory.h"
@@ -207,6 +208,36 @@ TEST(AnonymousRegionTest, DiskRoundTripsDirectAndThroughHost) {
   ASSERT_TRUE(r.move_to(Tier::kActive, 1).is_ok());
   EXPECT_TRUE(matches(r.bytes()));
   EXPECT_EQ(r.bytes().data(), addr);
+}
+
+// --- ImageFileRegion -------------------------------------------------------------------------
+
+TEST(ImageFileRegionTest, HostAndDiskRoundTripsReleaseMemoryAndKeepTheImage) {
+  const size_t n = 64 * kMiB + 12345 * 8;  // not a multiple of the page size
+  TempDir dir;
+  auto region = ImageFileRegion::create(n, dir.path());
+  ASSERT_TRUE(region.is_ok()) << region.status().to_string();
+  ImageFileRegion& r = **region;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));  // unlinked at once
+  fill(r.mutable_bytes());
+  const std::byte* addr = r.bytes().data();
+  const int64_t rss_active = rss();
+  ASSERT_TRUE(r.move_to(Tier::kHost, 4).is_ok());
+  const int64_t rss_host = rss();
+  EXPECT_GE(rss_active - rss_host, static_cast<int64_t>(n * 3 / 4)) << "RSS did not drop";
+  EXPECT_GE(resident_of(r), static_cast<int64_t>(n * 9 / 10));  // in the page cache
+  ASSERT_TRUE(r.move_to(Tier::kActive, 4).is_ok());
+  EXPECT_GE(rss() - rss_host, static_cast<int64_t>(n * 3 / 4));  // prefaulted
+  EXPECT_TRUE(matches(r.bytes()));
+  ASSERT_TRUE(r.move_to(Tier::kDisk, 2).is_ok());
+  EXPECT_EQ(r.tier(), Tier::kDisk);
+  EXPECT_LT(resident_of(r), static_cast<int64_t>(n / 2)) << "page cache not dropped";
+  ASSERT_TRUE(r.move_to(Tier::kActive, 3).is_ok());
+  EXPECT_TRUE(matches(r.bytes()));
+  EXPECT_EQ(r.bytes().data(), addr);  // the address never moves
+  EXPECT_EQ(ImageFileRegion::create(0).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ImageFileRegion::create(kMiB, "/nonexistent/tessera-images").status().code(),
+            ErrorCode::kIoError);
 }
 
 TEST(AnonymousRegionTest, SpillDirectoryErrorsAreReported) {

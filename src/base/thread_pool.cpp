@@ -96,22 +96,4 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   });
 }
 
-void ThreadPool::parallel_for_dynamic(int64_t n, int64_t grain,
-                                      const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  grain = std::max<int64_t>(1, grain);
-  const int64_t n_chunks = (n + grain - 1) / grain;
-  if (n_threads_ == 1 || n_chunks == 1) {
-    fn(0, n);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  run([&](int, int) {
-    for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < n_chunks;
-         c = next.fetch_add(1, std::memory_order_relaxed)) {
-      fn(c * grain, std::min(n, (c + 1) * grain));
-    }
-  });
-}
-
 }  // namespace tessera

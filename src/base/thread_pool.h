@@ -32,13 +32,6 @@ class ThreadPool {
   // fn(begin, end) for each chunk, balancing chunks over the threads. Chunks never overlap.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
-  // The same contract (chunks of `grain`, the last shorter, never overlapping, each called once),
-  // but threads claim chunks in order from a shared counter as they finish the last one, so a
-  // thread slowed by another tenant on its core takes fewer chunks instead of holding everyone
-  // at the barrier. Which thread runs a chunk varies from call to call: fn must give the same
-  // result whatever thread runs it (as matmul's outputs do).
-  void parallel_for_dynamic(int64_t n, int64_t grain,
-                            const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   void worker_loop(int index);

@@ -113,10 +113,9 @@ void matmul_packed(const KernelTable& table, std::span<const MatrixRef> ws, cons
   if (pool == nullptr) {
     items(0, n_items);
   } else {
-    // About 8 chunks per thread, claimed dynamically: decode is memory-bound and the cores are
-    // shared, so a static halving left the faster thread waiting (measured in PERFORMANCE.md).
-    const int64_t grain = std::max<int64_t>(1, n_items / (8 * pool->size()));
-    pool->parallel_for_dynamic(n_items, grain, items);
+    // One contiguous range per thread, so each streams its weights front to back: chunks claimed
+    // dynamically from a shared counter measured 20-30% slower decode (docs/PERFORMANCE.md).
+    pool->parallel_for(n_items, 1, items);
   }
 }
 

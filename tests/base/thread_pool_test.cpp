@@ -36,22 +36,6 @@ TEST(ThreadPool, ParallelForCoversRangeExactlyOnce) {
   }
 }
 
-TEST(ThreadPool, DynamicParallelForCoversRangeExactlyOnceInGrainChunks) {
-  ThreadPool pool(3);
-  for (int64_t n : {0, 1, 7, 16, 17, 1000, 1001}) {
-    for (int64_t grain : {1, 4, 16, 5000}) {
-      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-      pool.parallel_for_dynamic(n, grain, [&](int64_t b, int64_t e) {
-        EXPECT_LT(b, e);
-        EXPECT_EQ(b % grain, 0);
-        EXPECT_TRUE(e - b == grain || e == n) << b << ".." << e;
-        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
-      });
-      for (auto& h : hits) EXPECT_EQ(h.load(), 1) << "n=" << n << " grain=" << grain;
-    }
-  }
-}
-
 TEST(ThreadPool, ManyShortRegionsDoNotDeadlock) {
   ThreadPool pool(4);
   std::atomic<int64_t> sum{0};

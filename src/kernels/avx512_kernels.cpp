@@ -427,6 +427,69 @@ void q4_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_ro
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
 }
 
+// The group kernels' tiles behind one signature: Tile<T>::run(group, n_cols, T tokens' rows,
+// their row stride, their per-token terms, outputs, output stride).
+template <int T>
+struct Q4_0x16Tile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
+                  float* y, int64_t ys) {
+    q4_0x16_tile<T>(q, n / kQK4_0, x, xrb, aux, y, ys);
+  }
+};
+template <int T>
+struct Q8_0x16Tile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
+                  float* y, int64_t ys) {
+    q8_0x16_tile<T>(q, n / kQK8_0, x, xrb, aux, y, ys);
+  }
+};
+template <int T>
+struct Q4_Kx16Tile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
+                  float* y, int64_t ys) {
+    q4_kx16_tile<T>(q, n / kQK_K, x, xrb, aux, y, ys);
+  }
+};
+template <int T>
+struct F16x16Tile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t*,
+                  float* y, int64_t ys) {
+    f16x16_tile<T>(q, n, x, xrb, y, ys);
+  }
+};
+
+// The last n_tokens % kMax tokens of a group: Tile<rem> for the remainder rem in [1, T].
+template <template <int> class Tile, int T>
+void run_remainder(int64_t rem, const uint8_t* q, int64_t n, const std::byte* x, size_t xrb,
+                   const int32_t* aux, float* y, int64_t ys) {
+  if constexpr (T > 0) {
+    if (rem == T) {
+      Tile<T>::run(q, n, x, xrb, aux, y, ys);
+    } else {
+      run_remainder<Tile, T - 1>(rem, q, n, x, xrb, aux, y, ys);
+    }
+  }
+}
+
+// Every group against every token, kMax tokens per tile: the Q4_0x16GemmFn contract for a
+// layout whose groups are group_bytes apart and whose tokens carry aux_per_token terms each.
+template <int kMax, template <int> class Tile>
+void run_groups(const void* groups, size_t group_bytes, int64_t n_groups, const void* x,
+                size_t xrb, const int32_t* aux, int64_t aux_per_token, int64_t n_tokens, float* y,
+                int64_t ys, int64_t n) {
+  const auto* xb = static_cast<const std::byte*>(x);
+  auto aux_at = [&](int64_t t) { return aux_per_token > 0 ? aux + t * aux_per_token : aux; };
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const auto* q = static_cast<const uint8_t*>(groups) + g * group_bytes;
+    float* yg = y + g * 16;
+    int64_t t = 0;
+    for (; t + kMax <= n_tokens; t += kMax) {
+      Tile<kMax>::run(q, n, xb + t * xrb, xrb, aux_at(t), yg + t * ys, ys);
+    }
+    run_remainder<Tile, kMax - 1>(n_tokens - t, q, n, xb + t * xrb, xrb, aux_at(t), yg + t * ys, ys);
+  }
+}
+
 // Elements to take with a masked load first so that the weight loads that follow are aligned to
 // `align` bytes: a weight row streams from memory, and a 64-byte load that straddles two cache
 // lines costs both (measured: f32 matvec from DRAM 1.5x slower at 16-byte alignment). Zero when
@@ -585,109 +648,29 @@ void q8_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const
 void q4_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  const int64_t nb = n / kQK4_0;
-  const size_t group_bytes = q4_0x16_group_bytes(n);
-  const auto* xb = static_cast<const std::byte*>(x);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const auto* q = static_cast<const uint8_t*>(groups) + g * group_bytes;
-    float* yg = y + g * kQ4_0x16Rows;
-    int64_t t = 0;
-    for (; t + 8 <= n_tokens; t += 8) {
-      q4_0x16_tile<8>(q, nb, xb + t * x_row_bytes, x_row_bytes, terms + 2 * t * nb, yg + t * y_stride, y_stride);
-    }
-    const std::byte* xt = xb + t * x_row_bytes;
-    const int32_t* bt = terms + 2 * t * nb;
-    float* yt = yg + t * y_stride;
-    switch (n_tokens - t) {
-      case 1: q4_0x16_tile<1>(q, nb, xt, x_row_bytes, bt, yt, y_stride); break;
-      case 2: q4_0x16_tile<2>(q, nb, xt, x_row_bytes, bt, yt, y_stride); break;
-      case 3: q4_0x16_tile<3>(q, nb, xt, x_row_bytes, bt, yt, y_stride); break;
-      case 4: q4_0x16_tile<4>(q, nb, xt, x_row_bytes, bt, yt, y_stride); break;
-      case 5: q4_0x16_tile<5>(q, nb, xt, x_row_bytes, bt, yt, y_stride); break;
-      case 6: q4_0x16_tile<6>(q, nb, xt, x_row_bytes, bt, yt, y_stride); break;
-      case 7: q4_0x16_tile<7>(q, nb, xt, x_row_bytes, bt, yt, y_stride); break;
-      default: break;
-    }
-  }
+  run_groups<8, Q4_0x16Tile>(groups, q4_0x16_group_bytes(n), n_groups, x, x_row_bytes, terms,
+                             2 * (n / kQK4_0), n_tokens, y, y_stride, n);
 }
 
 void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  const int64_t nsb = n / kQK_K;
-  const size_t group_bytes = q4_kx16_group_bytes(n);
-  const auto* xb = static_cast<const std::byte*>(x);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const auto* q = static_cast<const uint8_t*>(groups) + g * group_bytes;
-    float* yg = y + g * kQ4_Kx16Rows;
-    int64_t t = 0;
-    for (; t + 8 <= n_tokens; t += 8) {
-      q4_kx16_tile<8>(q, nsb, xb + t * x_row_bytes, x_row_bytes, pairs + t * nsb * 4, yg + t * y_stride, y_stride);
-    }
-    const std::byte* xt = xb + t * x_row_bytes;
-    const int32_t* pt = pairs + t * nsb * 4;
-    float* yt = yg + t * y_stride;
-    switch (n_tokens - t) {
-      case 1: q4_kx16_tile<1>(q, nsb, xt, x_row_bytes, pt, yt, y_stride); break;
-      case 2: q4_kx16_tile<2>(q, nsb, xt, x_row_bytes, pt, yt, y_stride); break;
-      case 3: q4_kx16_tile<3>(q, nsb, xt, x_row_bytes, pt, yt, y_stride); break;
-      case 4: q4_kx16_tile<4>(q, nsb, xt, x_row_bytes, pt, yt, y_stride); break;
-      case 5: q4_kx16_tile<5>(q, nsb, xt, x_row_bytes, pt, yt, y_stride); break;
-      case 6: q4_kx16_tile<6>(q, nsb, xt, x_row_bytes, pt, yt, y_stride); break;
-      case 7: q4_kx16_tile<7>(q, nsb, xt, x_row_bytes, pt, yt, y_stride); break;
-      default: break;
-    }
-  }
+  run_groups<8, Q4_Kx16Tile>(groups, q4_kx16_group_bytes(n), n_groups, x, x_row_bytes, pairs,
+                             4 * (n / kQK_K), n_tokens, y, y_stride, n);
 }
 
 void q8_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  const int64_t nb = n / kQK8_0;
-  const auto* xb = static_cast<const std::byte*>(x);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const auto* q = static_cast<const uint8_t*>(groups) + g * q8_0x16_group_bytes(n);
-    float* yg = y + g * 16;
-    int64_t t = 0;
-    for (; t + 8 <= n_tokens; t += 8) {
-      q8_0x16_tile<8>(q, nb, xb + t * x_row_bytes, x_row_bytes, terms + 2 * t * nb, yg + t * y_stride, y_stride);
-    }
-    const std::byte* xt = xb + t * x_row_bytes;
-    const int32_t* tt = terms + 2 * t * nb;
-    float* yt = yg + t * y_stride;
-    switch (n_tokens - t) {
-      case 1: q8_0x16_tile<1>(q, nb, xt, x_row_bytes, tt, yt, y_stride); break;
-      case 2: q8_0x16_tile<2>(q, nb, xt, x_row_bytes, tt, yt, y_stride); break;
-      case 3: q8_0x16_tile<3>(q, nb, xt, x_row_bytes, tt, yt, y_stride); break;
-      case 4: q8_0x16_tile<4>(q, nb, xt, x_row_bytes, tt, yt, y_stride); break;
-      case 5: q8_0x16_tile<5>(q, nb, xt, x_row_bytes, tt, yt, y_stride); break;
-      case 6: q8_0x16_tile<6>(q, nb, xt, x_row_bytes, tt, yt, y_stride); break;
-      case 7: q8_0x16_tile<7>(q, nb, xt, x_row_bytes, tt, yt, y_stride); break;
-      default: break;
-    }
-  }
+  run_groups<8, Q8_0x16Tile>(groups, q8_0x16_group_bytes(n), n_groups, x, x_row_bytes, terms,
+                             2 * (n / kQK8_0), n_tokens, y, y_stride, n);
 }
 
 void f16x16_f32_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                      const int32_t* /*terms*/, int64_t n_tokens, float* y, int64_t y_stride,
                      int64_t n) {
-  const auto* xb = static_cast<const std::byte*>(x);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const auto* q = static_cast<const uint8_t*>(groups) + g * f16x16_group_bytes(n);
-    float* yg = y + g * 16;
-    int64_t t = 0;
-    for (; t + 6 <= n_tokens; t += 6) f16x16_tile<6>(q, n, xb + t * x_row_bytes, x_row_bytes, yg + t * y_stride, y_stride);
-    const std::byte* xt = xb + t * x_row_bytes;
-    float* yt = yg + t * y_stride;
-    switch (n_tokens - t) {
-      case 1: f16x16_tile<1>(q, n, xt, x_row_bytes, yt, y_stride); break;
-      case 2: f16x16_tile<2>(q, n, xt, x_row_bytes, yt, y_stride); break;
-      case 3: f16x16_tile<3>(q, n, xt, x_row_bytes, yt, y_stride); break;
-      case 4: f16x16_tile<4>(q, n, xt, x_row_bytes, yt, y_stride); break;
-      case 5: f16x16_tile<5>(q, n, xt, x_row_bytes, yt, y_stride); break;
-      default: break;
-    }
-  }
+  run_groups<6, F16x16Tile>(groups, f16x16_group_bytes(n), n_groups, x, x_row_bytes, nullptr, 0,
+                            n_tokens, y, y_stride, n);
 }
 
 }  // namespace avx512

@@ -91,8 +91,9 @@ void matmul_packed(const KernelTable& table, std::span<const MatrixRef> ws, cons
     const int64_t g1 = std::min(i1, n_groups);
     for (int64_t t0 = 0; t0 < n_tokens && i0 < g1; t0 += token_block) {
       const int64_t nt = std::min(token_block, n_tokens - t0);
-      f.gemm(base + i0 * f.group_bytes, g1 - i0, xb + t0 * xq_row_bytes, xq_row_bytes,
-             aux + t0 * f.aux_per_token, nt, y + t0 * w.n_rows + i0 * kRows, w.n_rows, w.n_cols);
+      const int32_t* aux_t = f.aux_per_token > 0 ? aux + t0 * f.aux_per_token : aux;  // F16: none
+      f.gemm(base + i0 * f.group_bytes, g1 - i0, xb + t0 * xq_row_bytes, xq_row_bytes, aux_t, nt,
+             y + t0 * w.n_rows + i0 * kRows, w.n_rows, w.n_cols);
     }
     if (i1 > n_groups) {
       const std::byte* tail = base + n_groups * f.group_bytes;

@@ -43,13 +43,18 @@ void q4_0x16_row_to_float(const void* group, int l, int64_t n_cols, float* dst) 
 
 void q8_0_block_terms(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols,
                       int32_t* terms) {
+  q8_0_block_terms_offset(x, x_row_bytes, n_tokens, n_cols, 8, terms);
+}
+
+void q8_0_block_terms_offset(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols,
+                             int32_t offset, int32_t* terms) {
   const int64_t nb = n_cols / kQK8_0;
   for (int64_t t = 0; t < n_tokens; ++t) {
     const auto* a = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(x) + t * x_row_bytes);
     for (int64_t b = 0; b < nb; ++b) {
       int32_t s = 0;
       for (int j = 0; j < kQK8_0; ++j) s += a[b].qs[j];
-      terms[2 * (t * nb + b)] = -8 * s;
+      terms[2 * (t * nb + b)] = -offset * s;
       const float d = f16_to_f32(a[b].d);
       std::memcpy(&terms[2 * (t * nb + b) + 1], &d, sizeof d);
     }

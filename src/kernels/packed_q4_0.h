@@ -60,6 +60,9 @@ void q4_0x16_row_to_float(const void* group, int l, int64_t n_cols, float* dst);
 // n_tokens Q8_0 rows (x_row_bytes apart) of nb = n_cols / 32 blocks.
 void q8_0_block_terms(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols,
                       int32_t* terms);
+// The same for weights stored offset by `offset` (8 here, 128 for Q8_0x16): -offset * sum(a).
+void q8_0_block_terms_offset(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols,
+                             int32_t offset, int32_t* terms);
 
 // Products of packed groups with Q8_0 tokens: for g < n_groups, t < n_tokens, l < 16,
 //   y[t * y_stride + 16 g + l] = row (16g + l) . token t

@@ -206,8 +206,8 @@ void matmul_shared_input(const KernelTable& table, std::span<const MatrixRef> ws
     for (size_t m = 0; m < ws.size(); ++m) matmul(table, ws[m], x, n_tokens, ys[m], pool);
     return;
   }
-  const auto [xq, xq_row_bytes] = activations_for(table, ws[0], x, n_tokens);
-  matmul_packed(table, ws, xq, xq_row_bytes, n_tokens, ys, pool);
+  const std::pair<const void*, size_t> act = activations_for(table, ws[0], x, n_tokens);
+  matmul_packed(table, ws, act.first, act.second, n_tokens, ys, pool);
 }
 
 void matmul_shared_input(std::span<const MatrixRef> ws, const float* x, int64_t n_tokens,
@@ -223,8 +223,12 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
             float* y, ThreadPool* pool) {
   const DTypeKernels& k = kernels_for(table, w.dtype);
   const auto* base = static_cast<const std::byte*>(w.data);
-  // Activations in the weights' vec_dot_type, converted once per call (not per row).
-  const auto [xq, xq_row_bytes] = activations_for(table, w, x, n_tokens);
+  // Activations in the weights' vec_dot_type, converted once per call (not per row). (Named
+  // variables, not a structured binding: the lambda below captures them, which clang before 16
+  // refuses for bindings.)
+  const std::pair<const void*, size_t> act = activations_for(table, w, x, n_tokens);
+  const void* xq = act.first;
+  const size_t xq_row_bytes = act.second;
   if (w.layout != MatrixLayout::kRows) {
     matmul_packed(table, std::span<const MatrixRef>(&w, 1), xq, xq_row_bytes, n_tokens,
                   std::span<float* const>(&y, 1), pool);

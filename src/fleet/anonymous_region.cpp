@@ -102,18 +102,7 @@ Status AnonymousRegion::unmap_pages() {
 }
 
 Status AnonymousRegion::populate(int n_threads) {
-  return for_each_chunk(size_, n_threads, page_size(), [&](size_t b, size_t e) -> Status {
-    if (::madvise(data_ + b, e - b, MADV_POPULATE_WRITE) == 0) return Status::ok();
-    if (errno != EINVAL) {
-      return io_error("restoring the image: madvise(MADV_POPULATE_WRITE): " + errno_text());
-    }
-    // Older kernels (before 5.14): fault each page in for writing without changing it.
-    for (size_t off = b; off < e; off += page_size()) {
-      auto* v = reinterpret_cast<volatile unsigned char*>(data_ + off);
-      *v = *v;
-    }
-    return Status::ok();
-  });
+  return populate_pages(data_, size_, n_threads, Fault::kWrite, "restoring the image");
 }
 
 Status AnonymousRegion::punch_memfd() {

@@ -53,23 +53,8 @@ Status FileBackedRegion::drop_page_cache() {
 }
 
 Status FileBackedRegion::populate(int n_threads) {
-  const std::byte* base = file_->bytes().data();
-  const size_t page = page_size();
-  return for_each_chunk(size(), n_threads, page, [&](size_t begin, size_t end) -> Status {
-    if (::madvise(mutable_addr(base + begin), end - begin, MADV_POPULATE_READ) == 0) {
-      return Status::ok();
-    }
-    if (errno != EINVAL) {
-      return io_error(fmt::format("reading {} back: madvise(MADV_POPULATE_READ): {}",
-                                  file_->path(), std::strerror(errno)));
-    }
-    // Older kernels: fault each page in by reading one byte of it.
-    volatile unsigned char sink = 0;
-    for (size_t off = begin; off < end; off += page) {
-      sink = sink + static_cast<unsigned char>(base[off]);
-    }
-    return Status::ok();
-  });
+  return populate_pages(static_cast<std::byte*>(mutable_addr(file_->bytes().data())), size(),
+                        n_threads, Fault::kRead, "reading " + file_->path() + " back");
 }
 
 Result<MoveStats> FileBackedRegion::move_to(Tier to, int n_threads) {

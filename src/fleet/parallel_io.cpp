@@ -1,5 +1,6 @@
 #include "tessera/fleet/parallel_io.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +11,31 @@
 
 #include <fmt/format.h>
 
+#include "tessera/fleet/process_memory.h"
+
 namespace tessera::fleet {
+
+Status populate_pages(std::byte* base, size_t n, int n_threads, Fault fault, std::string_view what) {
+  const size_t page = page_size();
+  const int advice = fault == Fault::kRead ? MADV_POPULATE_READ : MADV_POPULATE_WRITE;
+  return for_each_chunk(n, n_threads, page, [&](size_t b, size_t e) -> Status {
+    if (::madvise(base + b, e - b, advice) == 0) return Status::ok();
+    if (errno != EINVAL) {
+      return io_error(fmt::format("{}: madvise(MADV_POPULATE_{}): {}", what,
+                                  fault == Fault::kRead ? "READ" : "WRITE", std::strerror(errno)));
+    }
+    volatile unsigned char sink = 0;
+    for (size_t off = b; off < e; off += page) {
+      auto* v = reinterpret_cast<volatile unsigned char*>(base + off);
+      if (fault == Fault::kRead) {
+        sink = sink + *v;
+      } else {
+        *v = *v;
+      }
+    }
+    return Status::ok();
+  });
+}
 
 Status for_each_chunk(size_t n, int n_threads, size_t align,
                       const std::function<Status(size_t, size_t)>& fn) {

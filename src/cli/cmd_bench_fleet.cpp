@@ -15,6 +15,7 @@
 #include "common.h"
 #include "tessera/bench/environment.h"
 #include "tessera/bench/fleet_replay.h"
+#include "tessera/base/log.h"
 #include "tessera/bench/servegen.h"
 #include "tessera/serve/fleet_config.h"
 
@@ -49,8 +50,18 @@ Result<std::vector<fleet::FleetModelSpec>> model_specs(const FleetBenchArgs& a) 
   engine::EngineOptions d;
   d.ctx_size = a.ctx_size;
   d.max_running = a.parallel;
-  if (!a.config.empty()) return serve::read_fleet_config(a.config, d);
-  return serve::fleet_specs_from_dir(a.models_dir, d);
+  if (a.config.empty()) return serve::fleet_specs_from_dir(a.models_dir, d);
+  TS_ASSIGN_OR_RETURN(std::vector<fleet::FleetModelSpec> specs,
+                      serve::read_fleet_config(a.config, d, fleet::IdlePolicySettings{}));
+  // The benchmark compares fleet-wide policies (with keep-alives scaled to the replay's time
+  // compression): a model's own idle policy from the config would blur that comparison.
+  for (auto& s : specs) {
+    if (s.idle_policy) {
+      log_warn("bench fleet: {}: its own idle policy in the config is ignored", s.name);
+      s.idle_policy = nullptr;
+    }
+  }
+  return specs;
 }
 
 // One client per model: the named ones, else clients with traffic in the span, ranked by how

@@ -18,8 +18,7 @@
 #include "tessera/base/log.h"
 #include "tessera/engine/engine.h"
 #include "tessera/fleet/fleet_manager.h"
-#include "tessera/fleet/hybrid_histogram_policy.h"
-#include "tessera/fleet/keep_alive_policy.h"
+#include "tessera/fleet/idle_policy.h"
 #include "tessera/serve/chat_template.h"
 #include "tessera/serve/fleet_backend.h"
 #include "tessera/serve/fleet_config.h"
@@ -143,16 +142,10 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
     if (!b.is_ok()) return fail(b.status().with_context("--host-budget"));
     fo.host_budget_bytes = *b;
   }
-  const auto keep_alive_ns = static_cast<int64_t>(a.keep_alive_s * 1e9);
-  if (a.idle_policy == "fixed") {
-    fo.idle_policy = std::make_shared<fleet::FixedKeepAlivePolicy>(keep_alive_ns);
-  } else if (a.idle_policy == "adaptive") {
-    fleet::HybridHistogramOptions ho;
-    ho.fallback_keep_alive_ns = keep_alive_ns;
-    fo.idle_policy = std::make_shared<fleet::HybridHistogramPolicy>(ho);
-  } else if (a.idle_policy != "always-on") {
-    return fail("--idle-policy must be fixed, adaptive or always-on");
-  }
+  const fleet::IdlePolicySettings idle{a.idle_policy, a.keep_alive_s};
+  auto policy = fleet::make_idle_policy(idle);
+  if (!policy.is_ok()) return fail(policy.status().with_context("--idle-policy/--keep-alive"));
+  fo.idle_policy = std::move(policy).value();
   fo.request_deadline_ns = static_cast<int64_t>(a.resume_deadline_s * 1e9);
   // One device for every model: their engines take turns on one pool of --threads cores.
   engine::DeviceSchedulerOptions dso;
@@ -163,7 +156,7 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
   const engine::EngineOptions defaults = engine_options(a, kv_dtype, a.ctx_size);
   std::vector<fleet::FleetModelSpec> specs;
   if (!a.config.empty()) {
-    auto parsed = serve::read_fleet_config(a.config, defaults);
+    auto parsed = serve::read_fleet_config(a.config, defaults, idle);
     if (!parsed.is_ok()) return fail(parsed.status());
     specs = std::move(parsed).value();
   } else {
@@ -194,11 +187,11 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
   if (Status s = fleet->start(); !s.is_ok()) log_warn("fleet: {}", s.message());
   server.set_serving();
   for (const auto& m : fleet->status()) {
-    std::printf("tessera serve: model '%s' %s (%.1f MiB weights + KV)\n", m.name.c_str(),
-                std::string(fleet::model_state_name(m.state)).c_str(),
-                static_cast<double>(m.active_bytes) / (1 << 20));
+    std::printf("tessera serve: model '%s' %s (%.1f MiB weights + KV, idle policy %s)\n",
+                m.name.c_str(), std::string(fleet::model_state_name(m.state)).c_str(),
+                static_cast<double>(m.active_bytes) / (1 << 20), m.idle_policy.c_str());
   }
-  std::printf("tessera serve: fleet of %zu models on one device of %d threads, idle policy %s, "
+  std::printf("tessera serve: fleet of %zu models on one device of %d threads, default idle policy %s, "
               "keep-alive %.0f s, budget %s\n",
               n_models, fo.device->n_threads(), a.idle_policy.c_str(), a.keep_alive_s,
               a.mem_budget.empty() ? "unlimited" : a.mem_budget.c_str());
@@ -315,7 +308,8 @@ void add_serve_command(CLI::App& app, RunFn& run) {
                   "e.g. 4G; above it the least likely to be needed soon go to disk (default: "
                   "unlimited)");
   cmd->add_option("--idle-policy", a->idle_policy,
-                  "With --models: fixed (keep-alive), adaptive (hybrid histogram) or always-on")
+                  "With --models/--config: fixed (keep-alive), adaptive (hybrid histogram) or always-on; "
+                  "a config entry's idle_policy/keep_alive_s override it for that model")
       ->capture_default_str();
   cmd->add_option("--keep-alive", a->keep_alive_s,
                   "With --models: idle seconds before a model is suspended (adaptive: fallback)")

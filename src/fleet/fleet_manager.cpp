@@ -561,16 +561,31 @@ void FleetManager::tick() {
                            : r);
     }
   }
-  if (options_.idle_policy) apply_idle_policy(now);
+  apply_idle_policy(now);
   enforce_host_budget(now);
 }
 
 void FleetManager::apply_idle_policy(int64_t now) {
+  // One decide() per distinct policy, over the whole view (a policy may weigh the fleet), keeping
+  // only its decisions for the models it governs.
+  std::vector<const IdlePolicy*> policies;
+  for (const auto& s : slots_) {
+    const IdlePolicy* p = idle_policy_of(*s);
+    if (p != nullptr && std::find(policies.begin(), policies.end(), p) == policies.end()) {
+      policies.push_back(p);
+    }
+  }
+  if (policies.empty()) return;
   std::vector<Decision> decisions;
   {
     FleetView v = view(now);
     std::lock_guard<std::mutex> lock(activity_mu_);
-    decisions = options_.idle_policy->decide(v, activity_);
+    for (const IdlePolicy* p : policies) {
+      for (Decision& d : p->decide(v, activity_)) {
+        const Slot* s = find(d.model);
+        if (s != nullptr && idle_policy_of(*s) == p) decisions.push_back(std::move(d));
+      }
+    }
   }
   for (const Decision& d : decisions) {
     Slot* s = find(d.model);
@@ -589,6 +604,10 @@ void FleetManager::apply_idle_policy(int64_t now) {
     }
     if (!r.is_ok()) log_warn("fleet: {} {} failed: {}", action_name(d.action), d.model, r.message());
   }
+}
+
+const IdlePolicy* FleetManager::idle_policy_of(const Slot& s) const {
+  return s.spec.idle_policy ? s.spec.idle_policy.get() : options_.idle_policy.get();
 }
 
 void FleetManager::note_arrival(Slot& s, int64_t now_ns, bool cold) {
@@ -733,6 +752,8 @@ Result<ModelStatus> FleetManager::status(const std::string& name) const {
   m.resumes = s->lifecycle->entries(ModelState::kResuming);
   m.loads = s->lifecycle->entries(ModelState::kLoading);
   m.pinned = s->spec.pinned;
+  const IdlePolicy* policy = idle_policy_of(*s);
+  m.idle_policy = policy != nullptr ? std::string(policy->name()) : "none";
   m.ttft_slo_s = static_cast<double>(s->spec.engine.ttft_slo_ns) * 1e-9;
   {
     std::lock_guard<std::mutex> acct(s->acct_mu);

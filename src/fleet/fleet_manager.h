@@ -60,6 +60,9 @@ struct FleetModelSpec {
   std::string tokenizer;           // tokenizer file; empty: the GGUF's own
   engine::EngineOptions engine;    // per-model engine options
   bool pinned = false;             // never suspended or evicted by a policy
+  // This model's idle policy; null: the fleet's (FleetOptions::idle_policy). Models sharing a
+  // policy object are decided on together (one decide() call per distinct policy).
+  std::shared_ptr<const IdlePolicy> idle_policy;
 };
 
 struct FleetOptions {
@@ -67,7 +70,9 @@ struct FleetOptions {
   // Weights of Suspended models (the host tier: page cache or memfd); above it, tick() evicts
   // suspended models to disk, cheapest expected cold start per byte first. 0: unlimited.
   int64_t host_budget_bytes = 0;
-  std::shared_ptr<const IdlePolicy> idle_policy;  // null: never suspend on idleness
+  // The default idle policy (a model's own FleetModelSpec::idle_policy overrides it); null:
+  // models without their own are never suspended on idleness.
+  std::shared_ptr<const IdlePolicy> idle_policy;
   EvictionOptions eviction;
   int64_t request_deadline_ns = 30'000'000'000;  // how long a queued request waits for Active
   int64_t tick_ns = 100'000'000;            // control-thread wake-up period (real time)
@@ -93,6 +98,7 @@ struct ModelStatus {
   double last_bring_up_s = 0.0;    // duration of the last load or resume (0: none yet)
   int64_t queued = 0;              // requests waiting for the model to come up
   bool pinned = false;
+  std::string idle_policy;         // the policy that governs it (IdlePolicy::name()); "none"
   std::string last_error;          // why it is Failed
   // Usage since create(). Memory-seconds: active bytes x seconds held (Loading, Active,
   // Resuming, Suspending); idle memory-seconds: the part with no request in flight.
@@ -182,6 +188,7 @@ class FleetManager {
   int64_t host_bytes() const;                          // weights of Suspended models
   void enforce_host_budget(int64_t now_ns);            // holds control_mu_
   void apply_idle_policy(int64_t now_ns);              // holds control_mu_
+  const IdlePolicy* idle_policy_of(const Slot& s) const;  // the model's, else the fleet's
   void fail_pending(Slot& s, const Status& why);
   void dispatch_pending(Slot& s);
   void expire_pending(int64_t now_ns);

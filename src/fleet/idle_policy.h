@@ -4,8 +4,12 @@
 // Thread-safety: decide() is const and may be called from any thread given its inputs.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "tessera/base/status.h"
 
 #include "tessera/fleet/activity_tracker.h"
 #include "tessera/fleet/fleet_view.h"
@@ -21,5 +25,18 @@ class IdlePolicy {
   virtual std::vector<Decision> decide(const FleetView& view,
                                        const ActivityTracker& activity) const = 0;
 };
+
+// An idle policy by name, as `tessera serve --idle-policy/--keep-alive` and a fleet config's
+// "idle_policy"/"keep_alive_s" spell it:
+//   fixed      FixedKeepAlivePolicy(keep_alive_s)
+//   adaptive   HybridHistogramPolicy, falling back to keep_alive_s where a model's idle times
+//              are not representative
+//   always-on  never suspends (FixedKeepAlivePolicy with no keep-alive)
+struct IdlePolicySettings {
+  std::string kind = "fixed";
+  double keep_alive_s = 300.0;
+};
+// Errors: kInvalidArgument for an unknown kind or a negative or non-finite keep-alive.
+Result<std::shared_ptr<const IdlePolicy>> make_idle_policy(const IdlePolicySettings& settings);
 
 }  // namespace tessera::fleet

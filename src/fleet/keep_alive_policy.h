@@ -15,7 +15,7 @@ class FixedKeepAlivePolicy final : public IdlePolicy {
   explicit FixedKeepAlivePolicy(int64_t keep_alive_ns) : keep_alive_ns_(keep_alive_ns) {}
   static FixedKeepAlivePolicy always_on() { return FixedKeepAlivePolicy(-1); }
 
-  std::string_view name() const override { return "keep-alive"; }
+  std::string_view name() const override { return keep_alive_ns_ < 0 ? "always-on" : "keep-alive"; }
   // kSuspend for each Active, unpinned model idle (idle_for_ns) for >= keep_alive_ns.
   std::vector<Decision> decide(const FleetView& view,
                                const ActivityTracker& activity) const override;

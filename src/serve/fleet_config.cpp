@@ -46,7 +46,8 @@ Status read_number(const json& m, size_t i, const char* key, double min, double 
 
 Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string& text,
                                                               const std::string& base_dir,
-                                                              const engine::EngineOptions& defaults) {
+                                                              const engine::EngineOptions& defaults,
+                                                              const fleet::IdlePolicySettings& idle) {
   json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return invalid_argument("fleet config: not valid JSON");
   if (!root.is_object() || !root.contains("models") || !root["models"].is_array()) {
@@ -58,7 +59,7 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
   static const std::set<std::string> kKeys = {"name",     "path",        "ctx_size",
                                               "parallel", "priority",    "ttft_slo_ms",
                                               "tpot_slo_ms", "kv_blocks", "pinned",
-                                              "tokenizer"};
+                                              "tokenizer", "idle_policy", "keep_alive_s"};
   std::vector<fleet::FleetModelSpec> out;
   const json& models = root["models"];
   if (models.empty()) return invalid_argument("fleet config: \"models\" is empty");
@@ -105,19 +106,37 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
       if (!m["pinned"].is_boolean()) return bad(i, "pinned", "expected true or false");
       s.pinned = m["pinned"].get<bool>();
     }
+    if (m.contains("idle_policy") || m.contains("keep_alive_s")) {
+      fleet::IdlePolicySettings own = idle;
+      if (m.contains("idle_policy")) {
+        if (!m["idle_policy"].is_string()) return bad(i, "idle_policy", "expected fixed, adaptive or always-on");
+        own.kind = m["idle_policy"].get<std::string>();
+      }
+      if (m.contains("keep_alive_s")) {
+        if (!m["keep_alive_s"].is_number()) return bad(i, "keep_alive_s", "expected seconds >= 0");
+        own.keep_alive_s = m["keep_alive_s"].get<double>();
+      }
+      auto policy = fleet::make_idle_policy(own);
+      if (!policy.is_ok()) {
+        return bad(i, m.contains("idle_policy") ? "idle_policy" : "keep_alive_s",
+                   policy.status().message());
+      }
+      s.idle_policy = std::move(policy).value();
+    }
     out.push_back(std::move(s));
   }
   return out;
 }
 
 Result<std::vector<fleet::FleetModelSpec>> read_fleet_config(const std::string& path,
-                                                             const engine::EngineOptions& defaults) {
+                                                             const engine::EngineOptions& defaults,
+                                                             const fleet::IdlePolicySettings& idle) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return not_found("fleet config " + path + ": cannot open it");
   std::ostringstream text;
   text << in.rdbuf();
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  auto r = parse_fleet_config(text.str(), dir, defaults);
+  auto r = parse_fleet_config(text.str(), dir, defaults, idle);
   if (!r.is_ok()) return r.status().with_context(path);
   return r;
 }

@@ -3,7 +3,8 @@
 //
 //   {"models": [
 //     {"name": "smol", "path": "smol.gguf", "ctx_size": 2048, "parallel": 4,
-//      "priority": 2.0, "ttft_slo_ms": 500, "tpot_slo_ms": 200, "kv_blocks": 0, "pinned": false},
+//      "priority": 2.0, "ttft_slo_ms": 500, "tpot_slo_ms": 200, "kv_blocks": 0, "pinned": false,
+//      "idle_policy": "adaptive", "keep_alive_s": 60},
 //     {"path": "stories260K.bin", "tokenizer": "stories260K-tok512.bin"}
 //   ]}
 //
@@ -25,9 +26,11 @@ namespace tessera::serve {
 // Errors: kNotFound (no file), kInvalidArgument naming the model entry and key at fault.
 Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string& text,
                                                               const std::string& base_dir,
-                                                              const engine::EngineOptions& defaults);
+                                                              const engine::EngineOptions& defaults,
+                                                              const fleet::IdlePolicySettings& idle);
 Result<std::vector<fleet::FleetModelSpec>> read_fleet_config(const std::string& path,
-                                                             const engine::EngineOptions& defaults);
+                                                             const engine::EngineOptions& defaults,
+                                                             const fleet::IdlePolicySettings& idle);
 
 // `--models DIR`: every *.gguf in `dir` (sorted), named by its file stem, with `defaults`.
 // Errors: kInvalidArgument when the directory cannot be read or holds no GGUF file.

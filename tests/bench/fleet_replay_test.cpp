@@ -59,7 +59,9 @@ TEST(ServeGenTest, ArrivalsFollowTheWindowsRescaledToThePeak) {
   const auto t = servegen_arrivals(w, o);
   int64_t n1 = 0, n2 = 0;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (i > 0) ASSERT_LE(t[i - 1], t[i]);
+    if (i > 0) {
+      ASSERT_LE(t[i - 1], t[i]);
+    }
     ASSERT_GE(t[i], 100.0) << "no traffic in window 0";
     ASSERT_LT(t[i], 300.0) << "no traffic in window 3";
     (t[i] < 200.0 ? n1 : n2) += 1;

@@ -271,6 +271,55 @@ TEST_F(FleetManagerTest, KeepAlivePolicySuspendsAnIdleModelOnTheFakeClock) {
   EXPECT_EQ(f->state("m0"), ModelState::kActive);
 }
 
+TEST_F(FleetManagerTest, EachModelFollowsItsOwnIdlePolicyElseTheFleets) {
+  FleetOptions o;
+  o.load_on_start = false;
+  o.clock = &clock_;
+  o.idle_policy = std::make_shared<FixedKeepAlivePolicy>(300 * kSecond);  // m0 follows it
+  std::vector<FleetModelSpec> specs = {spec("m0", path(0)), spec("m1", path(1)),
+                                       spec("m2", path(2))};
+  specs[1].idle_policy = std::make_shared<FixedKeepAlivePolicy>(30 * kSecond);
+  specs[2].idle_policy = std::make_shared<FixedKeepAlivePolicy>(FixedKeepAlivePolicy::always_on());
+  auto created = FleetManager::create(std::move(specs), o);
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  auto f = std::move(created).value();
+  for (const char* n : {"m0", "m1", "m2"}) {
+    ASSERT_TRUE(f->load(n).is_ok());
+    run(*f, n);
+  }
+  EXPECT_EQ(f->status("m0")->idle_policy, "keep-alive");
+  EXPECT_EQ(f->status("m2")->idle_policy, "always-on");
+  clock_.advance_ns(31 * kSecond);
+  f->tick();
+  EXPECT_EQ(f->state("m0"), ModelState::kActive);     // the fleet's 300 s
+  EXPECT_EQ(f->state("m1"), ModelState::kSuspended);  // its own 30 s
+  EXPECT_EQ(f->state("m2"), ModelState::kActive);
+  clock_.advance_ns(300 * kSecond);
+  f->tick();
+  EXPECT_EQ(f->state("m0"), ModelState::kSuspended);
+  clock_.advance_ns(100'000 * kSecond);
+  f->tick();
+  EXPECT_EQ(f->state("m2"), ModelState::kActive);     // always on, whatever the fleet's policy
+}
+
+TEST_F(FleetManagerTest, WithoutAFleetPolicyOnlyModelsWithTheirOwnAreSuspended) {
+  FleetOptions o;
+  o.load_on_start = false;
+  o.clock = &clock_;
+  std::vector<FleetModelSpec> specs = {spec("m0", path(0)), spec("m1", path(1))};
+  specs[1].idle_policy = std::make_shared<FixedKeepAlivePolicy>(10 * kSecond);
+  auto created = FleetManager::create(std::move(specs), o);
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  auto f = std::move(created).value();
+  ASSERT_TRUE(f->load("m0").is_ok());
+  ASSERT_TRUE(f->load("m1").is_ok());
+  EXPECT_EQ(f->status("m0")->idle_policy, "none");
+  clock_.advance_ns(1000 * kSecond);
+  f->tick();
+  EXPECT_EQ(f->state("m0"), ModelState::kActive);
+  EXPECT_EQ(f->state("m1"), ModelState::kSuspended);
+}
+
 TEST_F(FleetManagerTest, BudgetPressureSuspendsAnIdleModelToMakeRoom) {
   FleetOptions o;
   o.load_on_start = false;

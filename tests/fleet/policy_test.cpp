@@ -166,6 +166,23 @@ HybridHistogramOptions test_options() {
   return o;  // 5th / 99th percentiles, 10% margin, 10 samples, CV >= 2, <= 50% out of bounds
 }
 
+TEST(MakeIdlePolicyTest, BuildsEachKindByNameAndRefusesTheRest) {
+  auto fixed = make_idle_policy({"fixed", 30.0});
+  ASSERT_TRUE(fixed.is_ok());
+  EXPECT_EQ((*fixed)->name(), "keep-alive");
+  EXPECT_EQ(dynamic_cast<const FixedKeepAlivePolicy&>(**fixed).keep_alive_ns(), 30 * kSec);
+  auto adaptive = make_idle_policy({"adaptive", 7.0});
+  ASSERT_TRUE(adaptive.is_ok());
+  EXPECT_EQ(dynamic_cast<const HybridHistogramPolicy&>(**adaptive).options().fallback_keep_alive_ns,
+            7 * kSec);
+  auto on = make_idle_policy({"always-on", 0.0});
+  ASSERT_TRUE(on.is_ok());
+  EXPECT_EQ((*on)->name(), "always-on");
+  EXPECT_EQ(make_idle_policy({"lru", 1.0}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(make_idle_policy({"fixed", -1.0}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(make_idle_policy({"fixed", std::nan("")}).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(HybridHistogramPolicyTest, WindowsFromHeadAndTail) {
   ActivityTracker t(one_second_bins());
   std::vector<double> idle(19, 10.2);  // bin 10 x 19

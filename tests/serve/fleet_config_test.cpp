@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tessera/fleet/hybrid_histogram_policy.h"
+#include "tessera/fleet/keep_alive_policy.h"
 #include "test_util.h"
 
 namespace tessera::serve {
@@ -18,7 +20,7 @@ TEST(FleetConfigTest, ReadsPerModelSettingsOverTheDefaults) {
       {"path": "a/smol.gguf"},
       {"name": "big", "path": "/m/tiny.gguf", "ctx_size": 1024, "parallel": 2, "priority": 3,
        "ttft_slo_ms": 500, "tpot_slo_ms": 100, "kv_blocks": 64, "pinned": true}]})",
-                              "/etc/fleet", d);
+                              "/etc/fleet", d, {});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   ASSERT_EQ(r->size(), 2u);
   const auto& a = (*r)[0];
@@ -39,6 +41,28 @@ TEST(FleetConfigTest, ReadsPerModelSettingsOverTheDefaults) {
   EXPECT_TRUE(b.pinned);
 }
 
+TEST(FleetConfigTest, AModelsOwnIdlePolicyTakesWhatItOmitsFromTheServerFlags) {
+  const engine::EngineOptions d;
+  const fleet::IdlePolicySettings server{"adaptive", 120.0};
+  auto r = parse_fleet_config(R"({"models": [
+      {"path": "a.gguf"},
+      {"path": "b.gguf", "idle_policy": "fixed"},
+      {"path": "c.gguf", "keep_alive_s": 5},
+      {"path": "d.gguf", "idle_policy": "always-on"}]})",
+                              "", d, server);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_EQ((*r)[0].idle_policy, nullptr);  // the fleet's
+  auto* b = dynamic_cast<const fleet::FixedKeepAlivePolicy*>((*r)[1].idle_policy.get());
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->keep_alive_ns(), 120'000'000'000);
+  auto* c = dynamic_cast<const fleet::HybridHistogramPolicy*>((*r)[2].idle_policy.get());
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->options().fallback_keep_alive_ns, 5'000'000'000);
+  ASSERT_NE((*r)[3].idle_policy, nullptr);
+  EXPECT_EQ((*r)[3].idle_policy->name(), "always-on");
+}
+
 TEST(FleetConfigTest, RefusesMalformedConfigsWithTheKeyAtFault) {
   const engine::EngineOptions d;
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -57,15 +81,19 @@ TEST(FleetConfigTest, RefusesMalformedConfigsWithTheKeyAtFault) {
       {R"({"models": [{"path": "x.gguf", "ttft_slo_ms": 1e14}]})", "out of range"},
       {R"({"models": [{"path": "x.gguf", "parallel": 3000000000}]})", "out of range"},
       {R"({"models": [{"path": "x.gguf", "tokenizer": 7}]})", "models[0].tokenizer"},
+      {R"({"models": [{"path": "x.gguf", "idle_policy": "lru"}]})", "models[0].idle_policy"},
+      {R"({"models": [{"path": "x.gguf", "idle_policy": 1}]})", "models[0].idle_policy"},
+      {R"({"models": [{"path": "x.gguf", "keep_alive_s": -5}]})", "models[0].keep_alive_s"},
+      {R"({"models": [{"path": "x.gguf", "keep_alive_s": "1m"}]})", "models[0].keep_alive_s"},
   };
   for (const auto& [text, expect] : cases) {
-    auto r = parse_fleet_config(text, "", d);
+    auto r = parse_fleet_config(text, "", d, {});
     ASSERT_FALSE(r.is_ok()) << text;
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << text;
     EXPECT_NE(r.status().message().find(expect), std::string::npos)
         << text << " -> " << r.status().message();
   }
-  EXPECT_EQ(read_fleet_config("/nonexistent/fleet.json", d).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(read_fleet_config("/nonexistent/fleet.json", d, {}).status().code(), ErrorCode::kNotFound);
 }
 
 TEST(FleetConfigTest, ListsTheGgufFilesOfADirectory) {

@@ -107,6 +107,7 @@ Result<ResumeBenchResult> run_resume_bench(const ResumeBenchOptions& o) {
   spec.engine.ctx_size = o.ctx_size;
   fleet::FleetOptions fo;
   fo.io_threads = o.io_threads;
+  fo.keep_prefix_bytes = o.keep_prefix_bytes;
   fo.tick_ns = 1'000'000'000;  // the request, not the tick, wakes the control thread
   engine::DeviceSchedulerOptions dso;
   dso.n_threads = o.threads;

@@ -27,6 +27,9 @@ struct ResumeBenchOptions {
   int64_t ctx_size = 512;
   bool disk = true;           // also the disk tier (needs posix_fadvise to drop the page cache)
   double read_gbps = 0.0;     // memory read bandwidth; 0: measure it now
+  // Prefix-cache bytes the suspended model keeps (FleetOptions::keep_prefix_bytes): with a
+  // prompt of more than one block, the timed request after a resume finds its prompt cached.
+  int64_t keep_prefix_bytes = int64_t{64} << 20;
 };
 
 struct ResumeBenchResult {

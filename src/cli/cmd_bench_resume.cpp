@@ -41,6 +41,7 @@ int run_bench_resume(ResumeArgs a) {
         {"read_gbps", res.read_gbps},
         {"io_threads", a.o.io_threads},
         {"prompt_tokens", a.o.prompt_tokens},
+        {"keep_prefix_bytes", a.o.keep_prefix_bytes},
         {"host_bound_s", host_bound},
         {"warm_ttft_s", res.warm_ttft_s},
         {"host_ttft_s", res.host_ttft_s},
@@ -53,9 +54,9 @@ int run_bench_resume(ResumeArgs a) {
     return 0;
   }
   std::printf("model %s: %.1f MiB weights + %.1f MiB KV; memory read bandwidth %.1f GB/s; "
-              "%d reps, medians\n",
+              "%d-token prompt, %.0f MiB of prefix blocks kept; %d reps, medians\n",
               a.o.model.c_str(), res.weight_bytes / 1048576.0, res.kv_bytes / 1048576.0,
-              res.read_gbps, a.o.reps);
+              res.read_gbps, a.o.prompt_tokens, a.o.keep_prefix_bytes / 1048576.0, a.o.reps);
   const double warm = median(res.warm_ttft_s);
   std::printf("  %-26s %10s %10s %10s %10s %8s\n", "", "resume ms", "TTFT ms", "added ms",
               "bound ms", "ratio");
@@ -88,6 +89,10 @@ void add_bench_resume_command(CLI::App* bench, RunFn& run) {
       ->capture_default_str();
   c->add_option("--reps,-r", a->o.reps, "Repetitions")->capture_default_str();
   c->add_option("--prompt-tokens,-p", a->o.prompt_tokens, "Prompt tokens of the timed request")
+      ->capture_default_str();
+  c->add_option("--keep-prefix-cache", a->o.keep_prefix_bytes,
+                "Prefix-cache bytes the suspended model keeps (0: none; its prompt then runs "
+                "again after a resume)")
       ->capture_default_str();
   c->add_option("--read-gbps", a->o.read_gbps,
                 "Memory read bandwidth for the host bound (default: measure now)");

@@ -34,6 +34,7 @@ struct ServeArgs {
   std::string config;                // --config: a fleet config file (serve/fleet_config.h)
   std::string mem_budget;            // bytes with an optional K/M/G/T suffix; empty: unlimited
   std::string host_budget;           // the same, for suspended models' weights (host tier)
+  std::string keep_prefix = "64M";   // prefix-cache blocks a suspended model keeps
   std::string idle_policy = "fixed";  // fixed | adaptive | always-on
   double keep_alive_s = 300.0;
   double resume_deadline_s = 30.0;
@@ -95,7 +96,7 @@ Result<int64_t> parse_bytes(const std::string& text) {
   try {
     v = std::stod(text, &used);
   } catch (...) {
-    return invalid_argument("--mem-budget '" + text + "' is not a size (e.g. 8G, 512M, 1073741824)");
+    return invalid_argument("'" + text + "' is not a size (e.g. 8G, 512M, 1073741824)");
   }
   std::string suffix = text.substr(used);
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -107,8 +108,8 @@ Result<int64_t> parse_bytes(const std::string& text) {
   else if (suffix == "M") scale = 1024.0 * 1024;
   else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
   else if (suffix == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else return invalid_argument("--mem-budget '" + text + "': unknown suffix (K, M, G or T)");
-  if (v < 0) return invalid_argument("--mem-budget must be >= 0");
+  else return invalid_argument("'" + text + "': unknown suffix (K, M, G or T)");
+  if (v < 0) return invalid_argument("a size must be >= 0");
   return static_cast<int64_t>(v * scale);
 }
 
@@ -134,13 +135,18 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
   fleet::FleetOptions fo;
   if (!a.mem_budget.empty()) {
     auto b = parse_bytes(a.mem_budget);
-    if (!b.is_ok()) return fail(b.status());
+    if (!b.is_ok()) return fail(b.status().with_context("--mem-budget"));
     fo.active_budget_bytes = *b;
   }
   if (!a.host_budget.empty()) {
     auto b = parse_bytes(a.host_budget);
     if (!b.is_ok()) return fail(b.status().with_context("--host-budget"));
     fo.host_budget_bytes = *b;
+  }
+  {
+    auto b = parse_bytes(a.keep_prefix);
+    if (!b.is_ok()) return fail(b.status().with_context("--keep-prefix-cache"));
+    fo.keep_prefix_bytes = *b;
   }
   const fleet::IdlePolicySettings idle{a.idle_policy, a.keep_alive_s};
   auto policy = fleet::make_idle_policy(idle);
@@ -313,6 +319,10 @@ void add_serve_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->add_option("--keep-alive", a->keep_alive_s,
                   "With --models: idle seconds before a model is suspended (adaptive: fallback)")
+      ->capture_default_str();
+  cmd->add_option("--keep-prefix-cache", a->keep_prefix,
+                  "With --models/--config: bytes of prefix-cache blocks each suspended model keeps "
+                  "(host tier) so its warm prompts stay warm after a resume; 0: none")
       ->capture_default_str();
   cmd->add_option("--resume-deadline", a->resume_deadline_s,
                   "With --models: seconds a request waits for its model to resume before a 503")

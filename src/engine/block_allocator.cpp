@@ -92,6 +92,16 @@ int32_t BlockAllocator::ref_count(int32_t block) const {
   return blocks_.at(static_cast<size_t>(block)).refs;
 }
 
+std::vector<CachedBlock> BlockAllocator::cached_blocks() const {
+  std::vector<CachedBlock> out;
+  out.reserve(lru_.size());
+  for (int32_t b : lru_) {
+    const Block& blk = blocks_[static_cast<size_t>(b)];
+    out.push_back({b, blk.hash, blk.parent, blk.tokens});
+  }
+  return out;
+}
+
 void BlockAllocator::unpublish(int32_t block) {
   Block& blk = blocks_[static_cast<size_t>(block)];
   if (!blk.published) return;

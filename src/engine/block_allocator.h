@@ -27,6 +27,14 @@ namespace tessera::engine {
 // the sequence's adapter id (KV differs per adapter).
 uint64_t chain_block_hash(uint64_t parent, std::span<const int32_t> tokens, int32_t adapter_id);
 
+// A published block nobody references (see BlockAllocator::cached_blocks).
+struct CachedBlock {
+  int32_t block = -1;
+  uint64_t hash = 0;
+  uint64_t parent = 0;
+  std::vector<int32_t> tokens;
+};
+
 class BlockAllocator {
  public:
   explicit BlockAllocator(int32_t n_blocks);
@@ -50,6 +58,8 @@ class BlockAllocator {
   int32_t n_cached() const { return static_cast<int32_t>(lru_.size()); }
   int32_t n_referenced() const { return n_blocks() - n_available(); }
   int32_t ref_count(int32_t block) const;
+  // The cached (published, unreferenced) blocks, least recently released first.
+  std::vector<CachedBlock> cached_blocks() const;
 
  private:
   struct Block {

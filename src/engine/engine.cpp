@@ -149,6 +149,13 @@ struct Engine::Impl {
     if (s.sink) s.sink(std::move(e));
   }
 
+  // Drops s's block references, last block first: the prefix cache then evicts a prompt's tail
+  // before its head (a head serves every prompt that shares it; a tail without it is never found).
+  void release_blocks(Sequence& s) {
+    for (auto b = s.blocks.rbegin(); b != s.blocks.rend(); ++b) blocks.release(*b);
+    s.blocks.clear();
+  }
+
   void finish(Sequence& s, FinishReason reason, Status error = Status::ok()) {
     FinishEvent f;
     f.reason = reason;
@@ -158,8 +165,7 @@ struct Engine::Impl {
     const auto since = [&](int64_t t) { return t < 0 ? 0.0 : static_cast<double>(t - s.submit_ns) * 1e-9; };
     f.timings = {since(s.first_scheduled_ns), since(s.first_token_ns), since(now)};
     f.error = std::move(error);
-    for (int32_t b : s.blocks) blocks.release(b);
-    s.blocks.clear();
+    release_blocks(s);
     if (s.slot >= 0) {
       free_slots.push_back(s.slot);
       kv.set_block_table(s.slot, {});
@@ -236,8 +242,7 @@ struct Engine::Impl {
       // Keep one block of growth per running sequence so admission does not force preemption.
       if (needed + static_cast<int64_t>(running.size()) > blocks.n_available() &&
           !running.empty()) {
-        for (int32_t b : s.blocks) blocks.release(b);
-        s.blocks.clear();
+        release_blocks(s);
         s.block_hashes.clear();
         s.n_computed = 0;
         break;
@@ -265,8 +270,7 @@ struct Engine::Impl {
   void preempt_last() {
     std::unique_ptr<Sequence> s = std::move(running.back());
     running.pop_back();
-    for (int32_t b : s->blocks) blocks.release(b);
-    s->blocks.clear();
+    release_blocks(*s);
     s->block_hashes.clear();
     s->n_computed = 0;
     kv.set_block_table(s->slot, {});
@@ -589,6 +593,74 @@ void Engine::cancel(RequestId id) {
 }
 
 bool Engine::step() { return impl_->step(); }
+
+KvBlockFormat Engine::kv_block_format() const {
+  const model::KvCache& kv = impl_->kv;
+  return {kv.n_layers(), kv.kv_dim(), kv.block_size(), kv.dtype(), kv.block_bytes()};
+}
+
+Result<PrefixBlockSet> Engine::export_prefix_cache(int64_t max_bytes,
+                                                   const BlockStorage& storage) const {
+  {
+    std::lock_guard lk(impl_->mu);
+    TS_CHECK(!impl_->thread.joinable());  // not running
+  }
+  PrefixBlockSet set;
+  set.format = kv_block_format();
+  const std::vector<CachedBlock> cached = impl_->blocks.cached_blocks();
+  const std::vector<size_t> kept =
+      select_kept_blocks(cached, max_bytes / static_cast<int64_t>(set.format.block_bytes));
+  if (kept.empty()) return set;
+  TS_ASSIGN_OR_RETURN(std::span<std::byte> out, storage(kept.size() * set.format.block_bytes));
+  if (out.size() != kept.size() * set.format.block_bytes) {
+    return internal_error("prefix block storage has the wrong size");
+  }
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const CachedBlock& c = cached[kept[i]];
+    impl_->kv.read_block(c.block, out.subspan(i * set.format.block_bytes, set.format.block_bytes));
+    set.blocks.push_back({c.hash, c.parent, c.tokens});
+  }
+  return set;
+}
+
+Result<int64_t> Engine::import_prefix_cache(const PrefixBlockSet& set,
+                                            std::span<const std::byte> bytes) {
+  Impl& m = *impl_;
+  {
+    std::lock_guard lk(m.mu);
+    TS_CHECK(!m.thread.joinable());  // not started
+  }
+  if (!(set.format == kv_block_format())) {
+    return invalid_argument(fmt::format(
+        "prefix blocks of {} layers x {} x {} positions ({}) do not fit this engine's KV pool",
+        set.format.n_layers, set.format.kv_dim, set.format.block_size,
+        kernels::dtype_name(set.format.dtype)));
+  }
+  if (bytes.size() != set.bytes()) {
+    return invalid_argument(fmt::format("prefix blocks need {} bytes, got {}", set.bytes(),
+                                        bytes.size()));
+  }
+  if (!m.opt.prefix_cache) return int64_t{0};
+  const size_t bb = set.format.block_bytes;
+  // The most recently used blocks are last: when the pool is smaller, keep the newest.
+  const size_t n = std::min<size_t>(set.blocks.size(), static_cast<size_t>(m.blocks.n_free()));
+  const size_t first = set.blocks.size() - n;
+  int64_t taken = 0;
+  for (size_t i = first; i < set.blocks.size(); ++i) {
+    const PrefixBlock& pb = set.blocks[i];
+    if (static_cast<int64_t>(pb.tokens.size()) != set.format.block_size) {
+      return invalid_argument("a prefix block does not hold block_size tokens");
+    }
+    std::optional<int32_t> b = m.blocks.allocate();
+    if (!b) break;
+    m.kv.write_block(*b, bytes.subspan(i * bb, bb));
+    m.blocks.publish(*b, pb.hash, pb.parent, pb.tokens);
+    m.blocks.release(*b);
+    ++taken;
+  }
+  m.update_stats(0);
+  return taken;
+}
 
 EngineStats Engine::stats() const {
   EngineStats s;

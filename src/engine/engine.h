@@ -12,12 +12,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 
 #include "tessera/base/clock.h"
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/engine/device_scheduler.h"
+#include "tessera/engine/prefix_blocks.h"
 #include "tessera/engine/request.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/model/model.h"
@@ -94,6 +97,20 @@ class Engine {
   // Runs one scheduler iteration on the calling thread. Returns false when there was nothing to
   // do. For tests; not while start()ed.
   bool step();
+
+  // Prefix blocks across engines (engine/prefix_blocks.h). Both only while the scheduler thread
+  // is not running: before start(), or after stop() / drain() (checked).
+  // Copies the most recently used cached blocks, up to `max_bytes`, whole chains only, into
+  // storage(n) (called once, with n = the blocks' bytes; not called when none are kept).
+  // Errors: storage's own.
+  using BlockStorage = std::function<Result<std::span<std::byte>>(size_t n_bytes)>;
+  Result<PrefixBlockSet> export_prefix_cache(int64_t max_bytes, const BlockStorage& storage) const;
+  // Puts exported blocks into this engine's prefix cache as cached (evictable) blocks, keeping
+  // their recency order; returns how many it took (fewer when the pool is smaller; none with
+  // prefix caching off). Errors: kInvalidArgument when the set's KV format is not this engine's
+  // or `bytes` is not set.bytes() long.
+  Result<int64_t> import_prefix_cache(const PrefixBlockSet& set, std::span<const std::byte> bytes);
+  KvBlockFormat kv_block_format() const;
 
   EngineStats stats() const;
   const model::ModelConfig& config() const;

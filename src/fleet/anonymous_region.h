@@ -1,5 +1,5 @@
-// AnonymousRegion: weights the process made itself (repacked into the kernels' layout at load,
-// converted formats, and later KV blocks kept across a suspension) as a TieredRegion. The image
+// AnonymousRegion: bytes the process made itself (the fleet keeps a suspended model's prefix-cache
+// blocks in one; weights repacked at load use ImageFileRegion instead) as a TieredRegion. The image
 // lives in a memfd mapped shared at a fixed address for the region's life, so pointers into it
 // stay valid and, on a CPU, Active and Host are the same RAM seen two ways:
 //   Active -> Host   madvise(MADV_DONTNEED) unmaps the pages: RSS drops, the memfd keeps them

@@ -9,6 +9,7 @@
 
 #include "tessera/base/check.h"
 #include "tessera/base/log.h"
+#include "tessera/fleet/anonymous_region.h"
 #include "tessera/fleet/image_file_region.h"
 #include "tessera/fleet/file_backed_region.h"
 #include "tessera/kernels/dtype.h"
@@ -36,6 +37,13 @@ struct FleetManager::Slot {
   std::shared_ptr<const model::Tokenizer> tokenizer;
   std::unique_ptr<TieredRegion> region;  // null when the weights are not one file mapping
   int64_t weight_bytes = 0;
+  // Prefix-cache blocks kept across a suspension (engine/prefix_blocks.h): their bytes in a
+  // region that follows the weights' tier; null when none are kept. Moved under control_mu_;
+  // the counts are read by status() on any thread.
+  std::unique_ptr<AnonymousRegion> kept_kv;
+  engine::PrefixBlockSet kept_prefix;
+  std::atomic<int64_t> kept_blocks{0};
+  std::atomic<int64_t> kept_bytes{0};
   int64_t kv_bytes = 0;
   std::unique_ptr<ModelLifecycle> lifecycle;
 
@@ -253,7 +261,7 @@ FleetView FleetManager::view(int64_t now_ns) const {
     m.state = s->lifecycle->state();
     m.state_since_ns = s->lifecycle->state_since_ns();
     m.active_bytes = s->active_bytes();
-    m.host_bytes = s->weight_bytes;
+    m.host_bytes = s->weight_bytes + s->kept_bytes;
     double last = 0.0;
     {
       std::lock_guard<std::mutex> lock(s->mu);
@@ -337,6 +345,7 @@ Status FleetManager::bring_up(Slot& s, std::string_view reason) {
   auto created = engine::Engine::create(s.model, s.tokenizer, eo);
   if (!created.is_ok()) return fail(created.status().with_context("creating the engine of " + s.spec.name));
   std::shared_ptr<engine::Engine> e = std::move(created).value();
+  restore_prefix_blocks(s, *e);
   e->start();
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -440,6 +449,7 @@ Status FleetManager::take_down(Slot& s, std::string_view reason) {
     if (!e->drain(std::chrono::milliseconds(options_.request_deadline_ns / 1'000'000))) {
       log_warn("fleet: {}: in-flight requests cancelled after the drain timeout", s.spec.name);
     }
+    keep_prefix_blocks(s, *e);
     e.reset();
   }
   if (s.region) {
@@ -507,13 +517,68 @@ Status FleetManager::push_to_disk(Slot& s, std::string_view reason) {
     auto moved = s.region->move_to(Tier::kDisk, options_.io_threads);
     if (!moved.is_ok()) return moved.status().with_context("evicting " + s.spec.name);
   }
+  if (s.kept_kv) {
+    auto moved = s.kept_kv->move_to(Tier::kDisk, options_.io_threads);
+    if (!moved.is_ok()) {
+      log_warn("fleet: {}: dropping its kept prefix blocks: {}", s.spec.name, moved.status().message());
+      drop_kept_prefix(s);
+    }
+  }
   return s.lifecycle->transition(ModelState::kEvicted, reason);
+}
+
+void FleetManager::drop_kept_prefix(Slot& s) {
+  s.kept_kv.reset();
+  s.kept_prefix = {};
+  s.kept_blocks = 0;
+  s.kept_bytes = 0;
+}
+
+void FleetManager::keep_prefix_blocks(Slot& s, const engine::Engine& e) {
+  drop_kept_prefix(s);
+  if (options_.keep_prefix_bytes <= 0) return;
+  std::unique_ptr<AnonymousRegion> region;
+  auto set = e.export_prefix_cache(
+      options_.keep_prefix_bytes, [&region](size_t n) -> Result<std::span<std::byte>> {
+        TS_ASSIGN_OR_RETURN(region, AnonymousRegion::create(n));
+        return region->mutable_bytes();
+      });
+  if (!set.is_ok()) {
+    log_warn("fleet: {}: its prefix blocks are not kept: {}", s.spec.name, set.status().message());
+    return;
+  }
+  if (region == nullptr) return;  // nothing cached
+  if (auto moved = region->move_to(Tier::kHost, 1); !moved.is_ok()) {
+    log_warn("fleet: {}: its prefix blocks are not kept: {}", s.spec.name, moved.status().message());
+    return;
+  }
+  s.kept_blocks = static_cast<int64_t>(set->blocks.size());
+  s.kept_bytes = static_cast<int64_t>(region->size());
+  s.kept_prefix = std::move(set).value();
+  s.kept_kv = std::move(region);
+}
+
+void FleetManager::restore_prefix_blocks(Slot& s, engine::Engine& e) {
+  if (s.kept_kv == nullptr) return;
+  auto moved = s.kept_kv->move_to(Tier::kActive, options_.io_threads);
+  if (moved.is_ok()) {
+    auto taken = e.import_prefix_cache(s.kept_prefix, s.kept_kv->bytes());
+    if (!taken.is_ok()) {
+      log_warn("fleet: {}: kept prefix blocks not restored: {}", s.spec.name, taken.status().message());
+    } else {
+      log_info("fleet: {}: {} of {} kept prefix blocks restored", s.spec.name, *taken,
+               s.kept_prefix.blocks.size());
+    }
+  } else {
+    log_warn("fleet: {}: kept prefix blocks not restored: {}", s.spec.name, moved.status().message());
+  }
+  drop_kept_prefix(s);  // in the engine's pool now (or lost): the region goes
 }
 
 int64_t FleetManager::host_bytes() const {
   int64_t n = 0;
   for (const auto& s : slots_) {
-    if (s->lifecycle->state() == ModelState::kSuspended) n += s->weight_bytes;
+    if (s->lifecycle->state() == ModelState::kSuspended) n += s->weight_bytes + s->kept_bytes;
   }
   return n;
 }
@@ -749,6 +814,8 @@ Result<ModelStatus> FleetManager::status(const std::string& name) const {
       static_cast<double>(clock_->now_ns() - s->lifecycle->state_since_ns()) * 1e-9;
   m.active_bytes = s->active_bytes();
   m.weight_bytes = s->weight_bytes;
+  m.kept_prefix_blocks = s->kept_blocks;
+  m.kept_prefix_bytes = s->kept_bytes;
   m.resumes = s->lifecycle->entries(ModelState::kResuming);
   m.loads = s->lifecycle->entries(ModelState::kLoading);
   m.pinned = s->spec.pinned;

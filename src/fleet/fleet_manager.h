@@ -6,9 +6,13 @@
 //
 //   load     Unloaded|Evicted|Failed -> Loading -> Active   prefault weights, create the engine
 //   suspend  Active -> Suspending -> Suspended              drain + destroy the engine (frees the
-//                                                           KV pool), weights to the host tier
+//                                                           KV pool, keeping its most recently
+//                                                           used prefix-cache blocks in the host
+//                                                           tier), weights to the host tier
 //   resume   Suspended -> Resuming -> Active                prefault weights in parallel, engine
-//   evict    Suspended -> Evicted                           weights to the disk tier
+//                                                           (the kept prefix blocks put back into
+//                                                           its prefix cache: warm prompts stay warm)
+//   evict    Suspended -> Evicted                           weights (and kept blocks) to disk
 //
 // submit() to an Active model forwards to its engine; to any other state it queues the request,
 // asks the control thread to bring the model up, and dispatches when Active. A queued request
@@ -77,6 +81,9 @@ struct FleetOptions {
   int64_t request_deadline_ns = 30'000'000'000;  // how long a queued request waits for Active
   int64_t tick_ns = 100'000'000;            // control-thread wake-up period (real time)
   int32_t io_threads = 4;                   // threads prefaulting weights on resume
+  // Per model: the prefix-cache blocks a suspended model keeps (most recently used, whole
+  // prefixes; in the host tier, counted against host_budget_bytes). 0: none are kept.
+  int64_t keep_prefix_bytes = int64_t{64} << 20;
   HistogramOptions histogram;               // idle-time histograms the adaptive policy reads
   // The compute device every model's engine shares (one pool, one iteration at a time, chosen
   // by its policy); null: each engine owns a pool of its EngineOptions::n_threads.
@@ -93,6 +100,8 @@ struct ModelStatus {
   double time_in_state_s = 0.0;
   int64_t active_bytes = 0;        // weights + KV when up
   int64_t weight_bytes = 0;
+  int64_t kept_prefix_blocks = 0;  // prefix-cache blocks kept while suspended or evicted
+  int64_t kept_prefix_bytes = 0;
   int64_t resumes = 0;             // entries into Resuming
   int64_t loads = 0;               // entries into Loading
   double last_bring_up_s = 0.0;    // duration of the last load or resume (0: none yet)
@@ -185,7 +194,10 @@ class FleetManager {
   Status take_down(Slot& s, std::string_view reason);  // Active -> Suspended; holds control_mu_
   Status make_room(const Slot& s, int64_t bytes);      // holds control_mu_
   Status push_to_disk(Slot& s, std::string_view reason);  // Suspended -> Evicted; holds control_mu_
-  int64_t host_bytes() const;                          // weights of Suspended models
+  int64_t host_bytes() const;                          // weights + kept blocks of Suspended models
+  void keep_prefix_blocks(Slot& s, const engine::Engine& e);  // holds control_mu_
+  void drop_kept_prefix(Slot& s);                             // holds control_mu_
+  void restore_prefix_blocks(Slot& s, engine::Engine& e);     // holds control_mu_
   void enforce_host_budget(int64_t now_ns);            // holds control_mu_
   void apply_idle_policy(int64_t now_ns);              // holds control_mu_
   const IdlePolicy* idle_policy_of(const Slot& s) const;  // the model's, else the fleet's

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <limits>
 
 #include "tessera/base/check.h"
@@ -92,6 +93,28 @@ size_t KvCache::offset(int64_t layer, int32_t slot, int64_t pos) const {
   return static_cast<size_t>(layer) * layer_stride_ +
          static_cast<size_t>(table[block_index]) * block_stride_ +
          static_cast<size_t>(pos % block_size_) * row_bytes_;
+}
+
+void KvCache::read_block(int32_t block, std::span<std::byte> bytes) const {
+  TS_CHECK(block >= 0 && block < n_blocks_ && bytes.size() == block_bytes());
+  std::byte* out = bytes.data();
+  for (int64_t l = 0; l < n_layers_; ++l) {
+    const size_t at = static_cast<size_t>(l) * layer_stride_ + static_cast<size_t>(block) * block_stride_;
+    std::memcpy(out, k_.data() + at, block_stride_);
+    std::memcpy(out + block_stride_, v_.data() + at, block_stride_);
+    out += 2 * block_stride_;
+  }
+}
+
+void KvCache::write_block(int32_t block, std::span<const std::byte> bytes) {
+  TS_CHECK(block >= 0 && block < n_blocks_ && bytes.size() == block_bytes());
+  const std::byte* in = bytes.data();
+  for (int64_t l = 0; l < n_layers_; ++l) {
+    const size_t at = static_cast<size_t>(l) * layer_stride_ + static_cast<size_t>(block) * block_stride_;
+    std::memcpy(k_.data() + at, in, block_stride_);
+    std::memcpy(v_.data() + at, in + block_stride_, block_stride_);
+    in += 2 * block_stride_;
+  }
 }
 
 kernels::KvRows KvCache::rows(int64_t layer, int32_t slot) const {

@@ -56,6 +56,11 @@ class KvCache {
   // layer and slot in range, pos < capacity(slot).
   std::byte* k_row(int64_t layer, int32_t slot, int64_t pos) { return k_.data() + offset(layer, slot, pos); }
   std::byte* v_row(int64_t layer, int32_t slot, int64_t pos) { return v_.data() + offset(layer, slot, pos); }
+  // Copies block `block`'s keys and values of every layer out of / into `bytes` (block_bytes():
+  // for each layer its K rows, then its V rows). Preconditions (checked): block in range, the
+  // span's size is block_bytes(). For keeping prefix blocks across engines of one model.
+  void read_block(int32_t block, std::span<std::byte> bytes) const;
+  void write_block(int32_t block, std::span<const std::byte> bytes);
   // Every position of (layer, slot), for the attention kernel. Valid until the slot's block
   // table changes.
   kernels::KvRows rows(int64_t layer, int32_t slot) const;

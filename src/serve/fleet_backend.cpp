@@ -65,6 +65,9 @@ void collect_fleet(const fleet::FleetManager& fleet, MetricsRegistry& r) {
         .set(m.time_in_state_s);
     r.gauge("tessera_model_active_bytes", "Weights + KV bytes held in active memory", l)
         .set(fleet::holds_active_memory(m.state) ? static_cast<double>(m.active_bytes) : 0.0);
+    r.gauge("tessera_model_kept_prefix_bytes",
+            "Prefix-cache bytes kept for the model while it is suspended or evicted", l)
+        .set(static_cast<double>(m.kept_prefix_bytes));
     r.gauge("tessera_model_memory_byte_seconds", "Active bytes x seconds held (running total)", l)
         .set(m.memory_seconds);
     r.gauge("tessera_model_idle_memory_byte_seconds",

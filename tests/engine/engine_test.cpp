@@ -201,6 +201,77 @@ TEST_F(EngineTest, PrefixReuseGivesTheSameTokensAndCountsCachedTokens) {
   EXPECT_EQ(e_off->stats().prefix_hits, 0);
 }
 
+TEST_F(EngineTest, PrefixBlocksMovedToANewEngineAreHitAndGiveTheSameTokens) {
+  const std::vector<int32_t> p = prompt(45, 5);  // 5 full blocks of 8 before the last token
+  EngineOptions o;
+  o.block_size = 8;
+  auto a = make(o);
+  const auto before = run(*a, {greedy(p, 6)});
+  std::vector<std::byte> storage;
+  auto set = a->export_prefix_cache(int64_t{1} << 30, [&](size_t n) -> Result<std::span<std::byte>> {
+    storage.resize(n);
+    return std::span<std::byte>(storage);
+  });
+  ASSERT_TRUE(set.is_ok()) << set.status().to_string();
+  // The prompt's 5 blocks and the one its generated tokens filled (45 + 6 - 1 = 50 computed).
+  EXPECT_EQ(set->blocks.size(), 6u);
+  EXPECT_EQ(storage.size(), set->bytes());
+  EXPECT_EQ(set->format, a->kv_block_format());
+
+  auto b = make(o);
+  auto taken = b->import_prefix_cache(*set, storage);
+  ASSERT_TRUE(taken.is_ok()) << taken.status().to_string();
+  EXPECT_EQ(*taken, 6);
+  EXPECT_EQ(b->stats().kv_blocks_cached, 6);
+  const auto after = run(*b, {greedy(p, 6)});
+  EXPECT_EQ(after[0].tokens, before[0].tokens);
+  EXPECT_EQ(after[0].finish.usage.cached_tokens, 40);
+
+  // A budget smaller than one block keeps nothing and never asks for storage.
+  bool asked = false;
+  auto none = a->export_prefix_cache(100, [&](size_t) -> Result<std::span<std::byte>> {
+    asked = true;
+    return std::span<std::byte>();
+  });
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_TRUE(none->blocks.empty());
+  EXPECT_FALSE(asked);
+}
+
+TEST_F(EngineTest, PrefixBlocksOfAnotherKvFormatAreRefused) {
+  EngineOptions o;
+  o.block_size = 8;
+  auto a = make(o);
+  run(*a, {greedy(prompt(20, 1), 2)});
+  std::vector<std::byte> storage;
+  auto set = a->export_prefix_cache(int64_t{1} << 30, [&](size_t n) -> Result<std::span<std::byte>> {
+    storage.resize(n);
+    return std::span<std::byte>(storage);
+  });
+  ASSERT_TRUE(set.is_ok());
+  ASSERT_FALSE(set->blocks.empty());
+  o.block_size = 16;
+  auto other_block = make(o);
+  EXPECT_EQ(other_block->import_prefix_cache(*set, storage).status().code(),
+            ErrorCode::kInvalidArgument);
+  o.block_size = 8;
+  o.kv_dtype = kernels::DType::kF32;
+  auto other_dtype = make(o);
+  EXPECT_EQ(other_dtype->import_prefix_cache(*set, storage).status().code(),
+            ErrorCode::kInvalidArgument);
+  o.kv_dtype = kernels::DType::kF16;
+  auto same = make(o);
+  EXPECT_EQ(same->import_prefix_cache(*set, std::span<const std::byte>(storage).first(7))
+                .status()
+                .code(),
+            ErrorCode::kInvalidArgument);
+  o.prefix_cache = false;
+  auto off = make(o);
+  auto taken = off->import_prefix_cache(*set, storage);
+  ASSERT_TRUE(taken.is_ok());
+  EXPECT_EQ(*taken, 0);
+}
+
 TEST_F(EngineTest, AFullyCachedPromptStillRunsItsLastToken) {
   const std::vector<int32_t> p = prompt(32, 3);  // exactly 4 blocks of 8
   EngineOptions o;

@@ -151,6 +151,56 @@ TEST_F(FleetManagerTest, SuspendReleasesEngineAndBudgetAndResumeGivesIdenticalTo
   EXPECT_NE(other->tokens, before->tokens);
 }
 
+TEST_F(FleetManagerTest, AWarmPromptStaysWarmAcrossSuspendResumeAndEviction) {
+  engine::Request warm = greedy(6);
+  for (int i = 0; i < 40; ++i) warm.prompt.push_back(3 + (i * 37) % 400);  // 45 tokens
+  FleetOptions o;
+  o.clock = &clock_;
+  o.host_budget_bytes = 0;
+  auto f = make(1, o);
+  ASSERT_TRUE(f->start().is_ok());
+  auto before = run(*f, "m0", warm);
+  EXPECT_EQ(before->finish.usage.cached_tokens, 0);
+
+  ASSERT_TRUE(f->suspend("m0").is_ok());
+  const ModelStatus suspended = *f->status("m0");
+  // 45 + 6 - 1 = 50 positions computed: 3 full blocks of 16.
+  EXPECT_EQ(suspended.kept_prefix_blocks, 3);
+  EXPECT_GT(suspended.kept_prefix_bytes, 0);
+  ASSERT_TRUE(f->resume("m0").is_ok());
+  EXPECT_EQ(f->status("m0")->kept_prefix_blocks, 0);  // back in the engine's pool
+  EXPECT_EQ(f->stats("m0").kv_blocks_cached, 3);
+  auto resumed = run(*f, "m0", warm);
+  EXPECT_EQ(resumed->tokens, before->tokens);
+  EXPECT_EQ(resumed->finish.usage.cached_tokens, 32);  // the prompt's two full blocks
+
+  // Through the disk tier too.
+  ASSERT_TRUE(f->suspend("m0").is_ok());
+  ASSERT_TRUE(f->evict("m0").is_ok());
+  EXPECT_EQ(f->status("m0")->kept_prefix_blocks, 3);
+  ASSERT_TRUE(f->load("m0").is_ok());
+  auto reloaded = run(*f, "m0", warm);
+  EXPECT_EQ(reloaded->tokens, before->tokens);
+  EXPECT_EQ(reloaded->finish.usage.cached_tokens, 32);
+}
+
+TEST_F(FleetManagerTest, KeepingNoPrefixBlocksMakesTheWarmPromptCold) {
+  engine::Request warm = greedy(4);
+  for (int i = 0; i < 40; ++i) warm.prompt.push_back(3 + (i * 37) % 400);
+  FleetOptions o;
+  o.clock = &clock_;
+  o.keep_prefix_bytes = 0;
+  auto f = make(1, o);
+  ASSERT_TRUE(f->start().is_ok());
+  auto before = run(*f, "m0", warm);
+  ASSERT_TRUE(f->suspend("m0").is_ok());
+  EXPECT_EQ(f->status("m0")->kept_prefix_blocks, 0);
+  ASSERT_TRUE(f->resume("m0").is_ok());
+  auto after = run(*f, "m0", warm);
+  EXPECT_EQ(after->tokens, before->tokens);
+  EXPECT_EQ(after->finish.usage.cached_tokens, 0);
+}
+
 TEST_F(FleetManagerTest, SuspendDropsTheWeightsFromTheResidentSet) {
   FleetOptions o;
   o.clock = &clock_;

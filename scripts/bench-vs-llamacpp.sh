@@ -4,55 +4,69 @@
 # repository; pass the path of its llama-bench binary.
 #   scripts/bench-vs-llamacpp.sh /path/to/llama-bench [models-dir] [reps]
 # Env: SHAPES (default "smollm2-135m tinyllama-1.1b"), DTYPES (default "f16 q8_0 q4_0 q4_K"),
-#      THREADS (default: nproc), PP (512), TG (128).
-# Prints one markdown table (tokens/s of both, ratio, Tessera's GB/s and MBU) and writes the raw
-# JSON records to <models-dir>/results/.
+#      THREADS (default: nproc), PP (512), TG (128), ROUNDS (default 1).
+# Each model runs ROUNDS rounds, each round Tessera (reps repetitions, its ceilings measured just
+# before) then llama-bench (reps repetitions), so the two runs of a round see the same machine;
+# on a shared, noisy machine the per-round ratios and their median say more than one long run.
+# Prints one markdown table (medians over rounds: tokens/s of both, the ratio with its range,
+# and for generation both engines' GB/s against Tessera's bandwidth probe of that round) and
+# writes the raw JSON records to <models-dir>/results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama_bench="${1:?usage: $0 /path/to/llama-bench [models-dir] [reps]}"
 dir="${2:-$HOME/.cache/tessera/bench}"
 reps="${3:-3}"
 threads="${THREADS:-$(nproc)}"
-pp="${PP:-512}"; tg="${TG:-128}"
+pp="${PP:-512}"; tg="${TG:-128}"; rounds="${ROUNDS:-1}"
 shapes="${SHAPES:-smollm2-135m tinyllama-1.1b}"
 dtypes="${DTYPES:-f16 q8_0 q4_0 q4_K}"
 tessera=build/release/tessera
 [ -x "$tessera" ] || ./scripts/build.sh release >/dev/null
 mkdir -p "$dir/results"
-"$tessera" bench machine --threads "$threads" --json > "$dir/results/machine.json"
 for shape in $shapes; do
   for dtype in $dtypes; do
     model="$dir/synth-$shape-$dtype.gguf"
     [ -f "$model" ] || "$tessera" synth --shape "$shape" --dtype "$dtype" --out "$model"
     tag="$shape-$dtype"
-    "$tessera" bench model -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" \
-      --machine "$dir/results/machine.json" --json > "$dir/results/tessera-$tag.json"
-    "$llama_bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -o json \
-      > "$dir/results/llamacpp-$tag.json" 2>/dev/null
+    for round in $(seq 1 "$rounds"); do
+      "$tessera" bench model -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" --json \
+        > "$dir/results/tessera-$tag-r$round.json"
+      "$llama_bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -o json \
+        > "$dir/results/llamacpp-$tag-r$round.json" 2>/dev/null
+    done
   done
 done
-python3 - "$dir/results" $shapes -- $dtypes <<'PY'
-import json, sys, os
-d = sys.argv[1]; args = sys.argv[2:]; sep = args.index('--')
+python3 - "$dir/results" "$rounds" $shapes -- $dtypes <<'PY'
+import json, sys, os, statistics as st
+d = sys.argv[1]; rounds = int(sys.argv[2]); args = sys.argv[3:]; sep = args.index('--')
 shapes, dtypes = args[:sep], args[sep + 1:]
-m = json.load(open(os.path.join(d, 'machine.json')))
-env = m['environment']
-print(f"machine: {env['cpu']} ({env['cpu_flags']}), tessera {env['commit']} {env['compiler']}, "
-      f"ceilings {m['machine']['read_gbps']:.1f} GB/s read, {m['machine']['fma_gflops']:.0f} GFLOP/s f32 FMA")
-print("| model | dtype | test | tessera t/s | llama.cpp t/s | ratio | tessera GB/s | MBU | GFLOP/s | MFU |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+first = json.load(open(os.path.join(d, f"tessera-{shapes[0]}-{dtypes[0]}-r1.json")))
+env = first['environment']
+print(f"machine: {env['cpu']} ({env['cpu_flags']}), {env['threads']} threads, tessera {env['commit']} "
+      f"{env['compiler']}; {rounds} round(s) per model, medians over rounds")
+print("| model | dtype | test | tessera t/s | llama.cpp t/s | ratio (min-max) | probe GB/s | tessera GB/s (% probe) | llama.cpp GB/s (% probe) |")
+print("|---|---|---|---|---|---|---|---|---|")
+med = st.median
 for s in shapes:
     for t in dtypes:
         tag = f"{s}-{t}"
-        ts = json.load(open(os.path.join(d, f"tessera-{tag}.json")))
-        lc = json.load(open(os.path.join(d, f"llamacpp-{tag}.json")))
-        lc_by = {}
-        for r in lc:
-            name = f"pp{r['n_prompt']}" if r['n_gen'] == 0 else f"tg{r['n_gen']}"
-            lc_by[name] = (r['avg_ts'], r['stddev_ts'])
-        for r in ts['results']:
-            a, sa = r['tokens_per_second_mean'], r['tokens_per_second_stddev']
-            b, sb = lc_by.get(r['test'], (float('nan'), 0))
-            print(f"| {s} | {t} | {r['test']} | {a:.2f} ± {sa:.2f} | {b:.2f} ± {sb:.2f} | {a / b:.2f}x | "
-                  f"{r['gbps']:.2f} | {100 * r['mbu']:.0f}% | {r['gflops']:.1f} | {100 * r['mfu']:.1f}% |")
+        rows = {}
+        for r in range(1, rounds + 1):
+            ts = json.load(open(os.path.join(d, f"tessera-{tag}-r{r}.json")))
+            lc = {(f"pp{x['n_prompt']}" if x['n_gen'] == 0 else f"tg{x['n_gen']}"): x['avg_ts']
+                  for x in json.load(open(os.path.join(d, f"llamacpp-{tag}-r{r}.json")))}
+            probe = ts['machine']['read_gbps']
+            for x in ts['results']:
+                a, b = x['tokens_per_second_mean'], lc.get(x['test'], float('nan'))
+                per_token = x['bytes_per_run'] / x['n_tokens']
+                rows.setdefault(x['test'], []).append((a, b, a / b, probe, x['gbps'], b * per_token / 1e9))
+        for test, v in rows.items():
+            a, b, ratio, probe = med([x[0] for x in v]), med([x[1] for x in v]), med([x[2] for x in v]), med([x[3] for x in v])
+            lo, hi = min(x[2] for x in v), max(x[2] for x in v)
+            if test.startswith('tg'):
+                tg_ = med([x[4] for x in v]); lg = med([x[5] for x in v])
+                bw = f"{probe:.1f} | {tg_:.1f} ({100 * med([x[4] / x[3] for x in v]):.0f}%) | {lg:.1f} ({100 * med([x[5] / x[3] for x in v]):.0f}%)"
+            else:
+                bw = "- | - | -"
+            print(f"| {s} | {t} | {test} | {a:.2f} | {b:.2f} | {ratio:.2f}x ({lo:.2f}-{hi:.2f}) | {bw} |")
 PY

@@ -27,6 +27,9 @@ class MappedFile {
   // page cache keeps the file, and later reads fault pages back in. For a loader that copied
   // what it needs. Best effort (a refusal changes nothing).
   void release_pages() const;
+  // The same for the whole pages inside [p, p + n) (a part of the mapping already copied out);
+  // the partial pages at either end stay. Precondition: the range lies in bytes().
+  void release_range(const std::byte* p, size_t n) const;
 
  private:
   MappedFile() = default;

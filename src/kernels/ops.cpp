@@ -161,37 +161,59 @@ MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   return MatrixLayout::kRows;
 }
 
-MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst) {
+MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst, ThreadPool* pool) {
   TS_CHECK(w.layout == MatrixLayout::kRows);
   MatrixRef out = w;
   out.data = dst;
   out.layout = layout;
   const auto* src = static_cast<const std::byte*>(w.data);
-  if (layout == MatrixLayout::kRows) {
-    std::memcpy(dst, src, w.bytes());
-    return out;
+  const int64_t n_groups = layout == MatrixLayout::kRows ? 0 : w.n_rows / 16;
+  using PackFn = void (*)(const void*, size_t, int64_t, int64_t, void*);
+  PackFn pack = nullptr;
+  size_t group_bytes = 0;
+  switch (layout) {
+    case MatrixLayout::kRows:
+      break;
+    case MatrixLayout::kQ4_0x16:
+      TS_CHECK(w.dtype == DType::kQ4_0);
+      pack = pack_q4_0x16;
+      group_bytes = q4_0x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kF16x16:
+      TS_CHECK(w.dtype == DType::kF16);
+      pack = pack_f16x16;
+      group_bytes = f16x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kQ8_0x16:
+      TS_CHECK(w.dtype == DType::kQ8_0);
+      pack = pack_q8_0x16;
+      group_bytes = q8_0x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kQ4_Kx16:
+      TS_CHECK(w.dtype == DType::kQ4_K);
+      pack = pack_q4_kx16;
+      group_bytes = q4_kx16_group_bytes(w.n_cols);
+      break;
   }
-  const int64_t n_groups = w.n_rows / 16;
-  size_t packed = 0;
-  if (layout == MatrixLayout::kQ4_0x16) {
-    TS_CHECK(w.dtype == DType::kQ4_0);
-    pack_q4_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
-    packed = static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols);
-  } else if (layout == MatrixLayout::kF16x16) {
-    TS_CHECK(w.dtype == DType::kF16);
-    pack_f16x16(src, w.row_bytes, n_groups, w.n_cols, dst);
-    packed = static_cast<size_t>(n_groups) * f16x16_group_bytes(w.n_cols);
-  } else if (layout == MatrixLayout::kQ8_0x16) {
-    TS_CHECK(w.dtype == DType::kQ8_0);
-    pack_q8_0x16(src, w.row_bytes, n_groups, w.n_cols, dst);
-    packed = static_cast<size_t>(n_groups) * q8_0x16_group_bytes(w.n_cols);
+  const size_t group_src = 16 * w.row_bytes;
+  const size_t packed = static_cast<size_t>(n_groups) * group_bytes;
+  const size_t tail = static_cast<size_t>(w.n_rows - n_groups * 16) * w.row_bytes;
+  // Units of work: the groups, then the tail rows as one more (a plain copy).
+  auto run = [&](int64_t begin, int64_t end) {
+    const int64_t g_end = std::min(end, n_groups);
+    if (begin < g_end) {
+      pack(src + static_cast<size_t>(begin) * group_src, w.row_bytes, g_end - begin, w.n_cols,
+           dst + static_cast<size_t>(begin) * group_bytes);
+    }
+    if (end > n_groups && tail > 0) {
+      std::memcpy(dst + packed, src + static_cast<size_t>(n_groups) * group_src, tail);
+    }
+  };
+  if (pool != nullptr && pool->size() > 1 && n_groups > 1) {
+    pool->parallel_for(n_groups + 1, 1, run);
   } else {
-    TS_CHECK(layout == MatrixLayout::kQ4_Kx16 && w.dtype == DType::kQ4_K);
-    pack_q4_kx16(src, w.row_bytes, n_groups, w.n_cols, dst);
-    packed = static_cast<size_t>(n_groups) * q4_kx16_group_bytes(w.n_cols);
+    run(0, n_groups + 1);
   }
-  std::memcpy(dst + packed, src + n_groups * 16 * w.row_bytes,
-              static_cast<size_t>(w.n_rows - n_groups * 16) * w.row_bytes);
   return out;
 }
 

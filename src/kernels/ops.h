@@ -46,8 +46,10 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout);
 // kRows.
 MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w);
 // Writes `w` (kRows) in `layout` to `dst` (matrix_bytes(w, layout), not overlapping w); returns the
-// reference to the copy. kRows copies as is.
-MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst);
+// reference to the copy. kRows copies as is. With a pool, the row groups are split over its
+// threads (the copy's bytes do not depend on it).
+MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst,
+                      ThreadPool* pool = nullptr);
 
 // y[T, R] = x[T, C] · w[R, C]^T. `pool` may be null (single-threaded). x and y must not alias.
 // Numerics: x is first converted to the weights' vec_dot_type (f32 for float weights; Q8_0 for

@@ -166,10 +166,16 @@ Status LlamaModel::build_image(const LoadOptions& options) {
   if (reinterpret_cast<uintptr_t>(image) % kAlign != 0) {
     return invalid_argument("the weight image allocator returned memory that is not 64-byte aligned");
   }
+  // Each matrix is split over the threads by row groups; once copied, its file pages leave the
+  // process, so the resident set peaks near the image plus one matrix, not image plus file.
+  ThreadPool pool(options.n_threads > 0 ? options.n_threads : hardware_threads());
   size_t offset = 0;
   for (MatrixRef* m : mats) {
-    *m = kernels::pack_matrix(*m, kernels::preferred_layout(table, *m), image + offset);
+    const auto* src = static_cast<const std::byte*>(m->data);
+    const size_t src_bytes = m->bytes();
+    *m = kernels::pack_matrix(*m, kernels::preferred_layout(table, *m), image + offset, &pool);
     offset += (m->bytes() + kAlign - 1) / kAlign * kAlign;
+    if (file_->mapping != nullptr) file_->mapping->release_range(src, src_bytes);
   }
   if (config_.tied_output) output_ = token_embd_;
   image_bytes_ = total;

@@ -20,6 +20,9 @@ using WeightImageAllocator = std::function<Result<std::byte*>(size_t n_bytes)>;
 struct LoadOptions {
   bool repack = true;  // false: always read the file's layout in place (no image)
   WeightImageAllocator allocate_image;  // null: the model maps anonymous memory itself
+  // Threads that copy and repack the matrices into the image (0: every core): packing is
+  // bound by reading the file's pages and rearranging them, and splits by row group.
+  int n_threads = 0;
 };
 
 }  // namespace tessera::model

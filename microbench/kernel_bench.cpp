@@ -42,7 +42,8 @@ struct Shape {
 // Llama-7B-class FFN shapes (TinyLlama's down and up projections), decode and prefill; then
 // SmolLM2-135M's FFN up projection at 16 decode rows, weights from DRAM (batched serving).
 const Shape kShapes[] = {{2048, 5632, 1, false}, {5632, 2048, 1, false}, {2048, 5632, 1, true},
-                         {2048, 5632, 64, false}, {1536, 576, 16, true},  {1536, 576, 16, false}};
+                         {2048, 5632, 64, false}, {1536, 576, 16, true},  {1536, 576, 16, false},
+                         {1536, 576, 1, false}};  // decode from L2: the kernel's own speed
 
 // Uniform in [-1, 1): fast enough to fill layer-sized matrices; the values do not affect timing.
 std::vector<float> random_floats(size_t n, uint64_t seed) {

@@ -151,9 +151,15 @@ TEST_F(FleetManagerTest, SuspendReleasesEngineAndBudgetAndResumeGivesIdenticalTo
   EXPECT_NE(other->tokens, before->tokens);
 }
 
+// A 45-token prompt: two full blocks of 16 before the block holding its last token.
+engine::Request long_prompt(int32_t max_tokens) {
+  engine::Request r = greedy(max_tokens);
+  for (int i = 0; i < 40; ++i) r.prompt.push_back(3 + (i * 37) % 400);
+  return r;
+}
+
 TEST_F(FleetManagerTest, AWarmPromptStaysWarmAcrossSuspendResumeAndEviction) {
-  engine::Request warm = greedy(6);
-  for (int i = 0; i < 40; ++i) warm.prompt.push_back(3 + (i * 37) % 400);  // 45 tokens
+  const engine::Request warm = long_prompt(6);
   FleetOptions o;
   o.clock = &clock_;
   o.host_budget_bytes = 0;
@@ -185,8 +191,7 @@ TEST_F(FleetManagerTest, AWarmPromptStaysWarmAcrossSuspendResumeAndEviction) {
 }
 
 TEST_F(FleetManagerTest, KeepingNoPrefixBlocksMakesTheWarmPromptCold) {
-  engine::Request warm = greedy(4);
-  for (int i = 0; i < 40; ++i) warm.prompt.push_back(3 + (i * 37) % 400);
+  const engine::Request warm = long_prompt(4);
   FleetOptions o;
   o.clock = &clock_;
   o.keep_prefix_bytes = 0;

@@ -17,9 +17,11 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "tessera/kernels/kquant_blocks.h"
 #include "tessera/kernels/packed_f16.h"
@@ -338,7 +340,7 @@ void q8_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
 // A tile of one packed F16x16 group (packed_f16.h) against T f32 tokens: per column one
 // conversion gives 16 rows' weights, met by each token's broadcast x[k] in one FMA into the
 // token's accumulator k % 4. The numerics of scalar::f16x16_f32_gemm exactly.
-template <int T>
+template <int T, bool kInterleaved = false>
 void f16x16_tile(const uint8_t* q, int64_t n, const std::byte* x, size_t x_row_bytes, float* y,
                  int64_t y_stride) {
   __m512 acc[T][4];
@@ -355,12 +357,18 @@ void f16x16_tile(const uint8_t* q, int64_t n, const std::byte* x, size_t x_row_b
     }
     for (int j = 0; j < 4; ++j) {
       const __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (k + j) * 32)));
-      for (int t = 0; t < T; ++t) acc[t][j] = _mm512_fmadd_ps(w, _mm512_set1_ps(xt[t][k + j]), acc[t][j]);
+      for (int t = 0; t < T; ++t) {
+        const float xv = kInterleaved ? xt[0][(k + j) * T + t] : xt[t][k + j];
+        acc[t][j] = _mm512_fmadd_ps(w, _mm512_set1_ps(xv), acc[t][j]);
+      }
     }
   }
   for (; k < n; ++k) {
     const __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k * 32)));
-    for (int t = 0; t < T; ++t) acc[t][k % 4] = _mm512_fmadd_ps(w, _mm512_set1_ps(xt[t][k]), acc[t][k % 4]);
+    for (int t = 0; t < T; ++t) {
+      const float xv = kInterleaved ? xt[0][k * T + t] : xt[t][k];
+      acc[t][k % 4] = _mm512_fmadd_ps(w, _mm512_set1_ps(xv), acc[t][k % 4]);
+    }
   }
   for (int t = 0; t < T; ++t) {
     _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]),
@@ -669,8 +677,46 @@ void q8_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size
 void f16x16_f32_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                      const int32_t* /*terms*/, int64_t n_tokens, float* y, int64_t y_stride,
                      int64_t n) {
-  run_groups<6, F16x16Tile>(groups, f16x16_group_bytes(n), n_groups, x, x_row_bytes, nullptr, 0,
-                            n_tokens, y, y_stride, n);
+  if (n_tokens < 2) {
+    run_groups<6, F16x16Tile>(groups, f16x16_group_bytes(n), n_groups, x, x_row_bytes, nullptr, 0,
+                              n_tokens, y, y_stride, n);
+    return;
+  }
+  // Tokens in blocks of kBlock, each block's tiles interleaved by column (x[k][t]) once, so a
+  // column's broadcasts come from one line instead of one row per token (rows of a long input,
+  // 6 x 22 KB for a 5632-wide FFN down projection, do not stay in L1). Within a block each group
+  // meets every tile while it sits in L2; a block bounds the per-thread buffer (kBlock x n).
+  constexpr int64_t kTile = 6, kBlock = 8 * kTile;
+  thread_local std::vector<float> xi;
+  xi.resize(static_cast<size_t>(std::min(n_tokens, kBlock) * n));
+  const auto* xb = static_cast<const std::byte*>(x);
+  const size_t gb = f16x16_group_bytes(n);
+  for (int64_t b0 = 0; b0 < n_tokens; b0 += kBlock) {
+    const int64_t b1 = std::min(n_tokens, b0 + kBlock);
+    for (int64_t t0 = b0; t0 < b1; t0 += kTile) {
+      const int64_t T = std::min(kTile, b1 - t0);
+      float* dst = xi.data() + (t0 - b0) * n;
+      for (int64_t t = 0; t < T; ++t) {
+        const float* src = reinterpret_cast<const float*>(xb + (t0 + t) * x_row_bytes);
+        for (int64_t k = 0; k < n; ++k) dst[k * T + t] = src[k];
+      }
+    }
+    for (int64_t g = 0; g < n_groups; ++g) {
+      const auto* q = static_cast<const uint8_t*>(groups) + g * gb;
+      for (int64_t t0 = b0; t0 < b1; t0 += kTile) {
+        const auto* xt = reinterpret_cast<const std::byte*>(xi.data() + (t0 - b0) * n);
+        float* yt = y + g * 16 + t0 * y_stride;
+        switch (std::min(kTile, b1 - t0)) {
+          case 6: f16x16_tile<6, true>(q, n, xt, 0, yt, y_stride); break;
+          case 5: f16x16_tile<5, true>(q, n, xt, 0, yt, y_stride); break;
+          case 4: f16x16_tile<4, true>(q, n, xt, 0, yt, y_stride); break;
+          case 3: f16x16_tile<3, true>(q, n, xt, 0, yt, y_stride); break;
+          case 2: f16x16_tile<2, true>(q, n, xt, 0, yt, y_stride); break;
+          default: f16x16_tile<1, true>(q, n, xt, 0, yt, y_stride); break;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace avx512

@@ -46,10 +46,13 @@ for _ in $(seq 1 200); do
 done
 [ -n "$PORT" ] || { echo "server did not report its port:"; cat "$LOG"; exit 1; }
 BASE="http://127.0.0.1:$PORT"
-for _ in $(seq 1 200); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")" = 200 ] && break
+healthy=""
+for _ in $(seq 1 600); do  # up to 30 s: a loaded CI machine can be slow to load the model
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")" = 200 ] && { healthy=1; break; }
+  kill -0 "$PID" 2>/dev/null || { echo "server exited before it was healthy:"; cat "$LOG"; exit 1; }
   sleep 0.05
 done
+[ -n "$healthy" ] || { echo "server not healthy after 30 s:"; cat "$LOG"; exit 1; }
 
 status=0
 if [ "$WHAT" = curl ] || [ "$WHAT" = all ]; then

@@ -465,6 +465,14 @@ struct F16x16Tile {
     f16x16_tile<T>(q, n, x, xrb, y, ys);
   }
 };
+// The same over a tile's activations interleaved by column (x[k][t], T floats per column).
+template <int T>
+struct F16x16InterleavedTile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t, const int32_t*,
+                  float* y, int64_t ys) {
+    f16x16_tile<T, true>(q, n, x, 0, y, ys);
+  }
+};
 
 // The last n_tokens % kMax tokens of a group: Tile<rem> for the remainder rem in [1, T].
 template <template <int> class Tile, int T>
@@ -706,14 +714,8 @@ void f16x16_f32_gemm(const void* groups, int64_t n_groups, const void* x, size_t
       for (int64_t t0 = b0; t0 < b1; t0 += kTile) {
         const auto* xt = reinterpret_cast<const std::byte*>(xi.data() + (t0 - b0) * n);
         float* yt = y + g * 16 + t0 * y_stride;
-        switch (std::min(kTile, b1 - t0)) {
-          case 6: f16x16_tile<6, true>(q, n, xt, 0, yt, y_stride); break;
-          case 5: f16x16_tile<5, true>(q, n, xt, 0, yt, y_stride); break;
-          case 4: f16x16_tile<4, true>(q, n, xt, 0, yt, y_stride); break;
-          case 3: f16x16_tile<3, true>(q, n, xt, 0, yt, y_stride); break;
-          case 2: f16x16_tile<2, true>(q, n, xt, 0, yt, y_stride); break;
-          default: f16x16_tile<1, true>(q, n, xt, 0, yt, y_stride); break;
-        }
+        run_remainder<F16x16InterleavedTile, kTile>(std::min(kTile, b1 - t0), q, n, xt, 0,
+                                                     nullptr, yt, y_stride);
       }
     }
   }

@@ -248,6 +248,25 @@ void q4_0_q8_0_tile_rows(const std::byte* w, size_t w_row_bytes, const std::byte
 // against 38-40.5 with L1 prefetches 16 blocks ahead; 8 blocks ahead was slower than none.
 constexpr int kPackedPrefetchBytes = 12 * 576;
 
+// A block's eight activation dwords (32 bytes at p), each broadcast to a register for vpdpbusd.
+// From memory (vpbroadcastd m32, one load each) where several tokens share a tile: copying the
+// bytes to an int32 array let GCC move them through general registers, a cross-domain move and
+// a broadcast per dword, and without that the T >= 3 tiles run 27-42% faster (kernel_bench T64,
+// docs/PERFORMANCE.md). Decode tiles (T <= 2) keep the copy: their loads stream weights from
+// DRAM, and eight more loads per block measured slower decode end to end (Q8_0 tg32 0.85x).
+template <bool kFromMemory>
+struct BlockDwords {
+  explicit BlockDwords(const int8_t* q) : p(q) {
+    if constexpr (!kFromMemory) std::memcpy(v, q, sizeof v);
+  }
+  __m512i operator[](int c) const {
+    if constexpr (kFromMemory) return _mm512_broadcastd_epi32(_mm_loadu_si32(p + 4 * c));
+    else return _mm512_set1_epi32(v[c]);
+  }
+  const int8_t* p;
+  int32_t v[8];
+};
+
 // A tile of one packed Q4_0x16 group (packed_q4_0.h) against T tokens: per block the group's
 // four 64-byte quant chunks are split once into low nibbles (w & 0x0f) and high nibbles left in
 // place (w & 0xf0, i.e. 16 x the nibble: one and instead of a shift and an and; the chain's sum
@@ -280,15 +299,14 @@ void q4_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
     for (int t = 0; t < T; ++t) {
       const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes) + b;
       const int32_t* tb = terms + 2 * (t * nb + b);
-      int32_t aq[8];
-      std::memcpy(aq, a->qs, sizeof aq);
+      const BlockDwords<(T > 2)> aq(a->qs);
       float da;
       std::memcpy(&da, tb + 1, sizeof da);
       __m512i s0 = _mm512_set1_epi32(tb[0]);
       __m512i s1 = _mm512_setzero_si512();
       for (int c = 0; c < 4; ++c) {
-        s0 = _mm512_dpbusd_epi32(s0, lo[c], _mm512_set1_epi32(aq[c]));
-        s1 = _mm512_dpbusd_epi32(s1, hi[c], _mm512_set1_epi32(aq[4 + c]));
+        s0 = _mm512_dpbusd_epi32(s0, lo[c], aq[c]);
+        s1 = _mm512_dpbusd_epi32(s1, hi[c], aq[4 + c]);
       }
       const __m512i dot = _mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4));
       acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(dot), acc[t]);
@@ -320,15 +338,14 @@ void q8_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
     for (int t = 0; t < T; ++t) {
       const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes) + b;
       const int32_t* tb = terms + 2 * (t * nb + b);
-      int32_t aq[8];
-      std::memcpy(aq, a->qs, sizeof aq);
+      const BlockDwords<(T > 2)> aq(a->qs);
       float da;
       std::memcpy(&da, tb + 1, sizeof da);
       __m512i s0 = _mm512_set1_epi32(tb[0]);
       __m512i s1 = _mm512_setzero_si512();
       for (int c = 0; c < 8; c += 2) {
-        s0 = _mm512_dpbusd_epi32(s0, w[c], _mm512_set1_epi32(aq[c]));
-        s1 = _mm512_dpbusd_epi32(s1, w[c + 1], _mm512_set1_epi32(aq[c + 1]));
+        s0 = _mm512_dpbusd_epi32(s0, w[c], aq[c]);
+        s1 = _mm512_dpbusd_epi32(s1, w[c + 1], aq[c + 1]);
       }
       acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(da)),
                                _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[t]);
@@ -407,12 +424,11 @@ void q4_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_ro
       const int a_off = 64 * (j / 2) + 32 * (j % 2);
       for (int t = 0; t < T; ++t) {
         const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes) + s;
-        int32_t aq[8];
-        std::memcpy(aq, a->qs + a_off, sizeof aq);
+        const BlockDwords<(T > 2)> aq(a->qs + a_off);
         __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
         for (int c = 0; c < 8; c += 2) {
-          d0 = _mm512_dpbusd_epi32(d0, w[c], _mm512_set1_epi32(aq[c]));
-          d1 = _mm512_dpbusd_epi32(d1, w[c + 1], _mm512_set1_epi32(aq[c + 1]));
+          d0 = _mm512_dpbusd_epi32(d0, w[c], aq[c]);
+          d1 = _mm512_dpbusd_epi32(d1, w[c + 1], aq[c + 1]);
         }
         sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(_mm512_add_epi32(d0, d1), sc));
       }

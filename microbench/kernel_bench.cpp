@@ -1,5 +1,6 @@
-// Kernel microbenchmarks, single-threaded: for every dtype, the scalar reference table and each
-// SIMD kernel set the CPU supports (avx2, avx512) measured side by side in the same run.
+// Kernel microbenchmarks, single-threaded (except decode_step): for every dtype, the scalar
+// reference table and each SIMD kernel set the CPU supports (avx2, avx512) measured side by side
+// in the same run.
 //   vec_dot/<dtype>/<isa>/4096            one row against activations in vec_dot_type (L1-resident)
 //   quantize/q8_0/<isa>/4096              activation quantization, on the matmul hot path
 //   to_float/<dtype>/<isa>/4096           dequantization (embedding lookups)
@@ -8,6 +9,13 @@
 //                                         >= 256 MiB so every call streams w from DRAM
 //   attention/<isa>/H64xNH9xNKV3/P<n>     one query row over n cached f16 positions (SmolLM2
 //                                         heads); bytes = the K and V rows read
+//   decode_step/<dtype>/tinyllama-1.1b    every matmul of one TinyLlama-1.1B decode step (22
+//                                         layers' Q/K/V, O, gate/up, down and the output
+//                                         projection, packed as models load them) on the active
+//                                         kernels and a pool of every core, as the model runs
+//                                         them; after each step (untimed) the memory probe reads
+//                                         1 GiB on the same threads: probe_GB/s, and of_probe =
+//                                         the step's GB/s over that probe's, averaged over steps
 // Counters: bytes_per_second counts the bytes a call must move (weights in their dtype + f32
 // activations in + f32 outputs); FLOP/s counts 2 per multiply-add. Every record's context names
 // the commit, compiler, CPU flags and active ISA.
@@ -24,6 +32,11 @@
 #include "tessera/kernels/dtype.h"
 #include "tessera/kernels/kernel_table.h"
 #include "tessera/kernels/ops.h"
+#include "tessera/kernels/probe.h"
+#include "tessera/base/thread_pool.h"
+
+#include <chrono>
+#include <thread>
 
 namespace tessera::kernels {
 namespace {
@@ -180,6 +193,76 @@ void bm_attention(benchmark::State& state, AttentionRowFn fn, int64_t n_pos) {
       benchmark::Counter::kIsRate);
 }
 
+// One decode step's matmuls of TinyLlama-1.1B (dim 2048, 22 layers, 4 KV heads of 64, FFN 5632,
+// vocabulary 32000) in `t`, in the layout the active table packs them to, with matmul_shared_input
+// where the model uses it. The weights are byte patterns (every f16 field finite), not a model:
+// timing does not depend on the values. Allocated when the benchmark runs (about 2 GiB for F16).
+void bm_decode_step(benchmark::State& state, DType t) {
+  const KernelTable& table = kernel_table();
+  constexpr int64_t kLayers = 22, kDim = 2048, kKv = 256, kFfn = 5632, kVocab = 32000;
+  std::vector<MatrixRef> ms;
+  size_t total = 0;
+  auto add = [&](int64_t r, int64_t c) {
+    MatrixRef m{t, nullptr, r, c, dtype_row_bytes(t, c)};
+    m.layout = preferred_layout(table, m);
+    total += matrix_bytes(m, m.layout);
+    ms.push_back(m);
+  };
+  for (int64_t l = 0; l < kLayers; ++l) {
+    add(kDim, kDim), add(kKv, kDim), add(kKv, kDim), add(kDim, kDim);
+    add(kFfn, kDim), add(kFfn, kDim), add(kDim, kFfn);
+  }
+  add(kVocab, kDim);
+  std::vector<uint32_t> w((total + 3) / 4);
+  uint32_t s = 12345;
+  for (auto& v : w) {  // 0x3b per byte at most: as f16, finite and below 1
+    s = s * 1664525u + 1013904223u;
+    v = (s >> 3) & 0x3b3b3b3bu;
+  }
+  size_t off = 0;
+  for (auto& m : ms) {
+    m.data = reinterpret_cast<const std::byte*>(w.data()) + off;
+    off += matrix_bytes(m, m.layout);
+  }
+  ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const auto x = random_floats(kFfn, 8);
+  std::vector<float> y0(kVocab), y1(kFfn), y2(kFfn);
+  std::vector<float> probe((size_t{1} << 30) / sizeof(float), 1.0f);
+  double probe_sum = 0, ratio_sum = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t l = 0; l < kLayers; ++l) {
+      const MatrixRef* m = &ms[static_cast<size_t>(l * 7)];
+      float* const qkv[] = {y0.data(), y1.data(), y2.data()};
+      matmul_shared_input(table, std::span<const MatrixRef>(m, 3), x.data(), 1, qkv, &pool);
+      matmul(table, m[3], x.data(), 1, y0.data(), &pool);
+      float* const gate_up[] = {y1.data(), y2.data()};
+      matmul_shared_input(table, std::span<const MatrixRef>(m + 4, 2), x.data(), 1, gate_up, &pool);
+      matmul(table, m[6], x.data(), 1, y0.data(), &pool);
+    }
+    matmul(table, ms.back(), x.data(), 1, y0.data(), &pool);
+    benchmark::DoNotOptimize(y0.data());
+    const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.PauseTiming();
+    const auto p0 = std::chrono::steady_clock::now();
+    pool.run([&](int i, int n) {
+      const size_t per = probe.size() / static_cast<size_t>(n) / 64 * 64;
+      benchmark::DoNotOptimize(probe_read(probe.data() + static_cast<size_t>(i) * per, static_cast<int64_t>(per)));
+    });
+    const double probe_gbps = static_cast<double>(probe.size() / 64 / static_cast<size_t>(pool.size()) * 64 *
+                                                  static_cast<size_t>(pool.size()) * sizeof(float)) /
+                              std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count() / 1e9;
+    probe_sum += probe_gbps;
+    ratio_sum += static_cast<double>(total) / step_s / 1e9 / probe_gbps;
+    state.ResumeTiming();
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(total));
+  state.counters["probe_GB/s"] = probe_sum / n;
+  state.counters["of_probe"] = ratio_sum / n;
+  state.counters["threads"] = pool.size();
+}
+
 void register_all() {
   const std::vector<const KernelTable*> tables = tables_to_compare();
   const std::string row = "/" + std::to_string(kRowLength);
@@ -216,6 +299,12 @@ void register_all() {
       }
     }
   }
+  for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+    benchmark::RegisterBenchmark(("decode_step/" + std::string(dtype_name(t)) + "/tinyllama-1.1b").c_str(),
+                                 bm_decode_step, t)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
   for (int64_t n_pos : {128, 1024}) {
     for (const KernelTable* table : tables) {
       const std::string name = "attention/" + std::string(table->isa) + "/H64xNH9xNKV3/P" +
@@ -237,7 +326,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("compiler", __VERSION__);
   benchmark::AddCustomContext("cpu_flags", cpu_flags_string());
   benchmark::AddCustomContext("active_isa", kernel_table().isa);
-  benchmark::AddCustomContext("threads", "1");
+  benchmark::AddCustomContext("threads", "1 (decode_step: every core)");
   register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -228,9 +228,16 @@ void bm_decode_step(benchmark::State& state, DType t) {
   const auto x = random_floats(kFfn, 8);
   std::vector<float> y0(kVocab), y1(kFfn), y2(kFfn);
   std::vector<float> probe((size_t{1} << 30) / sizeof(float), 1.0f);
+  const auto n_threads = static_cast<size_t>(pool.size());
+  const size_t per_thread = probe.size() / n_threads / 64 * 64;  // probe_read wants n % 64 == 0
+  const double probe_bytes = static_cast<double>(per_thread * n_threads * sizeof(float));
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
   double probe_sum = 0, ratio_sum = 0;
   for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     for (int64_t l = 0; l < kLayers; ++l) {
       const MatrixRef* m = &ms[static_cast<size_t>(l * 7)];
       float* const qkv[] = {y0.data(), y1.data(), y2.data()};
@@ -242,16 +249,14 @@ void bm_decode_step(benchmark::State& state, DType t) {
     }
     matmul(table, ms.back(), x.data(), 1, y0.data(), &pool);
     benchmark::DoNotOptimize(y0.data());
-    const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double step_s = seconds_since(t0);
     state.PauseTiming();
-    const auto p0 = std::chrono::steady_clock::now();
-    pool.run([&](int i, int n) {
-      const size_t per = probe.size() / static_cast<size_t>(n) / 64 * 64;
-      benchmark::DoNotOptimize(probe_read(probe.data() + static_cast<size_t>(i) * per, static_cast<int64_t>(per)));
+    const auto p0 = Clock::now();
+    pool.run([&](int i, int) {
+      benchmark::DoNotOptimize(probe_read(probe.data() + static_cast<size_t>(i) * per_thread,
+                                          static_cast<int64_t>(per_thread)));
     });
-    const double probe_gbps = static_cast<double>(probe.size() / 64 / static_cast<size_t>(pool.size()) * 64 *
-                                                  static_cast<size_t>(pool.size()) * sizeof(float)) /
-                              std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count() / 1e9;
+    const double probe_gbps = probe_bytes / seconds_since(p0) / 1e9;
     probe_sum += probe_gbps;
     ratio_sum += static_cast<double>(total) / step_s / 1e9 / probe_gbps;
     state.ResumeTiming();
@@ -300,8 +305,8 @@ void register_all() {
     }
   }
   for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
-    benchmark::RegisterBenchmark(("decode_step/" + std::string(dtype_name(t)) + "/tinyllama-1.1b").c_str(),
-                                 bm_decode_step, t)
+    const std::string name = "decode_step/" + std::string(dtype_name(t)) + "/tinyllama-1.1b";
+    benchmark::RegisterBenchmark(name.c_str(), bm_decode_step, t)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }

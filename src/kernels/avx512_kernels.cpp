@@ -251,9 +251,10 @@ constexpr int kPackedPrefetchBytes = 12 * 576;
 // A block's eight activation dwords (32 bytes at p), each broadcast to a register for vpdpbusd.
 // From memory (vpbroadcastd m32, one load each) where several tokens share a tile: copying the
 // bytes to an int32 array let GCC move them through general registers, a cross-domain move and
-// a broadcast per dword, and without that the T >= 3 tiles run 27-42% faster (kernel_bench T64,
-// docs/PERFORMANCE.md). Decode tiles (T <= 2) keep the copy: their loads stream weights from
-// DRAM, and eight more loads per block measured slower decode end to end (Q8_0 tg32 0.85x).
+// a broadcast per dword; without that the 64-token kernel_bench shapes run 24% (Q4_0, Q4_K)
+// and 6-42% (Q8_0) faster (docs/PERFORMANCE.md). Decode tiles (T <= 2) keep the copy: their
+// loads stream weights from DRAM, and eight more loads per block measured slower decode end to
+// end (Q8_0 tg32 0.85x).
 template <bool kFromMemory>
 struct BlockDwords {
   explicit BlockDwords(const int8_t* q) : p(q) {

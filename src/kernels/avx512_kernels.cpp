@@ -719,12 +719,12 @@ void f16x16_f32_gemm(const void* groups, int64_t n_groups, const void* x, size_t
   xi.resize(static_cast<size_t>(std::min(n_tokens, kBlock) * n));
   const auto* xb = static_cast<const std::byte*>(x);
   const size_t gb = f16x16_group_bytes(n);
+  const int64_t n4 = n & ~int64_t{3};  // columns in whole four-column chunks
   for (int64_t b0 = 0; b0 < n_tokens; b0 += kBlock) {
     const int64_t b1 = std::min(n_tokens, b0 + kBlock);
     for (int64_t t0 = b0; t0 < b1; t0 += kTile) {
       const int64_t T = std::min(kTile, b1 - t0);
       float* dst = xi.data() + (t0 - b0) * n;
-      const int64_t n4 = n & ~int64_t{3};
       for (int64_t t = 0; t < T; ++t) {
         const float* src = reinterpret_cast<const float*>(xb + (t0 + t) * x_row_bytes);
         for (int64_t k = 0; k < n4; k += 4) {

@@ -9,8 +9,10 @@
 # before) then llama-bench (reps repetitions), so the two runs of a round see the same machine;
 # on a shared, noisy machine the per-round ratios and their median say more than one long run.
 # Prints one markdown table (medians over rounds: tokens/s of both, the ratio with its range,
-# and for generation both engines' GB/s against Tessera's bandwidth probe of that round) and
-# writes the raw JSON records to <models-dir>/results/.
+# and for generation both engines' GB/s against two bandwidth figures: the best probe pass taken
+# just before Tessera's run, and the probe passes adjacent to each run: Tessera's around each
+# repetition, llama.cpp's one `bench machine` pass just before and one just after llama-bench)
+# and writes the raw JSON records to <models-dir>/results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama_bench="${1:?usage: $0 /path/to/llama-bench [models-dir] [reps]}"
@@ -31,8 +33,10 @@ for shape in $shapes; do
     for round in $(seq 1 "$rounds"); do
       "$tessera" bench model -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" --json \
         > "$dir/results/tessera-$tag-r$round.json"
+      "$tessera" bench machine -t "$threads" --reps 1 --json > "$dir/results/probe-before-$tag-r$round.json"
       "$llama_bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -o json \
         > "$dir/results/llamacpp-$tag-r$round.json" 2>/dev/null
+      "$tessera" bench machine -t "$threads" --reps 1 --json > "$dir/results/probe-after-$tag-r$round.json"
     done
   done
 done
@@ -44,7 +48,7 @@ first = json.load(open(os.path.join(d, f"tessera-{shapes[0]}-{dtypes[0]}-r1.json
 env = first['environment']
 print(f"machine: {env['cpu']} ({env['cpu_flags']}), {env['threads']} threads, tessera {env['commit']} "
       f"{env['compiler']}; {rounds} round(s) per model, medians over rounds")
-print("| model | dtype | test | tessera t/s | llama.cpp t/s | ratio (min-max) | probe GB/s | tessera GB/s (% probe) | llama.cpp GB/s (% probe) |")
+print("| model | dtype | test | tessera t/s | llama.cpp t/s | ratio (min-max) | best probe GB/s | tessera GB/s (% best probe, % adjacent) | llama.cpp GB/s (% best probe, % adjacent) |")
 print("|---|---|---|---|---|---|---|---|---|")
 med = st.median
 for s in shapes:
@@ -56,16 +60,23 @@ for s in shapes:
             lc = {(f"pp{x['n_prompt']}" if x['n_gen'] == 0 else f"tg{x['n_gen']}"): x['avg_ts']
                   for x in json.load(open(os.path.join(d, f"llamacpp-{tag}-r{r}.json")))}
             probe = ts['machine']['read_gbps']
+            around = [json.load(open(os.path.join(d, f"probe-{w}-{tag}-r{r}.json")))['machine']['read_gbps']
+                      for w in ('before', 'after')]
+            lc_adjacent = sum(around) / 2
             for x in ts['results']:
                 a, b = x['tokens_per_second_mean'], lc.get(x['test'], float('nan'))
                 per_token = x['bytes_per_run'] / x['n_tokens']
-                rows.setdefault(x['test'], []).append((a, b, a / b, probe, x['gbps'], b * per_token / 1e9))
+                lg = b * per_token / 1e9
+                rows.setdefault(x['test'], []).append((a, b, a / b, probe, x['gbps'], lg,
+                                                       x.get('mbu_adjacent_median', float('nan')),
+                                                       lg / lc_adjacent))
         for test, v in rows.items():
             a, b, ratio, probe = med([x[0] for x in v]), med([x[1] for x in v]), med([x[2] for x in v]), med([x[3] for x in v])
             lo, hi = min(x[2] for x in v), max(x[2] for x in v)
             if test.startswith('tg'):
                 tg_ = med([x[4] for x in v]); lg = med([x[5] for x in v])
-                bw = f"{probe:.1f} | {tg_:.1f} ({100 * med([x[4] / x[3] for x in v]):.0f}%) | {lg:.1f} ({100 * med([x[5] / x[3] for x in v]):.0f}%)"
+                bw = (f"{probe:.1f} | {tg_:.1f} ({100 * med([x[4] / x[3] for x in v]):.0f}%, {100 * med([x[6] for x in v]):.0f}%)"
+                      f" | {lg:.1f} ({100 * med([x[5] / x[3] for x in v]):.0f}%, {100 * med([x[7] for x in v]):.0f}%)")
             else:
                 bw = "- | - | -"
             print(f"| {s} | {t} | {test} | {a:.2f} | {b:.2f} | {ratio:.2f}x ({lo:.2f}-{hi:.2f}) | {bw} |")

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
 #include <vector>
 
 #include "tessera/base/clock.h"
 #include "tessera/base/thread_pool.h"
+#include "tessera/bench/read_probe.h"
 #include "tessera/bench/stats.h"
 #include "tessera/kernels/probe.h"
 
@@ -21,32 +19,20 @@ MachineCeilings measure_machine(const MachineBenchOptions& o) {
   ThreadPool pool(c.threads);
   const Clock* clock = real_clock();
 
-  // Bandwidth: each thread streams its own contiguous slice; the buffer is touched first so
-  // page faults are not timed.
-  const int64_t n = (std::max<int64_t>(o.buffer_bytes, 1 << 20) / 4) & ~int64_t{1023};
-  c.buffer_bytes = n * 4;
-  std::unique_ptr<float, decltype(&std::free)> buf(
-      static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(n) * 4)), &std::free);
-  if (!buf) return c;
-  pool.parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) buf.get()[i] = static_cast<float>(i & 7);
-  });
-  std::atomic<float> sink{0.0f};
+  // Bandwidth: each thread streams its own contiguous slice (read_probe.h).
+  auto probe = ReadProbe::create(o.buffer_bytes, pool);
+  if (!probe.is_ok()) return c;
+  c.buffer_bytes = probe->bytes();
   std::vector<double> gbps;
   for (int r = 0; r < c.reps + 1; ++r) {  // first pass warms up
-    const int64_t t0 = clock->now_ns();
-    pool.run([&](int t, int nt) {
-      const int64_t b = (n / nt * t) & ~int64_t{63};
-      const int64_t e = t + 1 == nt ? n : (n / nt * (t + 1)) & ~int64_t{63};
-      sink.store(sink.load() + kernels::probe_read(buf.get() + b, e - b));
-    });
-    const double s = static_cast<double>(clock->now_ns() - t0) * 1e-9;
-    if (r > 0) gbps.push_back(static_cast<double>(c.buffer_bytes) / s / 1e9);
+    const double g = probe->pass(pool);
+    if (r > 0) gbps.push_back(g);
   }
   c.read_gbps = summarize(gbps).max;
   c.read_gbps_median = summarize(gbps).median;
 
   // Peak FMA: every thread runs independent chains; long enough (~0.2 s) to reach steady clocks.
+  std::atomic<float> sink{0.0f};
   std::vector<double> gflops;
   const int64_t iters = 20'000'000;
   for (int r = 0; r < c.reps + 1; ++r) {

@@ -63,23 +63,40 @@ Result<double> run_tg(model::Model& m, ThreadPool& pool, const std::vector<int32
 }
 
 template <typename Fn>
-Result<TestResult> repeat(const std::string& name, int32_t n, int reps, Fn&& once) {
+Result<TestResult> repeat(const std::string& name, int32_t n, int reps, ThreadPool& pool,
+                          const ReadProbe* probe, Fn&& once) {
   TestResult r;
   r.name = name;
   r.n_tokens = n;
   TS_RETURN_IF_ERROR(once().status());  // warm-up: page in weights, size buffers
-  std::vector<double> tps, secs;
+  std::vector<double> tps;
+  double before = probe != nullptr ? probe->pass(pool) : 0.0;
   for (int i = 0; i < reps; ++i) {
     TS_ASSIGN_OR_RETURN(double s, once());
-    secs.push_back(s);
+    r.seconds.push_back(s);
     tps.push_back(n / s);
+    if (probe != nullptr) {
+      const double after = probe->pass(pool);
+      r.adjacent_probe.push_back((before + after) / 2);
+      before = after;
+    }
   }
   r.tokens_per_second = summarize(tps);
-  r.mean_seconds = summarize(secs).mean;
+  r.mean_seconds = summarize(r.seconds).mean;
   return r;
 }
 
 }  // namespace
+
+Summary TestResult::adjacent_mbu() const {
+  std::vector<double> v;
+  for (size_t i = 0; i < adjacent_probe.size() && i < seconds.size(); ++i) {
+    if (seconds[i] > 0 && adjacent_probe[i] > 0) {
+      v.push_back(bytes_per_run / seconds[i] / 1e9 / adjacent_probe[i]);
+    }
+  }
+  return summarize(std::move(v));
+}
 
 Result<std::vector<TestResult>> run_model_bench(model::Model& m, ThreadPool& pool,
                                                 const ModelBenchOptions& o) {
@@ -95,7 +112,7 @@ Result<std::vector<TestResult>> run_model_bench(model::Model& m, ThreadPool& poo
   if (o.prompt_tokens > 0) {
     const int32_t n = o.prompt_tokens;
     auto tokens = random_tokens(c.n_vocab, n, o.seed);
-    TS_ASSIGN_OR_RETURN(TestResult r, repeat(fmt::format("pp{}", n), n, reps,
+    TS_ASSIGN_OR_RETURN(TestResult r, repeat(fmt::format("pp{}", n), n, reps, pool, o.probe,
                                              [&] { return run_pp(m, pool, tokens); }));
     // One pass over the weights for the whole batch; attention over i+1 positions for row i.
     const double positions = static_cast<double>(n) * (n + 1) / 2.0;
@@ -106,7 +123,7 @@ Result<std::vector<TestResult>> run_model_bench(model::Model& m, ThreadPool& poo
   if (o.gen_tokens > 0) {
     const int32_t n = o.gen_tokens;
     auto tokens = random_tokens(c.n_vocab, n, o.seed + 1);
-    TS_ASSIGN_OR_RETURN(TestResult r, repeat(fmt::format("tg{}", n), n, reps,
+    TS_ASSIGN_OR_RETURN(TestResult r, repeat(fmt::format("tg{}", n), n, reps, pool, o.probe,
                                              [&] { return run_tg(m, pool, tokens); }));
     // Every step reads all weights and the K/V of every cached position.
     const double positions = static_cast<double>(n) * (n + 1) / 2.0;

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
+#include "tessera/bench/read_probe.h"
 #include "tessera/bench/stats.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/model/model.h"
@@ -21,6 +23,11 @@ struct ModelBenchOptions {
   int32_t gen_tokens = 128;     // 0 skips tg
   int reps = 5;
   uint64_t seed = 1;
+  // When set, one probe pass runs before the first timed repetition and after each one (on the
+  // same pool), and each repetition's bandwidth is also compared with the mean of the two passes
+  // around it: on a shared machine whose bandwidth moves from minute to minute, that says what
+  // fraction of the bandwidth available *while it ran* the model used.
+  const ReadProbe* probe = nullptr;
 };
 
 // Bytes and FLOPs one forward step moves and performs. Weight bytes count every matrix the step
@@ -42,8 +49,13 @@ struct TestResult {
   double bytes_per_run = 0.0;   // weights + KV traffic of one repetition
   double flops_per_run = 0.0;
   double mean_seconds = 0.0;
+  std::vector<double> seconds;          // each timed repetition
+  std::vector<double> adjacent_probe;   // GB/s around each repetition (empty without a probe)
   double gbps() const { return mean_seconds > 0 ? bytes_per_run / mean_seconds / 1e9 : 0.0; }
   double gflops() const { return mean_seconds > 0 ? flops_per_run / mean_seconds / 1e9 : 0.0; }
+  // Per repetition: its GB/s over the probe passes around it; summarized over repetitions.
+  // n == 0 without a probe.
+  Summary adjacent_mbu() const;
 };
 
 // Runs pp then tg. Errors come from the model (e.g. context too short for the requested tokens).

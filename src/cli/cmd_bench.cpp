@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -28,6 +29,7 @@ struct BenchArgs {
   int64_t buffer_mib = 1024;
   bool json = false;
   bool no_repack = false;
+  bool no_adjacent_probe = false;
 };
 
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
@@ -106,6 +108,13 @@ int run_bench_model(const BenchArgs& a) {
   o.prompt_tokens = a.prompt_tokens;
   o.gen_tokens = a.gen_tokens;
   o.reps = a.reps;
+  std::optional<bench::ReadProbe> probe;
+  if (!a.no_adjacent_probe) {
+    auto p = bench::ReadProbe::create(a.buffer_mib << 20, pool);
+    if (!p.is_ok()) return fail(p.status());
+    probe = std::move(*p);
+    o.probe = &*probe;
+  }
   auto results = bench::run_model_bench(**m, pool, o);
   if (!results.is_ok()) return fail(results.status());
 
@@ -134,6 +143,14 @@ int run_bench_model(const BenchArgs& a) {
                               {"gflops", r.gflops()},
                               {"mbu", r.gbps() / ceil->read_gbps},
                               {"mfu", r.gflops() / ceil->fma_gflops}});
+    if (!r.adjacent_probe.empty()) {
+      const bench::Summary mbu = r.adjacent_mbu();
+      auto& j = out["results"].back();
+      j["adjacent_probe_gbps_median"] = bench::summarize(r.adjacent_probe).median;
+      j["mbu_adjacent_median"] = mbu.median;
+      j["mbu_adjacent_min"] = mbu.min;
+      j["mbu_adjacent_max"] = mbu.max;
+    }
   }
   if (a.json) {
     std::printf("%s\n", out.dump(2).c_str());
@@ -143,12 +160,25 @@ int run_bench_model(const BenchArgs& a) {
               a.model.c_str(), dtype.c_str(), (*m)->image_bytes() > 0 ? " (repacked)" : "",
               f.n_parameters() / 1e6, f.tensor_bytes() / 1048576.0, pool.size(), out["environment"]["kernel_isa"].get<std::string>().c_str(),
               ceil->read_gbps, ceil->fma_gflops);
-  std::printf("| %-7s | %18s | %8s | %6s | %9s | %6s |\n", "test", "t/s", "GB/s", "MBU", "GFLOP/s", "MFU");
-  std::printf("|---------|--------------------|----------|--------|-----------|--------|\n");
+  std::printf("| %-7s | %18s | %8s | %6s | %9s | %6s |%s\n", "test", "t/s", "GB/s", "MBU", "GFLOP/s",
+              "MFU", probe ? " MBU vs adjacent probe |" : "");
+  std::printf("|---------|--------------------|----------|--------|-----------|--------|%s\n",
+              probe ? "-----------------------|" : "");
   for (const auto& r : *results) {
-    std::printf("| %-7s | %9.2f ± %6.2f | %8.2f | %5.1f%% | %9.1f | %5.1f%% |\n", r.name.c_str(),
+    std::printf("| %-7s | %9.2f ± %6.2f | %8.2f | %5.1f%% | %9.1f | %5.1f%% |", r.name.c_str(),
                 r.tokens_per_second.mean, r.tokens_per_second.stddev, r.gbps(),
                 100.0 * r.gbps() / ceil->read_gbps, r.gflops(), 100.0 * r.gflops() / ceil->fma_gflops);
+    if (probe) {
+      const bench::Summary mbu = r.adjacent_mbu();
+      std::printf(" %5.1f%% of %5.1f GB/s  |", 100.0 * mbu.median,
+                  bench::summarize(r.adjacent_probe).median);
+    }
+    std::printf("\n");
+  }
+  if (probe) {
+    std::printf("MBU: against the ceiling above (the best probe pass); adjacent: each repetition "
+                "against the mean of the probe passes just before and after it (median over "
+                "repetitions)\n");
   }
   return 0;
 }
@@ -181,6 +211,10 @@ void add_bench_command(CLI::App& app, RunFn& run) {
   model->add_option("--reps,-r", a->reps, "Repetitions")->capture_default_str();
   model->add_option("--machine", a->machine_json,
                     "Ceilings from a `bench machine --json` file (default: measure now)");
+  model->add_flag("--no-adjacent-probe", a->no_adjacent_probe,
+                  "Skip the bandwidth probe pass run before and after each repetition");
+  model->add_option("--probe-mib", a->buffer_mib, "Adjacent probe buffer size")
+      ->capture_default_str();
   model->add_flag("--no-repack", a->no_repack,
                   "Run the weights in the file's layout (no Q4_0 16-row repacking at load)");
   model->add_flag("--json", a->json, "Print a JSON record");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "tessera/model/architecture.h"
 #include "tessera/model/synth.h"
 #include "test_util.h"
@@ -37,6 +39,25 @@ TEST(ModelBench, WorkModelCountsWhatAStepReads) {
   EXPECT_EQ((*r)[1].tokens_per_second.n, 2u);
   EXPECT_GT((*r)[1].tokens_per_second.mean, 0);
   EXPECT_DOUBLE_EQ((*r)[1].bytes_per_run, 8 * w.weight_bytes + 36 * w.kv_bytes_per_position);
+  EXPECT_EQ((*r)[1].adjacent_mbu().n, 0u);  // no probe, no adjacent figure
+
+  // With a probe: one pass around each repetition, and a per-repetition MBU against them.
+  auto probe = ReadProbe::create(1 << 20, pool);
+  ASSERT_TRUE(probe.is_ok()) << probe.status().to_string();
+  EXPECT_EQ(probe->bytes(), 1 << 20);
+  bo.probe = &*probe;
+  r = run_model_bench(**m, pool, bo);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  for (const TestResult& t : *r) {
+    ASSERT_EQ(t.adjacent_probe.size(), 2u) << t.name;
+    EXPECT_GT(t.adjacent_probe[0], 0) << t.name;
+    const Summary mbu = t.adjacent_mbu();
+    EXPECT_EQ(mbu.n, 2u) << t.name;
+    std::vector<double> want;
+    for (size_t i = 0; i < 2; ++i) want.push_back(t.bytes_per_run / t.seconds[i] / 1e9 / t.adjacent_probe[i]);
+    EXPECT_DOUBLE_EQ(mbu.median, summarize(want).median) << t.name;
+  }
+  bo.probe = nullptr;
   bo.gen_tokens = 100000;
   EXPECT_EQ(run_model_bench(**m, pool, bo).status().code(), ErrorCode::kOutOfRange);
 }

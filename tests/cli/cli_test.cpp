@@ -109,7 +109,7 @@ TEST(Cli, BenchMachineAndModelJson) {
   testing::TempDir dir;
   std::ofstream(dir.file("machine.json")) << r.out;
   ASSERT_EQ(run_cli("synth --shape tiny --dtype q8_0 --out " + dir.file("t.gguf")).exit_code, 0);
-  r = run_cli("bench model -m " + dir.file("t.gguf") + " -p 16 -n 8 -r 1 --json --machine " +
+  r = run_cli("bench model -m " + dir.file("t.gguf") + " -p 16 -n 8 -r 2 --json --probe-mib 16 --machine " +
               dir.file("machine.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -117,6 +117,17 @@ TEST(Cli, BenchMachineAndModelJson) {
   EXPECT_EQ(j["results"][1]["test"], "tg8");
   EXPECT_EQ(j["model"]["dtype"], "q8_0");
   EXPECT_GT(j["results"][1]["mbu"].get<double>(), 0);
+  // The probe passes around each repetition give a second MBU figure.
+  EXPECT_GT(j["results"][1]["adjacent_probe_gbps_median"].get<double>(), 0);
+  EXPECT_GT(j["results"][1]["mbu_adjacent_median"].get<double>(), 0);
+  EXPECT_LE(j["results"][1]["mbu_adjacent_min"].get<double>(),
+            j["results"][1]["mbu_adjacent_max"].get<double>());
+  r = run_cli("bench model -m " + dir.file("t.gguf") + " -p 0 -n 4 -r 1 --json --no-adjacent-probe --machine " +
+              dir.file("machine.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_FALSE(j["results"][0].contains("mbu_adjacent_median"));
   EXPECT_NE(run_cli("bench model -m " + dir.file("t.gguf") + " --machine /nonexistent").exit_code, 0);
 }
 

@@ -9,6 +9,10 @@
 //                                         >= 256 MiB so every call streams w from DRAM
 //   attention/<isa>/H64xNH9xNKV3/P<n>     one query row over n cached f16 positions (SmolLM2
 //                                         heads); bytes = the K and V rows read
+//   attention_rows/<isa>/H64xNH9xNKV3/R5xP<n>
+//                                         a prefill tile: 5 rows of one sequence attending to
+//                                         n-4..n positions (attention_rows; avx2 runs the row
+//                                         kernel per row)
 //   decode_step/<dtype>/tinyllama-1.1b    every matmul of one TinyLlama-1.1B decode step (22
 //                                         layers' Q/K/V, O, gate/up, down and the output
 //                                         projection, packed as models load them) on the active
@@ -193,6 +197,30 @@ void bm_attention(benchmark::State& state, AttentionRowFn fn, int64_t n_pos) {
       benchmark::Counter::kIsRate);
 }
 
+// A prefill tile of SmolLM2-135M's attention: 5 consecutive rows (15 query vectors per KV head,
+// the tile the model forms for 3 heads per KV head) ending at n_pos positions, f16 cache.
+void bm_attention_rows(benchmark::State& state, AttentionRowsFn fn, int64_t n_pos) {
+  constexpr int64_t H = 64, NH = 9, NKV = 3, R = 5;
+  std::vector<float> kf = random_floats(static_cast<size_t>(n_pos * NKV * H), 5);
+  std::vector<float> vf = random_floats(kf.size(), 6);
+  std::vector<std::byte> k(kf.size() * 2), v(vf.size() * 2);
+  kernels_for(scalar_kernel_table(), DType::kF16).from_float(kf.data(), k.data(), static_cast<int64_t>(kf.size()));
+  kernels_for(scalar_kernel_table(), DType::kF16).from_float(vf.data(), v.data(), static_cast<int64_t>(vf.size()));
+  const KvRows rows{DType::kF16, k.data(), v.data(), static_cast<size_t>(NKV * H * 2)};
+  std::vector<float> q = random_floats(static_cast<size_t>(R * NH * H), 7);
+  std::vector<float> out(q.size());
+  int64_t n_pos_rows[R], positions = 0;
+  for (int64_t r = 0; r < R; ++r) positions += (n_pos_rows[r] = n_pos - (R - 1) + r);
+  for (auto _ : state) {
+    fn(q.data(), NH * H, n_pos_rows, R, rows, NH, NKV, H, 0, NKV, out.data(), NH * H);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(k.size() + v.size()));
+  state.counters["FLOP/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * 4.0 * static_cast<double>(NH * H * positions),
+      benchmark::Counter::kIsRate);
+}
+
 // One decode step's matmuls of TinyLlama-1.1B (dim 2048, 22 layers, 4 KV heads of 64, FFN 5632,
 // vocabulary 32000) in `t`, in the layout the active table packs them to, with matmul_shared_input
 // where the model uses it. The weights are byte patterns (every f16 field finite), not a model:
@@ -315,6 +343,10 @@ void register_all() {
       const std::string name = "attention/" + std::string(table->isa) + "/H64xNH9xNKV3/P" +
                                std::to_string(n_pos);
       benchmark::RegisterBenchmark(name.c_str(), bm_attention, table->attention_row, n_pos)
+          ->Unit(benchmark::kMicrosecond);
+      const std::string rows_name = "attention_rows/" + std::string(table->isa) +
+                                    "/H64xNH9xNKV3/R5xP" + std::to_string(n_pos);
+      benchmark::RegisterBenchmark(rows_name.c_str(), bm_attention_rows, table->attention_rows, n_pos)
           ->Unit(benchmark::kMicrosecond);
     }
   }

@@ -47,11 +47,30 @@ using AttentionRowFn = void (*)(const float* q, const KvRows& kv, int64_t n_pos,
                                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                                 int64_t kv_begin, int64_t kv_end, float* out);
 
+// Several query rows of one sequence at once (the rows of a prefill chunk): row r (q at
+// q + r * q_stride, out at out + r * out_stride, in floats) attends to positions [0, n_pos[r]),
+// exactly as attention_row would. Kernels may read each K and V row once for all the rows and
+// their heads; the result equals attention_row's within float rounding. Preconditions: those of
+// attention_row for every row; 1 <= n_rows <= kMaxAttentionRows.
+constexpr int64_t kMaxAttentionRows = 16;
+void attention_rows(const float* q, size_t q_stride, const int64_t* n_pos, int64_t n_rows,
+                    const KvRows& kv, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                    int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride);
+
+using AttentionRowsFn = void (*)(const float* q, size_t q_stride, const int64_t* n_pos,
+                                 int64_t n_rows, const KvRows& kv, int64_t n_heads,
+                                 int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin,
+                                 int64_t kv_end, float* out, size_t out_stride);
+
 namespace scalar {
 // The reference: one position at a time, exact online-softmax recurrence.
 void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
                    int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
                    float* out);
+// attention_row per row.
+void attention_rows(const float* q, size_t q_stride, const int64_t* n_pos, int64_t n_rows,
+                    const KvRows& kv, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                    int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride);
 }  // namespace scalar
 
 namespace avx2 {
@@ -61,6 +80,23 @@ namespace avx2 {
 void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
                    int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
                    float* out);
+// avx2::attention_row per row.
+void attention_rows(const float* q, size_t q_stride, const int64_t* n_pos, int64_t n_rows,
+                    const KvRows& kv, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                    int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride);
 }  // namespace avx2
+
+namespace avx512 {
+// Query vectors as lanes: the (row, head) pairs of a KV head, 16 to a register, so one block of
+// 16 positions is 16 registers of scores, one per position (K broadcast element by element
+// against the transposed queries), the online softmax runs lane-wise with no horizontal
+// reductions, and V is accumulated into a transposed output the same way. Each K and V row is
+// converted once per block of 16 lanes. Equals the reference within float rounding (queries
+// pre-scaled by 1/sqrt(H), block-wise rescaling, a polynomial exp). Falls back to
+// avx2::attention_row per row when H % 16 != 0. Precondition: cpu_features().has_avx512_set().
+void attention_rows(const float* q, size_t q_stride, const int64_t* n_pos, int64_t n_rows,
+                    const KvRows& kv, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                    int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride);
+}  // namespace avx512
 
 }  // namespace tessera::kernels

@@ -372,6 +372,7 @@ void silu_mul(float* gate, const float* up, int64_t n) {
 
 void install_avx2_rows(KernelTable& t) {
   t.attention_row = avx2::attention_row;
+  t.attention_rows = avx2::attention_rows;
   t.silu_mul = avx2::silu_mul;
   t.q4_0x16_gemm = nullptr;  // no AVX2 kernels for the packed layouts yet: models keep GGUF rows
   t.q4_kx16_gemm = nullptr;

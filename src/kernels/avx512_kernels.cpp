@@ -765,6 +765,7 @@ void install_avx512_rows(KernelTable& t) {
   t.q4_kx16_gemm = avx512::q4_kx16_q8_k_gemm;
   t.q8_0x16_gemm = avx512::q8_0x16_q8_0_gemm;
   t.f16x16_gemm = avx512::f16x16_f32_gemm;
+  t.attention_rows = avx512::attention_rows;
 }
 
 }  // namespace tessera::kernels

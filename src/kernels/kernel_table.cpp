@@ -40,6 +40,7 @@ KernelTable make_scalar_table() {
   set_row(t, DType::kQ8_K, {scalar::q8_k_to_float, scalar::q8_k_from_float, scalar::q8_k_dot,
                             DType::kF32, scalar::q8_k_vec_dot});
   t.attention_row = scalar::attention_row;
+  t.attention_rows = scalar::attention_rows;
   t.silu_mul = scalar::silu_mul;
   t.q4_0x16_gemm = scalar::q4_0x16_q8_0_gemm;  // the oracles; forced-scalar runs test the layouts
   t.q4_kx16_gemm = scalar::q4_kx16_q8_k_gemm;

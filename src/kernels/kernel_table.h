@@ -46,6 +46,7 @@ struct KernelTable {
   const char* isa = "scalar";  // which implementation set was chosen, for benchmark records
   DTypeKernels dtypes[32];     // indexed by static_cast<uint32_t>(DType); unsupported rows null
   AttentionRowFn attention_row = nullptr;  // attention over the KV cache (attention.h)
+  AttentionRowsFn attention_rows = nullptr;  // the same for several rows of one sequence
   // gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i] (the SwiGLU FFN).
   void (*silu_mul)(float* gate, const float* up, int64_t n) = nullptr;
   // Matmul of Q4_0 weights repacked into groups of 16 rows (packed_q4_0.h). Null where the

@@ -66,7 +66,9 @@ class LlamaModel final : public Model {
 
   // Scratch, reused across calls (sized for the largest batch seen).
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
-  std::vector<int64_t> attn_cost_;  // attention(): prefix sums of task costs
+  std::vector<int64_t> attn_cost_;   // attention(): prefix sums of task costs
+  std::vector<int64_t> attn_tiles_;  // attention(): first batch row of each tile, then T
+  std::vector<int64_t> attn_npos_;   // attention(): positions each row attends to
   std::vector<float> rope_cs_;  // [T, H]: each row's RoPE cos/sin, computed once per forward
 };
 
@@ -231,32 +233,63 @@ void LlamaModel::resize_scratch(int64_t n_rows) {
 }
 
 // Each row attends over its sequence's cache up to its own position, so rows see the K/V written
-// by earlier rows of the same batch (causal within a batch). Work is split over (row, KV head).
+// by earlier rows of the same batch (causal within a batch). Rows of one sequence that sit next
+// to each other in the batch (a prefill chunk) form tiles of up to 16 query vectors (rows x
+// heads per KV head), so one conversion of each K/V row serves the whole tile
+// (kernels::attention_rows); work is split over (tile, KV head).
 void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, ThreadPool* pool) {
   const ModelConfig& c = config_;
-  const int64_t n_tasks = b.size() * c.n_kv_heads;
+  const int64_t T = b.size();
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  const int64_t max_rows = std::clamp<int64_t>(16 / group, 1, kernels::kMaxAttentionRows);
+  attn_tiles_.clear();  // first row of each tile, then T
+  for (int64_t row = 0; row < T;) {
+    const int64_t first = row;
+    const int32_t seq = b.seq_ids[static_cast<size_t>(row)];
+    for (++row; row < T && row - first < max_rows && b.seq_ids[static_cast<size_t>(row)] == seq;) ++row;
+    attn_tiles_.push_back(first);
+  }
+  attn_tiles_.push_back(T);
+  attn_npos_.resize(static_cast<size_t>(T));
+  for (int64_t row = 0; row < T; ++row) {
+    attn_npos_[static_cast<size_t>(row)] = b.positions[static_cast<size_t>(row)] + 1;
+  }
+  const auto n_tiles = static_cast<int64_t>(attn_tiles_.size()) - 1;
+  const int64_t n_tasks = n_tiles * c.n_kv_heads;
   auto run = [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t row = task / c.n_kv_heads;
+      const int64_t r0 = attn_tiles_[static_cast<size_t>(task / c.n_kv_heads)];
+      const int64_t r1 = attn_tiles_[static_cast<size_t>(task / c.n_kv_heads) + 1];
       const int64_t kvh = task % c.n_kv_heads;
-      const auto r = static_cast<size_t>(row);
-      kernels::attention_row(q_.data() + row * c.q_dim(), kv.rows(layer, b.seq_ids[r]),
-                             b.positions[r] + 1, c.n_heads, c.n_kv_heads, c.head_dim, kvh, kvh + 1,
-                             att_.data() + row * c.q_dim());
+      const kernels::KvRows rows = kv.rows(layer, b.seq_ids[static_cast<size_t>(r0)]);
+      if (r1 - r0 == 1) {
+        kernels::attention_row(q_.data() + r0 * c.q_dim(), rows, attn_npos_[static_cast<size_t>(r0)],
+                               c.n_heads, c.n_kv_heads, c.head_dim, kvh, kvh + 1,
+                               att_.data() + r0 * c.q_dim());
+      } else {
+        kernels::attention_rows(q_.data() + r0 * c.q_dim(), static_cast<size_t>(c.q_dim()),
+                                attn_npos_.data() + r0, r1 - r0, rows, c.n_heads, c.n_kv_heads,
+                                c.head_dim, kvh, kvh + 1, att_.data() + r0 * c.q_dim(),
+                                static_cast<size_t>(c.q_dim()));
+      }
     }
   };
   if (pool == nullptr || pool->size() == 1) {
     run(0, n_tasks);
     return;
   }
-  // Split by cost, not by count: a task's work grows with its row's position, and a batch mixes
+  // Split by cost, not by count: a task's work grows with its rows' positions, and a batch mixes
   // long decode rows with the short rows of a prefill chunk, so equal task counts left a thread
-  // idle. attn_cost_[i] = cost of the tasks before i (positions plus a fixed part per task).
+  // idle. attn_cost_[i] = cost of the tasks before i (positions plus a fixed part per row).
   attn_cost_.resize(static_cast<size_t>(n_tasks) + 1);
   attn_cost_[0] = 0;
   for (int64_t task = 0; task < n_tasks; ++task) {
-    const int64_t pos = b.positions[static_cast<size_t>(task / c.n_kv_heads)];
-    attn_cost_[static_cast<size_t>(task) + 1] = attn_cost_[static_cast<size_t>(task)] + pos + 1 + 32;
+    int64_t cost = 0;
+    const size_t tile = static_cast<size_t>(task / c.n_kv_heads);
+    for (int64_t row = attn_tiles_[tile]; row < attn_tiles_[tile + 1]; ++row) {
+      cost += attn_npos_[static_cast<size_t>(row)] + 32;
+    }
+    attn_cost_[static_cast<size_t>(task) + 1] = attn_cost_[static_cast<size_t>(task)] + cost;
   }
   const int64_t total = attn_cost_.back();
   pool->run([&](int t, int nt) {

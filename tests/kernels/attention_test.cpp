@@ -159,5 +159,69 @@ TEST(Attention, Avx2MatchesTheScalarReference) {
   }
 }
 
+// Several rows of one sequence against attention_row per row: a prefill chunk (row r sees
+// base + r + 1 positions) and rows with unrelated lengths, over lane counts below, at and above
+// one 16-lane register (GQA groups 1, 3, 8, 32), head sizes that do and do not take the AVX-512
+// path, f16 and f32, contiguous and paged.
+TEST(Attention, RowsMatchOneRowAtATime) {
+  struct RowsCase {
+    int64_t head_dim, n_heads, n_kv_heads, n_rows;
+    bool prefill;
+  };
+  const RowsCase shapes[] = {{64, 9, 3, 5, true},   {64, 9, 3, 5, false}, {64, 32, 4, 2, true},
+                             {64, 32, 4, 3, false}, {32, 4, 4, 16, true}, {128, 32, 1, 1, true},
+                             {16, 6, 2, 7, false},  {48, 8, 8, 4, true},  {8, 4, 2, 3, true}};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (DType dt : {DType::kF16, DType::kF32}) {
+    for (int64_t bs : {0, 16, 5}) {
+      for (const RowsCase& rc : shapes) {
+        const int64_t max_pos = 70;
+        const Case c{rc.head_dim, rc.n_heads, rc.n_kv_heads, max_pos, dt, bs};
+        SCOPED_TRACE(::testing::Message() << "H=" << c.head_dim << " NH=" << c.n_heads << " NKV="
+                                          << c.n_kv_heads << " rows=" << rc.n_rows << " prefill="
+                                          << rc.prefill << " bs=" << bs);
+        const Cache cache = make_cache(c, rng);
+        const int64_t q_dim = c.n_heads * c.head_dim;
+        const size_t stride = static_cast<size_t>(q_dim + 3);  // rows need not be packed
+        std::vector<float> q(stride * static_cast<size_t>(rc.n_rows));
+        for (float& x : q) x = u(rng);
+        std::vector<int64_t> n_pos(static_cast<size_t>(rc.n_rows));
+        const int64_t base = std::uniform_int_distribution<int64_t>(0, max_pos - rc.n_rows)(rng);
+        for (int64_t r = 0; r < rc.n_rows; ++r) {
+          n_pos[static_cast<size_t>(r)] =
+              rc.prefill ? base + r + 1 : std::uniform_int_distribution<int64_t>(1, max_pos)(rng);
+        }
+        std::vector<float> want(q.size(), 0.0f);
+        for (int64_t r = 0; r < rc.n_rows; ++r) {
+          scalar::attention_row(q.data() + r * stride, cache.rows, n_pos[static_cast<size_t>(r)],
+                                c.n_heads, c.n_kv_heads, c.head_dim, 0, c.n_kv_heads,
+                                want.data() + r * stride);
+        }
+        auto check = [&](AttentionRowsFn fn, const char* name) {
+          std::vector<float> got(q.size(), 0.0f);
+          for (int64_t kvh = 0; kvh < c.n_kv_heads; ++kvh) {  // split by KV head, as the model
+            fn(q.data(), stride, n_pos.data(), rc.n_rows, cache.rows, c.n_heads, c.n_kv_heads,
+               c.head_dim, kvh, kvh + 1, got.data(), stride);
+          }
+          for (int64_t r = 0; r < rc.n_rows; ++r) {
+            for (int64_t i = 0; i < q_dim; ++i) {
+              const size_t at = static_cast<size_t>(r) * stride + static_cast<size_t>(i);
+              ASSERT_NEAR(got[at], want[at], kAttentionTolerance) << name << " row " << r << " i " << i;
+            }
+          }
+        };
+        check(scalar::attention_rows, "scalar");
+        check([](const float* q_, size_t qs, const int64_t* np, int64_t nr, const KvRows& kv,
+                 int64_t nh, int64_t nkv, int64_t hd, int64_t b, int64_t e, float* o, size_t os) {
+                attention_rows(q_, qs, np, nr, kv, nh, nkv, hd, b, e, o, os);
+              }, "dispatched");
+        if (cpu_features().has_avx2_set()) check(avx2::attention_rows, "avx2");
+        if (cpu_features().has_avx512_set()) check(avx512::attention_rows, "avx512");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::kernels

@@ -367,12 +367,11 @@ void f16x16_tile(const uint8_t* q, int64_t n, const std::byte* x, size_t x_row_b
   }
   const float* xt[T];
   for (int t = 0; t < T; ++t) xt[t] = reinterpret_cast<const float*>(x + t * x_row_bytes);
+  // No software prefetch, unlike the quantized decode tiles: a group is one contiguous stream
+  // with little arithmetic per line, which the hardware prefetchers keep up with; prefetching
+  // 6.9 KB ahead made TinyLlama F16 decode ~7% slower (docs/PERFORMANCE.md, "Changes measured").
   int64_t k = 0;
   for (; k + 4 <= n; k += 4) {
-    if (T <= 2) {  // four columns are two lines
-      _mm_prefetch(reinterpret_cast<const char*>(q + k * 32 + kPackedPrefetchBytes), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(q + k * 32 + kPackedPrefetchBytes + 64), _MM_HINT_T1);
-    }
     for (int j = 0; j < 4; ++j) {
       const __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (k + j) * 32)));
       for (int t = 0; t < T; ++t) {

@@ -23,10 +23,11 @@ struct ModelBenchOptions {
   int32_t gen_tokens = 128;     // 0 skips tg
   int reps = 5;
   uint64_t seed = 1;
-  // When set, one probe pass runs before the first timed repetition and after each one (on the
-  // same pool), and each repetition's bandwidth is also compared with the mean of the two passes
-  // around it: on a shared machine whose bandwidth moves from minute to minute, that says what
-  // fraction of the bandwidth available *while it ran* the model used.
+  // When set, the probe runs before the first timed repetition and after each one (on the same
+  // pool; the better of two passes each time), and each repetition's bandwidth is also compared
+  // with the mean of the readings around it: on a shared machine whose bandwidth moves from
+  // minute to minute, that says what fraction of the bandwidth available *while it ran* the
+  // model used.
   const ReadProbe* probe = nullptr;
 };
 

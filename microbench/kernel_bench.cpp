@@ -175,16 +175,29 @@ std::vector<const KernelTable*> tables_to_compare() {
   return tables;
 }
 
-// One decode row of SmolLM2-135M's attention (H = 64, 9 query heads, 3 KV heads) over an f16
-// cache of n_pos positions.
+// SmolLM2-135M's attention shape (H = 64, 9 query heads, 3 KV heads) and an f16 cache of n_pos
+// random positions of it.
+constexpr int64_t kAttnH = 64, kAttnNH = 9, kAttnNKV = 3;
+struct F16Cache {
+  explicit F16Cache(int64_t n_pos) {
+    const auto n = static_cast<size_t>(n_pos * kAttnNKV * kAttnH);
+    const DTypeKernels& f16 = kernels_for(scalar_kernel_table(), DType::kF16);
+    k.resize(n * 2), v.resize(n * 2);
+    f16.from_float(random_floats(n, 5).data(), k.data(), static_cast<int64_t>(n));
+    f16.from_float(random_floats(n, 6).data(), v.data(), static_cast<int64_t>(n));
+    rows = KvRows{DType::kF16, k.data(), v.data(), static_cast<size_t>(kAttnNKV * kAttnH * 2)};
+  }
+  std::vector<std::byte> k, v;
+  KvRows rows;
+};
+
+// One decode row over n_pos cached positions.
 void bm_attention(benchmark::State& state, AttentionRowFn fn, int64_t n_pos) {
-  constexpr int64_t H = 64, NH = 9, NKV = 3;
-  std::vector<float> kf = random_floats(static_cast<size_t>(n_pos * NKV * H), 5);
-  std::vector<float> vf = random_floats(kf.size(), 6);
-  std::vector<std::byte> k(kf.size() * 2), v(vf.size() * 2);
-  kernels_for(scalar_kernel_table(), DType::kF16).from_float(kf.data(), k.data(), static_cast<int64_t>(kf.size()));
-  kernels_for(scalar_kernel_table(), DType::kF16).from_float(vf.data(), v.data(), static_cast<int64_t>(vf.size()));
-  const KvRows rows{DType::kF16, k.data(), v.data(), static_cast<size_t>(NKV * H * 2)};
+  constexpr int64_t H = kAttnH, NH = kAttnNH, NKV = kAttnNKV;
+  const F16Cache cache(n_pos);
+  const KvRows& rows = cache.rows;
+  const auto& k = cache.k;
+  const auto& v = cache.v;
   std::vector<float> q = random_floats(static_cast<size_t>(NH * H), 7);
   std::vector<float> out(q.size());
   for (auto _ : state) {
@@ -200,13 +213,11 @@ void bm_attention(benchmark::State& state, AttentionRowFn fn, int64_t n_pos) {
 // A prefill tile of SmolLM2-135M's attention: 5 consecutive rows (15 query vectors per KV head,
 // the tile the model forms for 3 heads per KV head) ending at n_pos positions, f16 cache.
 void bm_attention_rows(benchmark::State& state, AttentionRowsFn fn, int64_t n_pos) {
-  constexpr int64_t H = 64, NH = 9, NKV = 3, R = 5;
-  std::vector<float> kf = random_floats(static_cast<size_t>(n_pos * NKV * H), 5);
-  std::vector<float> vf = random_floats(kf.size(), 6);
-  std::vector<std::byte> k(kf.size() * 2), v(vf.size() * 2);
-  kernels_for(scalar_kernel_table(), DType::kF16).from_float(kf.data(), k.data(), static_cast<int64_t>(kf.size()));
-  kernels_for(scalar_kernel_table(), DType::kF16).from_float(vf.data(), v.data(), static_cast<int64_t>(vf.size()));
-  const KvRows rows{DType::kF16, k.data(), v.data(), static_cast<size_t>(NKV * H * 2)};
+  constexpr int64_t H = kAttnH, NH = kAttnNH, NKV = kAttnNKV, R = 5;
+  const F16Cache cache(n_pos);
+  const KvRows& rows = cache.rows;
+  const auto& k = cache.k;
+  const auto& v = cache.v;
   std::vector<float> q = random_floats(static_cast<size_t>(R * NH * H), 7);
   std::vector<float> out(q.size());
   int64_t n_pos_rows[R], positions = 0;

@@ -27,15 +27,23 @@ void attention_rows(const float* q, size_t q_stride, const int64_t* n_pos, int64
                                 kv_begin, kv_end, out, out_stride);
 }
 
+void attention_rows_by_row(AttentionRowFn row, const float* q, size_t q_stride,
+                           const int64_t* n_pos, int64_t n_rows, const KvRows& kv,
+                           int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                           int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    row(q + r * q_stride, kv, n_pos[r], n_heads, n_kv_heads, head_dim, kv_begin, kv_end,
+        out + r * out_stride);
+  }
+}
+
 namespace scalar {
 
 void attention_rows(const float* q, size_t q_stride, const int64_t* n_pos, int64_t n_rows,
                     const KvRows& kv, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                     int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    scalar::attention_row(q + r * q_stride, kv, n_pos[r], n_heads, n_kv_heads, head_dim, kv_begin, kv_end,
-                  out + r * out_stride);
-  }
+  attention_rows_by_row(scalar::attention_row, q, q_stride, n_pos, n_rows, kv, n_heads, n_kv_heads,
+                        head_dim, kv_begin, kv_end, out, out_stride);
 }
 
 void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,

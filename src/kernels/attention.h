@@ -62,6 +62,12 @@ using AttentionRowsFn = void (*)(const float* q, size_t q_stride, const int64_t*
                                  int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin,
                                  int64_t kv_end, float* out, size_t out_stride);
 
+// attention_rows as `row` (an attention_row implementation) called once per row.
+void attention_rows_by_row(AttentionRowFn row, const float* q, size_t q_stride,
+                           const int64_t* n_pos, int64_t n_rows, const KvRows& kv,
+                           int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                           int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride);
+
 namespace scalar {
 // The reference: one position at a time, exact online-softmax recurrence.
 void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,

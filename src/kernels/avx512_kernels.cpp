@@ -327,10 +327,15 @@ void q8_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = q + q8_0x16_quants_at(b);
-    if (T <= 2) {  // the record's 17 lines: nine with its first block, eight with its second
+    // The record's 17 lines: nine with its first block, eight with its second. With the
+    // non-temporal hint, unlike the other tiles' L2 (T1) prefetches: on TinyLlama Q8_0 decode
+    // the T1 version took 1.05-1.24x the NTA version's time (medians, 3.5-13.8 KB ahead,
+    // docs/PERFORMANCE.md "Changes measured"); Q4_0, Q4_K and an F16 prefetch measured neutral
+    // or slower with NTA.
+    if (T <= 2) {
       const uint8_t* ahead = q + (b / 2) * 1088 + kPackedPrefetchBytes;
       for (int c = (b % 2) * 9; c < (b % 2 == 0 ? 9 : 17); ++c) {
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + c * 64), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + c * 64), _MM_HINT_NTA);
       }
     }
     __m512i w[8];

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tessera/base/ab_switch.h"
 #include "tessera/base/clock.h"
 #include "tessera/base/rng.h"
 
@@ -35,31 +36,59 @@ std::vector<int32_t> random_tokens(int64_t n_vocab, int32_t n, uint64_t seed) {
   return t;
 }
 
-// One repetition of pp: all prompt tokens in one batch, logits for the last.
-Result<double> run_pp(model::Model& m, ThreadPool& pool, const std::vector<int32_t>& tokens) {
+// Times of one repetition: the whole of it, and with A/B each variant's share (ab_switch.h).
+struct RepTimes {
+  double seconds = 0.0;
+  double variant_seconds[2] = {0.0, 0.0};
+};
+
+// One repetition of pp: all prompt tokens in one batch, logits for the last. With `ab`, the
+// prompt runs once per variant, `first` first.
+Result<RepTimes> run_pp(model::Model& m, ThreadPool& pool, const std::vector<int32_t>& tokens,
+                        bool ab, int first) {
   TS_ASSIGN_OR_RETURN(model::KvCache kv, model::KvCache::create(m.config(), 1, tokens.size()));
   model::Batch b;
   for (size_t i = 0; i < tokens.size(); ++i) {
     b.add(tokens[i], static_cast<int32_t>(i), 0, i + 1 == tokens.size());
   }
   std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
-  const int64_t t0 = real_clock()->now_ns();
-  TS_RETURN_IF_ERROR(m.forward(b, kv, logits, &pool));
-  return static_cast<double>(real_clock()->now_ns() - t0) * 1e-9;
+  RepTimes r;
+  for (int k = 0; k < (ab ? 2 : 1); ++k) {
+    const int variant = ab ? (first + k) % 2 : 0;
+    set_ab_variant(variant);
+    const int64_t t0 = real_clock()->now_ns();
+    const Status s = m.forward(b, kv, logits, &pool);
+    const double dt = static_cast<double>(real_clock()->now_ns() - t0) * 1e-9;
+    set_ab_variant(0);
+    TS_RETURN_IF_ERROR(s);
+    r.seconds += dt / (ab ? 2 : 1);  // a repetition's time is one prompt's (the mean of two)
+    r.variant_seconds[variant] += dt;
+  }
+  return r;
 }
 
-// One repetition of tg: one token per step at positions 0..n-1.
-Result<double> run_tg(model::Model& m, ThreadPool& pool, const std::vector<int32_t>& tokens) {
+// One repetition of tg: one token per step at positions 0..n-1. With `ab`, steps 0-1 run
+// variant 0, 2-3 variant 1, and so on.
+Result<RepTimes> run_tg(model::Model& m, ThreadPool& pool, const std::vector<int32_t>& tokens,
+                        bool ab) {
   TS_ASSIGN_OR_RETURN(model::KvCache kv, model::KvCache::create(m.config(), 1, tokens.size()));
   model::Batch b;
   std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
-  const int64_t t0 = real_clock()->now_ns();
+  RepTimes r;
+  const int64_t start = real_clock()->now_ns();
   for (size_t i = 0; i < tokens.size(); ++i) {
     b.clear();
     b.add(tokens[i], static_cast<int32_t>(i), 0, true);
-    TS_RETURN_IF_ERROR(m.forward(b, kv, logits, &pool));
+    const int variant = ab ? static_cast<int>((i / 2) % 2) : 0;
+    set_ab_variant(variant);
+    const int64_t t0 = real_clock()->now_ns();
+    const Status s = m.forward(b, kv, logits, &pool);
+    r.variant_seconds[variant] += static_cast<double>(real_clock()->now_ns() - t0) * 1e-9;
+    set_ab_variant(0);
+    TS_RETURN_IF_ERROR(s);
   }
-  return static_cast<double>(real_clock()->now_ns() - t0) * 1e-9;
+  r.seconds = static_cast<double>(real_clock()->now_ns() - start) * 1e-9;
+  return r;
 }
 
 template <typename Fn>
@@ -68,16 +97,20 @@ Result<TestResult> repeat(const std::string& name, int32_t n, int reps, ThreadPo
   TestResult r;
   r.name = name;
   r.n_tokens = n;
-  TS_RETURN_IF_ERROR(once().status());  // warm-up: page in weights, size buffers
+  TS_RETURN_IF_ERROR(once(0).status());  // warm-up: page in weights, size buffers
   std::vector<double> tps;
   // Two passes each time, the better kept: on this project's VM a pass over memory left idle for
   // a few seconds sometimes read at half speed, and a ceiling is what the machine allows.
   auto probe_now = [&] { return std::max(probe->pass(pool), probe->pass(pool)); };
   double before = probe != nullptr ? probe_now() : 0.0;
   for (int i = 0; i < reps; ++i) {
-    TS_ASSIGN_OR_RETURN(double s, once());
+    TS_ASSIGN_OR_RETURN(const RepTimes t, once(i));
+    const double s = t.seconds;
     r.seconds.push_back(s);
     tps.push_back(n / s);
+    if (t.variant_seconds[0] > 0 && t.variant_seconds[1] > 0) {
+      r.ab_time_ratios.push_back(t.variant_seconds[1] / t.variant_seconds[0]);
+    }
     if (probe != nullptr) {
       const double after = probe_now();
       r.adjacent_probe.push_back((before + after) / 2);
@@ -116,7 +149,7 @@ Result<std::vector<TestResult>> run_model_bench(model::Model& m, ThreadPool& poo
     const int32_t n = o.prompt_tokens;
     auto tokens = random_tokens(c.n_vocab, n, o.seed);
     TS_ASSIGN_OR_RETURN(TestResult r, repeat(fmt::format("pp{}", n), n, reps, pool, o.probe,
-                                             [&] { return run_pp(m, pool, tokens); }));
+                                             [&](int i) { return run_pp(m, pool, tokens, o.ab, i % 2); }));
     // One pass over the weights for the whole batch; attention over i+1 positions for row i.
     const double positions = static_cast<double>(n) * (n + 1) / 2.0;
     r.bytes_per_run = w.weight_bytes + positions * w.kv_bytes_per_position;
@@ -127,7 +160,7 @@ Result<std::vector<TestResult>> run_model_bench(model::Model& m, ThreadPool& poo
     const int32_t n = o.gen_tokens;
     auto tokens = random_tokens(c.n_vocab, n, o.seed + 1);
     TS_ASSIGN_OR_RETURN(TestResult r, repeat(fmt::format("tg{}", n), n, reps, pool, o.probe,
-                                             [&] { return run_tg(m, pool, tokens); }));
+                                             [&](int) { return run_tg(m, pool, tokens, o.ab); }));
     // Every step reads all weights and the K/V of every cached position.
     const double positions = static_cast<double>(n) * (n + 1) / 2.0;
     r.bytes_per_run = n * w.weight_bytes + positions * w.kv_bytes_per_position;

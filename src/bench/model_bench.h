@@ -29,6 +29,10 @@ struct ModelBenchOptions {
   // minute to minute, that says what fraction of the bandwidth available *while it ran* the
   // model used.
   const ReadProbe* probe = nullptr;
+  // In-process A/B (base/ab_switch.h): tg steps alternate between variants 0 and 1 in pairs,
+  // each pp repetition runs the prompt once per variant (the order alternating), and each
+  // repetition records variant 1's summed time over variant 0's. The switch is 0 afterwards.
+  bool ab = false;
 };
 
 // Bytes and FLOPs one forward step moves and performs. Weight bytes count every matrix the step
@@ -52,6 +56,7 @@ struct TestResult {
   double mean_seconds = 0.0;
   std::vector<double> seconds;          // each timed repetition
   std::vector<double> adjacent_probe;   // GB/s around each repetition (empty without a probe)
+  std::vector<double> ab_time_ratios;   // per repetition, variant 1 / variant 0 time (with ab)
   double gbps() const { return mean_seconds > 0 ? bytes_per_run / mean_seconds / 1e9 : 0.0; }
   double gflops() const { return mean_seconds > 0 ? flops_per_run / mean_seconds / 1e9 : 0.0; }
   // Per repetition: its GB/s over the probe passes around it; summarized over repetitions.

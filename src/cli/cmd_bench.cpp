@@ -30,6 +30,7 @@ struct BenchArgs {
   bool json = false;
   bool no_repack = false;
   bool no_adjacent_probe = false;
+  bool ab = false;
 };
 
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
@@ -108,6 +109,7 @@ int run_bench_model(const BenchArgs& a) {
   o.prompt_tokens = a.prompt_tokens;
   o.gen_tokens = a.gen_tokens;
   o.reps = a.reps;
+  o.ab = a.ab;
   std::optional<bench::ReadProbe> probe;
   if (!a.no_adjacent_probe) {
     auto p = bench::ReadProbe::create(a.buffer_mib << 20, pool);
@@ -151,6 +153,11 @@ int run_bench_model(const BenchArgs& a) {
       j["mbu_adjacent_min"] = mbu.min;
       j["mbu_adjacent_max"] = mbu.max;
     }
+    if (!r.ab_time_ratios.empty()) {
+      auto& j = out["results"].back();
+      j["ab_time_ratios"] = r.ab_time_ratios;
+      j["ab_time_ratio_median"] = bench::summarize(r.ab_time_ratios).median;
+    }
   }
   if (a.json) {
     std::printf("%s\n", out.dump(2).c_str());
@@ -174,6 +181,15 @@ int run_bench_model(const BenchArgs& a) {
                   bench::summarize(r.adjacent_probe).median);
     }
     std::printf("\n");
+  }
+  for (const auto& r : *results) {
+    if (r.ab_time_ratios.empty()) continue;
+    const bench::Summary ab = bench::summarize(r.ab_time_ratios);
+    std::string each;
+    for (double x : r.ab_time_ratios) each += fmt::format(" {:.3f}", x);
+    std::printf("A/B %s: variant 1 time / variant 0 time, median %.3f (%.3f-%.3f) over %zu "
+                "repetitions:%s\n",
+                r.name.c_str(), ab.median, ab.min, ab.max, ab.n, each.c_str());
   }
   if (probe) {
     std::printf("MBU: against the ceiling above (the best probe pass); adjacent: each repetition "
@@ -217,6 +233,10 @@ void add_bench_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   model->add_flag("--no-repack", a->no_repack,
                   "Run the weights in the file's layout (no Q4_0 16-row repacking at load)");
+  model->add_flag("--ab", a->ab,
+                  "In-process A/B: alternate base/ab_switch.h's variant 0 and 1 (tg: every two "
+                  "steps; pp: one prompt each per repetition) and report variant 1's time over "
+                  "variant 0's per repetition");
   model->add_flag("--json", a->json, "Print a JSON record");
   model->callback([&run, a] { run = [a] { return run_bench_model(*a); }; });
 

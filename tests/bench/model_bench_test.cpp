@@ -4,12 +4,57 @@
 
 #include <vector>
 
+#include "tessera/base/ab_switch.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/synth.h"
 #include "test_util.h"
 
 namespace tessera::bench {
 namespace {
+
+// Delegates to a real model and records the A/B switch at every forward step.
+class SwitchRecorder final : public model::Model {
+ public:
+  explicit SwitchRecorder(model::Model& inner) : inner_(inner) {}
+  const model::ModelConfig& config() const override { return inner_.config(); }
+  const model::ModelFile& file() const override { return inner_.file(); }
+  Status forward(const model::Batch& b, model::KvCache& kv, std::span<float> logits,
+                 ThreadPool* pool) override {
+    seen.push_back(ab_variant());
+    return inner_.forward(b, kv, logits, pool);
+  }
+  std::vector<int> seen;
+
+ private:
+  model::Model& inner_;
+};
+
+TEST(ModelBench, AbAlternatesTheSwitchInPairsOfStepsAndPromptsPerRepetition) {
+  testing::TempDir dir;
+  model::SynthOptions o;
+  o.shape = *model::find_synth_shape("tiny");
+  o.dtype = kernels::DType::kF32;
+  ASSERT_TRUE(model::write_synthetic_model(o, dir.file("t.gguf")).is_ok());
+  auto m = model::load_model(dir.file("t.gguf"));
+  ASSERT_TRUE(m.is_ok());
+  SwitchRecorder rec(**m);
+  ThreadPool pool(1);
+  ModelBenchOptions bo;
+  bo.prompt_tokens = 4;
+  bo.gen_tokens = 0;
+  bo.reps = 2;
+  bo.ab = true;
+  ASSERT_TRUE(run_model_bench(rec, pool, bo).is_ok());
+  // Warm-up (repetition 0's order), then repetition 0: variant 0 first, repetition 1: 1 first.
+  EXPECT_EQ(rec.seen, (std::vector<int>{0, 1, 0, 1, 1, 0}));
+  rec.seen.clear();
+  bo.prompt_tokens = 0;
+  bo.gen_tokens = 6;
+  bo.reps = 1;
+  ASSERT_TRUE(run_model_bench(rec, pool, bo).is_ok());
+  EXPECT_EQ(rec.seen, (std::vector<int>{0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}));  // warm-up, rep
+  EXPECT_EQ(ab_variant(), 0);
+}
 
 TEST(ModelBench, WorkModelCountsWhatAStepReads) {
   testing::TempDir dir;
@@ -58,6 +103,24 @@ TEST(ModelBench, WorkModelCountsWhatAStepReads) {
     EXPECT_DOUBLE_EQ(mbu.median, summarize(want).median) << t.name;
   }
   bo.probe = nullptr;
+
+  // A/B without code reading the switch: a ratio per repetition for both tests (a null run),
+  // tokens/s per prompt as without it, and the switch left at 0.
+  bo.ab = true;
+  bo.reps = 3;
+  r = run_model_bench(**m, pool, bo);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  for (const TestResult& t : *r) {
+    ASSERT_EQ(t.ab_time_ratios.size(), 3u) << t.name;
+    for (double x : t.ab_time_ratios) EXPECT_GT(x, 0) << t.name;
+    EXPECT_EQ(t.seconds.size(), 3u) << t.name;
+  }
+  EXPECT_EQ(ab_variant(), 0);
+  bo.ab = false;
+  r = run_model_bench(**m, pool, bo);
+  ASSERT_TRUE(r.is_ok());
+  for (const TestResult& t : *r) EXPECT_TRUE(t.ab_time_ratios.empty()) << t.name;
+
   bo.gen_tokens = 100000;
   EXPECT_EQ(run_model_bench(**m, pool, bo).status().code(), ErrorCode::kOutOfRange);
 }

@@ -79,7 +79,11 @@ Result<RepTimes> run_tg(model::Model& m, ThreadPool& pool, const std::vector<int
   for (size_t i = 0; i < tokens.size(); ++i) {
     b.clear();
     b.add(tokens[i], static_cast<int32_t>(i), 0, true);
-    const int variant = ab ? static_cast<int>((i / 2) % 2) : 0;
+    if (!ab) {
+      TS_RETURN_IF_ERROR(m.forward(b, kv, logits, &pool));
+      continue;
+    }
+    const int variant = static_cast<int>((i / 2) % 2);
     set_ab_variant(variant);
     const int64_t t0 = real_clock()->now_ns();
     const Status s = m.forward(b, kv, logits, &pool);

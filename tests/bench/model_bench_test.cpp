@@ -12,6 +12,15 @@
 namespace tessera::bench {
 namespace {
 
+// The "tiny" synthetic shape in F32 (dim 128, 2 layers, 4 heads, 2 kv, ffn 384, vocab 1024).
+Result<std::unique_ptr<model::Model>> load_tiny(const testing::TempDir& dir) {
+  model::SynthOptions o;
+  o.shape = *model::find_synth_shape("tiny");
+  o.dtype = kernels::DType::kF32;
+  TS_RETURN_IF_ERROR(model::write_synthetic_model(o, dir.file("t.gguf")));
+  return model::load_model(dir.file("t.gguf"));
+}
+
 // Delegates to a real model and records the A/B switch at every forward step.
 class SwitchRecorder final : public model::Model {
  public:
@@ -31,12 +40,8 @@ class SwitchRecorder final : public model::Model {
 
 TEST(ModelBench, AbAlternatesTheSwitchInPairsOfStepsAndPromptsPerRepetition) {
   testing::TempDir dir;
-  model::SynthOptions o;
-  o.shape = *model::find_synth_shape("tiny");
-  o.dtype = kernels::DType::kF32;
-  ASSERT_TRUE(model::write_synthetic_model(o, dir.file("t.gguf")).is_ok());
-  auto m = model::load_model(dir.file("t.gguf"));
-  ASSERT_TRUE(m.is_ok());
+  auto m = load_tiny(dir);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
   SwitchRecorder rec(**m);
   ThreadPool pool(1);
   ModelBenchOptions bo;
@@ -58,12 +63,8 @@ TEST(ModelBench, AbAlternatesTheSwitchInPairsOfStepsAndPromptsPerRepetition) {
 
 TEST(ModelBench, WorkModelCountsWhatAStepReads) {
   testing::TempDir dir;
-  model::SynthOptions o;
-  o.shape = *model::find_synth_shape("tiny");  // dim 128, 2 layers, 4 heads, 2 kv, ffn 384, vocab 1024
-  o.dtype = kernels::DType::kF32;
-  ASSERT_TRUE(model::write_synthetic_model(o, dir.file("t.gguf")).is_ok());
-  auto m = model::load_model(dir.file("t.gguf"));
-  ASSERT_TRUE(m.is_ok());
+  auto m = load_tiny(dir);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
   const WorkModel w = work_model(**m);
   // Per layer: q 128x128, k and v 64x128, o 128x128, gate/up/down 384x128; plus output 1024x128.
   const double params = 2 * (128.0 * 128 * 2 + 64.0 * 128 * 2 + 384.0 * 128 * 3) + 1024.0 * 128;

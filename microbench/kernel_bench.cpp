@@ -187,6 +187,7 @@ struct F16Cache {
     f16.from_float(random_floats(n, 6).data(), v.data(), static_cast<int64_t>(n));
     rows = KvRows{DType::kF16, k.data(), v.data(), static_cast<size_t>(kAttnNKV * kAttnH * 2)};
   }
+  int64_t bytes() const { return static_cast<int64_t>(k.size() + v.size()); }
   std::vector<std::byte> k, v;
   KvRows rows;
 };
@@ -196,15 +197,13 @@ void bm_attention(benchmark::State& state, AttentionRowFn fn, int64_t n_pos) {
   constexpr int64_t H = kAttnH, NH = kAttnNH, NKV = kAttnNKV;
   const F16Cache cache(n_pos);
   const KvRows& rows = cache.rows;
-  const auto& k = cache.k;
-  const auto& v = cache.v;
   std::vector<float> q = random_floats(static_cast<size_t>(NH * H), 7);
   std::vector<float> out(q.size());
   for (auto _ : state) {
     fn(q.data(), rows, n_pos, NH, NKV, H, 0, NKV, out.data());
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(k.size() + v.size()));
+  state.SetBytesProcessed(state.iterations() * cache.bytes());
   state.counters["FLOP/s"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * 4.0 * static_cast<double>(NH * H * n_pos),
       benchmark::Counter::kIsRate);
@@ -216,8 +215,6 @@ void bm_attention_rows(benchmark::State& state, AttentionRowsFn fn, int64_t n_po
   constexpr int64_t H = kAttnH, NH = kAttnNH, NKV = kAttnNKV, R = 5;
   const F16Cache cache(n_pos);
   const KvRows& rows = cache.rows;
-  const auto& k = cache.k;
-  const auto& v = cache.v;
   std::vector<float> q = random_floats(static_cast<size_t>(R * NH * H), 7);
   std::vector<float> out(q.size());
   int64_t n_pos_rows[R], positions = 0;
@@ -226,7 +223,7 @@ void bm_attention_rows(benchmark::State& state, AttentionRowsFn fn, int64_t n_po
     fn(q.data(), NH * H, n_pos_rows, R, rows, NH, NKV, H, 0, NKV, out.data(), NH * H);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(k.size() + v.size()));
+  state.SetBytesProcessed(state.iterations() * cache.bytes());
   state.counters["FLOP/s"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * 4.0 * static_cast<double>(NH * H * positions),
       benchmark::Counter::kIsRate);

@@ -241,9 +241,10 @@ void q4_0_q8_0_tile_rows(const std::byte* w, size_t w_row_bytes, const std::byte
   }
 }
 
-// How far ahead (bytes) a packed group's weights are prefetched into L2 when few tokens share
-// them: decode streams the weights from DRAM, and one core's hardware prefetchers alone kept
-// fewer requests in flight than the bandwidth needs. Measured on TinyLlama Q4_0 decode (tg64,
+// How far ahead (bytes) a packed group's weights are prefetched (into L2; Q8_0 with the
+// non-temporal hint, see q8_0x16_tile) when few tokens share them: decode streams the weights
+// from DRAM, and one core's hardware prefetchers alone kept fewer requests in flight than the
+// bandwidth needs. Measured on TinyLlama Q4_0 decode (tg64,
 // 2 threads, alternating binaries): 45-46.5 tok/s with L2 prefetches 24 blocks (6.9 KB) ahead
 // against 38-40.5 with L1 prefetches 16 blocks ahead; 8 blocks ahead was slower than none.
 constexpr int kPackedPrefetchBytes = 12 * 576;

@@ -11,8 +11,13 @@
 #include <utility>
 
 #include "tessera/base/log.h"
-#include "tessera/engine/block_allocator.h"
+#include "tessera/engine/drafter.h"
+#include "tessera/engine/kv_manager.h"
+#include "tessera/engine/model_drafter.h"
+#include "tessera/engine/ngram_drafter.h"
+#include "tessera/engine/scheduler.h"
 #include "tessera/engine/sequence.h"
+#include "tessera/engine/step_runner.h"
 
 namespace tessera::engine {
 
@@ -26,9 +31,24 @@ std::string_view finish_reason_name(FinishReason r) {
   return "unknown";
 }
 
-namespace {
+std::string_view spec_method_name(SpecMethod m) {
+  switch (m) {
+    case SpecMethod::kNone: return "none";
+    case SpecMethod::kNgram: return "ngram";
+    case SpecMethod::kDraftModel: return "draft";
+  }
+  return "unknown";
+}
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+Result<SpecMethod> parse_spec_method(std::string_view s) {
+  if (s == "none" || s == "off" || s.empty()) return SpecMethod::kNone;
+  if (s == "ngram") return SpecMethod::kNgram;
+  if (s == "draft") return SpecMethod::kDraftModel;
+  return invalid_argument(
+      fmt::format("unknown speculation method '{}' (choose none, ngram or draft)", s));
+}
+
+namespace {
 
 // Fills `top` with the k most likely tokens of `logits` as log-probabilities (ties: lower id).
 void top_logprobs(std::span<const float> logits, float log_z, int32_t k,
@@ -62,6 +82,15 @@ float log_sum_exp(std::span<const float> x) {
   return max + static_cast<float>(std::log(sum));
 }
 
+SchedulerOptions scheduler_options(const EngineOptions& o) {
+  SchedulerOptions s;
+  s.max_running = o.max_running;
+  s.max_batch_tokens = o.max_batch_tokens;
+  s.ctx_size = o.ctx_size;
+  s.spec_max_batch = o.spec.max_batch;
+  return s;
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -71,8 +100,11 @@ struct Engine::Impl {
   const Clock* clock;
   std::unique_ptr<ThreadPool> pool;  // null when sharing opt.device
   DeviceScheduler::ClientId device_id = -1;
-  model::KvCache kv;
-  BlockAllocator blocks;
+  KvManager kv;
+  Scheduler sched;
+  StepRunner runner;
+  NgramDrafter ngram;
+  std::unique_ptr<ModelDrafter> draft_model;  // null without SpecOptions::draft_model
 
   // Shared with submitters, under mu.
   mutable std::mutex mu;
@@ -84,40 +116,26 @@ struct Engine::Impl {
   bool stopping = false;
   RequestId next_id = 1;
   int64_t n_in_flight = 0;  // submitted and not yet finished
-  int64_t n_waiting = 0;    // inbox + waiting, for the queue limit
+  int64_t n_waiting = 0;    // inbox + scheduler's waiting queue, for the queue limit
   std::thread thread;
-
-  // Scheduler thread only.
-  std::deque<std::unique_ptr<Sequence>> waiting;
-  std::vector<std::unique_ptr<Sequence>> running;  // in admission order
-  std::vector<int32_t> free_slots;
-  model::Batch batch;
-  std::vector<float> logits;
-  std::vector<float> raw_row;
-  struct Scheduled {
-    Sequence* seq;
-    int64_t n_rows;
-    int64_t logits_row;  // -1: none
-  };
-  std::vector<Scheduled> scheduled;
 
   mutable std::mutex stats_mu;
   EngineStats stats;
 
   Impl(std::shared_ptr<model::Model> m, std::shared_ptr<const model::Tokenizer> t,
-       const EngineOptions& o, const Clock* c, model::KvCache k)
+       const EngineOptions& o, const Clock* c, KvManager k, std::unique_ptr<ModelDrafter> dm)
       : model(std::move(m)),
         tokenizer(std::move(t)),
         opt(o),
         clock(c),
         pool(o.device ? nullptr : std::make_unique<ThreadPool>(o.n_threads)),
         kv(std::move(k)),
-        blocks(o.n_blocks) {
+        sched(scheduler_options(o), kv),
+        runner(*model, kv.cache()),
+        ngram(o.spec.ngram_min, o.spec.ngram_max),
+        draft_model(std::move(dm)) {
     if (opt.device) device_id = opt.device->add_client(opt.device_client, opt.device_weight);
-    for (int32_t s = opt.max_running - 1; s >= 0; --s) free_slots.push_back(s);
-    logits.resize(static_cast<size_t>(opt.max_running) *
-                  static_cast<size_t>(model->config().n_vocab));
-    stats.kv_blocks_total = opt.n_blocks;
+    stats.kv_blocks_total = kv.allocator().n_blocks();
   }
   ~Impl() { leave_device(); }
 
@@ -133,10 +151,23 @@ struct Engine::Impl {
     if (opt.device && id >= 0) opt.device->remove_client(id);
   }
 
-  // The earliest deadline of the scheduled sequences (see EngineOptions::ttft_slo_ns).
-  int64_t batch_deadline_ns() const {
+  // The drafter a request speculates with, or null (see SpecMode).
+  Drafter* drafter_for(const Request& r) {
+    SpecMethod m = opt.spec.method;
+    if (r.speculative == SpecMode::kOff) return nullptr;
+    if (r.speculative == SpecMode::kOn && m == SpecMethod::kNone) m = SpecMethod::kNgram;
+    switch (m) {
+      case SpecMethod::kNone: return nullptr;
+      case SpecMethod::kNgram: return &ngram;
+      case SpecMethod::kDraftModel: return draft_model.get();
+    }
+    return nullptr;
+  }
+
+  // The earliest deadline of the planned sequences (see EngineOptions::ttft_slo_ns).
+  int64_t batch_deadline_ns(const StepPlan& plan) const {
     int64_t d = -1;
-    for (const Scheduled& e : scheduled) {
+    for (const ScheduledSeq& e : plan.seqs) {
       const Sequence& s = *e.seq;
       const int64_t due = s.last_token_ns < 0 ? s.submit_ns + opt.ttft_slo_ns
                                               : s.last_token_ns + opt.tpot_slo_ns;
@@ -149,13 +180,6 @@ struct Engine::Impl {
     if (s.sink) s.sink(std::move(e));
   }
 
-  // Drops s's block references, last block first: the prefix cache then evicts a prompt's tail
-  // before its head (a head serves every prompt that shares it; a tail without it is never found).
-  void release_blocks(Sequence& s) {
-    for (auto b = s.blocks.rbegin(); b != s.blocks.rend(); ++b) blocks.release(*b);
-    s.blocks.clear();
-  }
-
   void finish(Sequence& s, FinishReason reason, Status error = Status::ok()) {
     FinishEvent f;
     f.reason = reason;
@@ -165,16 +189,17 @@ struct Engine::Impl {
     const auto since = [&](int64_t t) { return t < 0 ? 0.0 : static_cast<double>(t - s.submit_ns) * 1e-9; };
     f.timings = {since(s.first_scheduled_ns), since(s.first_token_ns), since(now)};
     f.error = std::move(error);
-    release_blocks(s);
-    if (s.slot >= 0) {
-      free_slots.push_back(s.slot);
-      kv.set_block_table(s.slot, {});
-      s.slot = -1;
-    }
+    kv.release(s);
+    if (Drafter* d = drafter_for(s.request)) d->forget(s);
     send(s, Event{s.id, std::move(f)});
     s.sink = nullptr;
     std::lock_guard lk(mu);
     if (--n_in_flight == 0) idle_cv.notify_all();
+  }
+
+  void sync_waiting() {
+    std::lock_guard lk(mu);
+    n_waiting = static_cast<int64_t>(inbox.size() + sched.waiting().size());
   }
 
   void take_inbox() {
@@ -182,192 +207,76 @@ struct Engine::Impl {
     {
       std::lock_guard lk(mu);
       while (!inbox.empty()) {
-        waiting.push_back(std::move(inbox.front()));
+        sched.enqueue(std::move(inbox.front()));
         inbox.pop_front();
       }
       cancel_ids.swap(cancels);
     }
-    for (RequestId id : cancel_ids) cancel_now(id);
-  }
-
-  void cancel_now(RequestId id) {
-    for (auto it = waiting.begin(); it != waiting.end(); ++it) {
-      if ((*it)->id == id) {
-        std::unique_ptr<Sequence> s = std::move(*it);
-        waiting.erase(it);
-        {
-          std::lock_guard lk(mu);
-          --n_waiting;
-        }
-        finish(*s, FinishReason::kCancelled);
-        return;
-      }
-    }
-    for (auto it = running.begin(); it != running.end(); ++it) {
-      if ((*it)->id == id) {
-        std::unique_ptr<Sequence> s = std::move(*it);
-        running.erase(it);
-        finish(*s, FinishReason::kCancelled);
-        return;
-      }
+    for (RequestId id : cancel_ids) {
+      bool was_waiting = false;
+      std::unique_ptr<Sequence> s = sched.remove(id, &was_waiting);
+      if (s) finish(*s, FinishReason::kCancelled);
     }
   }
 
-  // Takes references to the cached blocks of s's longest cached prefix. The last token is never
-  // covered (it must run to produce logits), so shared blocks are only ever read.
-  void take_cached_prefix(Sequence& s) {
-    if (!opt.prefix_cache) return;
-    const int64_t bs = opt.block_size;
-    const int64_t n_full = (static_cast<int64_t>(s.tokens.size()) - 1) / bs;
-    uint64_t parent = 0;
-    for (int64_t i = 0; i < n_full; ++i) {
-      std::span<const int32_t> toks(s.tokens.data() + i * bs, static_cast<size_t>(bs));
-      const uint64_t h = chain_block_hash(parent, toks, s.request.adapter_id);
-      std::optional<int32_t> b = blocks.lookup(h, parent, toks);
-      if (!b) break;
-      s.blocks.push_back(*b);
-      s.block_hashes.push_back(h);
-      parent = h;
+  void on_planned(const StepPlan& plan) {
+    for (Sequence* s : plan.admitted) {
+      s->admitted_before = true;
+      s->n_cached = static_cast<int32_t>(s->n_computed);
+      s->first_scheduled_ns = clock->now_ns();
+      if (drafter_for(s->request) != nullptr) s->spec_k = opt.spec.max_draft;
+      std::lock_guard lk(stats_mu);
+      stats.prefix_queries += (static_cast<int64_t>(s->tokens.size()) - 1) / opt.block_size;
+      stats.prefix_hits += s->n_computed / opt.block_size;  // cached blocks taken at admission
+      stats.prompt_tokens += s->n_prompt;
     }
-    s.n_computed = static_cast<int64_t>(s.blocks.size()) * bs;
+    for (Sequence* s : plan.preempted) {
+      if (Drafter* d = drafter_for(s->request)) d->forget(*s);
+      s->draft.clear();
+      s->draft_q.clear();
+    }
+    if (!plan.preempted.empty()) {
+      std::lock_guard lk(stats_mu);
+      stats.preemptions += static_cast<int64_t>(plan.preempted.size());
+    }
+    sync_waiting();
   }
 
-  void admit() {
-    while (!waiting.empty() && static_cast<int32_t>(running.size()) < opt.max_running) {
-      Sequence& s = *waiting.front();
-      take_cached_prefix(s);
-      const int64_t needed =
-          ceil_div(static_cast<int64_t>(s.tokens.size()), opt.block_size) -
-          static_cast<int64_t>(s.blocks.size());
-      // Keep one block of growth per running sequence so admission does not force preemption.
-      if (needed + static_cast<int64_t>(running.size()) > blocks.n_available() &&
-          !running.empty()) {
-        release_blocks(s);
-        s.block_hashes.clear();
-        s.n_computed = 0;
-        break;
-      }
-      if (!s.admitted_before) {
-        s.admitted_before = true;
-        s.n_cached = static_cast<int32_t>(s.n_computed);
-        s.first_scheduled_ns = clock->now_ns();
-        std::lock_guard lk(stats_mu);
-        stats.prefix_queries += (static_cast<int64_t>(s.tokens.size()) - 1) / opt.block_size;
-        stats.prefix_hits += static_cast<int64_t>(s.blocks.size());
-        stats.prompt_tokens += s.n_prompt;
-      }
-      s.slot = free_slots.back();
-      free_slots.pop_back();
-      running.push_back(std::move(waiting.front()));
-      waiting.pop_front();
-      std::lock_guard lk(mu);
-      --n_waiting;
+  // Asks each drafter for the sequences the plan allows drafts; a drafter that fails leaves its
+  // sequences without drafts this step.
+  void propose_drafts(const StepPlan& plan, ThreadPool* p) {
+    std::vector<DraftRequest> by_ngram;
+    std::vector<DraftRequest> by_model;
+    for (const ScheduledSeq& e : plan.seqs) {
+      e.seq->draft.clear();
+      e.seq->draft_q.clear();
+      if (e.n_draft_max <= 0) continue;
+      Drafter* d = drafter_for(e.seq->request);
+      if (d == &ngram) by_ngram.push_back({e.seq, e.n_draft_max});
+      if (d != nullptr && d == draft_model.get()) by_model.push_back({e.seq, e.n_draft_max});
     }
+    const auto run = [&](Drafter& d, const std::vector<DraftRequest>& reqs) {
+      if (reqs.empty()) return;
+      const Status st = d.propose(reqs, p);
+      if (st.is_ok()) return;
+      log_warn("engine: {} drafter failed, stepping without drafts: {}", d.name(), st.to_string());
+      for (const DraftRequest& r : reqs) {
+        r.seq->draft.clear();
+        r.seq->draft_q.clear();
+        d.forget(*r.seq);
+      }
+    };
+    run(ngram, by_ngram);
+    if (draft_model) run(*draft_model, by_model);
   }
 
-  // Returns s to the front of the queue with its cache references dropped; it will recompute
-  // (its published blocks usually survive in the prefix cache and make that cheap).
-  void preempt_last() {
-    std::unique_ptr<Sequence> s = std::move(running.back());
-    running.pop_back();
-    release_blocks(*s);
-    s->block_hashes.clear();
-    s->n_computed = 0;
-    kv.set_block_table(s->slot, {});
-    free_slots.push_back(s->slot);
-    s->slot = -1;
-    waiting.push_front(std::move(s));
-    {
-      std::lock_guard lk(mu);
-      ++n_waiting;
-    }
-    std::lock_guard lk(stats_mu);
-    ++stats.preemptions;
-  }
-
-  // Chooses rows per running sequence: decode tokens first (one each), then prefill chunks in
-  // admission order, under the token budget; then makes sure their blocks exist, preempting the
-  // most recently admitted sequence when the pool runs dry.
-  void plan() {
-    while (true) {
-      scheduled.clear();
-      int64_t budget = opt.max_batch_tokens;
-      for (auto& s : running) {
-        if (s->n_pending() == 1 && budget > 0) {
-          scheduled.push_back({s.get(), 1, -1});
-          --budget;
-        }
-      }
-      for (auto& s : running) {
-        if (s->n_pending() > 1 && budget > 0) {
-          const int64_t n = std::min(s->n_pending(), budget);
-          scheduled.push_back({s.get(), n, -1});
-          budget -= n;
-        }
-      }
-      int64_t need = 0;
-      for (const Scheduled& e : scheduled) {
-        need += std::max<int64_t>(
-            0, ceil_div(e.seq->n_computed + e.n_rows, opt.block_size) -
-                   static_cast<int64_t>(e.seq->blocks.size()));
-      }
-      if (need <= blocks.n_available() || running.size() <= 1) break;
-      preempt_last();
-    }
-    for (const Scheduled& e : scheduled) {
-      Sequence& s = *e.seq;
-      const int64_t n_blocks = ceil_div(s.n_computed + e.n_rows, opt.block_size);
-      while (static_cast<int64_t>(s.blocks.size()) < n_blocks) {
-        std::optional<int32_t> b = blocks.allocate();
-        TS_CHECK_MSG(b.has_value(), "KV pool smaller than one sequence's context");
-        s.blocks.push_back(*b);
-      }
-      kv.set_block_table(s.slot, s.blocks);
-    }
-  }
-
-  void build_batch() {
-    batch.clear();
-    int64_t n_logits = 0;
-    for (Scheduled& e : scheduled) {
-      Sequence& s = *e.seq;
-      const bool last = s.n_computed + e.n_rows == static_cast<int64_t>(s.tokens.size());
-      for (int64_t i = 0; i < e.n_rows; ++i) {
-        const int64_t pos = s.n_computed + i;
-        batch.add(s.tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos), s.slot,
-                  last && i + 1 == e.n_rows, s.request.adapter_id);
-      }
-      e.logits_row = last ? n_logits++ : -1;
-    }
-  }
-
-  void publish_full_blocks(Sequence& s) {
-    if (!opt.prefix_cache) return;
-    const int64_t bs = opt.block_size;
-    const int64_t n_full = s.n_computed / bs;
-    for (int64_t i = static_cast<int64_t>(s.block_hashes.size()); i < n_full; ++i) {
-      const uint64_t parent = i == 0 ? 0 : s.block_hashes[static_cast<size_t>(i - 1)];
-      std::span<const int32_t> toks(s.tokens.data() + i * bs, static_cast<size_t>(bs));
-      const uint64_t h = chain_block_hash(parent, toks, s.request.adapter_id);
-      blocks.publish(s.blocks[static_cast<size_t>(i)], h, parent, toks);
-      s.block_hashes.push_back(h);
-    }
-  }
-
-  // Samples the next token of `s` from its logits row; returns true when `s` has finished.
-  bool sample(Sequence& s, std::span<float> row) {
-    TokenEvent ev;
-    const int32_t k = s.request.n_logprobs;
-    float log_z = 0.0f;
-    if (k >= 0) {
-      log_z = log_sum_exp(row);
-      top_logprobs(row, log_z, k, ev.top);
-      raw_row.assign(row.begin(), row.end());
-    }
-    const int32_t t = s.sampler.sample(row, s.tokens);
+  // Appends one verified token to s and posts its event; returns true when s has finished.
+  // `row` is the token's logits row within this step's decision (for logprobs).
+  bool emit(Sequence& s, int32_t t, int32_t row) {
+    s.tokens.push_back(t);
+    kv.publish_verified(s);
     s.last_token_ns = clock->now_ns();
     if (s.first_token_ns < 0) s.first_token_ns = s.last_token_ns;
-    s.tokens.push_back(t);
     {
       std::lock_guard lk(stats_mu);
       ++stats.generated_tokens;
@@ -376,9 +285,15 @@ struct Engine::Impl {
       finish(s, FinishReason::kStop);
       return true;
     }
+    TokenEvent ev;
     ev.token = t;
     ev.piece = tokenizer->token_to_piece(t);
-    if (k >= 0) ev.logprob = raw_row[static_cast<size_t>(t)] - log_z;
+    if (const int32_t k = s.request.n_logprobs; k >= 0) {
+      const std::span<const float> raw = runner.raw_row(row);
+      const float log_z = log_sum_exp(raw);
+      top_logprobs(raw, log_z, k, ev.top);
+      ev.logprob = raw[static_cast<size_t>(t)] - log_z;
+    }
     ev.text = s.text.push(ev.piece);
     const bool stopped = s.text.stopped();
     send(s, Event{s.id, std::move(ev)});
@@ -394,23 +309,52 @@ struct Engine::Impl {
     return false;
   }
 
+  // Decides s's new tokens (sample, or verify its drafts) and emits them in order; returns true
+  // when s has finished. Position bookkeeping: before, s's pending token ran at n_computed - 1;
+  // draft j (accepted) ran at n_computed + j, so each accepted draft's K/V is valid once the
+  // token after it is known.
+  bool decide_and_emit(size_t i, Sequence& s) {
+    const VerifyResult v = runner.decide(i, s.request.n_logprobs >= 0);
+    const auto n_drafted = static_cast<int32_t>(s.draft.size());
+    if (n_drafted > 0) {
+      std::lock_guard lk(stats_mu);
+      stats.spec_draft_tokens += n_drafted;
+      stats.spec_accepted_tokens += v.n_accepted;
+      ++stats.spec_accepted_histogram[static_cast<size_t>(std::min(v.n_accepted, kMaxDraftTokens))];
+    }
+    for (int32_t j = 0; j <= v.n_accepted; ++j) {
+      if (j > 0) ++s.n_computed;
+      const int32_t t = j < v.n_accepted ? s.draft[static_cast<size_t>(j)] : v.next;
+      if (emit(s, t, j)) return true;
+    }
+    kv.rollback(s);
+    if (Drafter* d = drafter_for(s.request)) {
+      d->verified(s);
+      adapt_draft_length(s, n_drafted, v.n_accepted, opt.spec.max_draft);
+    }
+    s.draft.clear();
+    s.draft_q.clear();
+    return false;
+  }
+
   bool step() {
     take_inbox();
-    admit();
-    if (running.empty()) {
+    const StepPlan plan = sched.schedule();
+    on_planned(plan);
+    if (plan.seqs.empty()) {
       update_stats(0);
       return false;
     }
-    plan();
-    build_batch();
-    const int64_t n_vocab = model->config().n_vocab;
-    // Sharing the device: hold it for the forward pass and the sampling after it.
+    // Sharing the device: hold it for drafting, the forward pass and the sampling after it.
     DeviceScheduler::Lease lease;
-    if (opt.device) lease = opt.device->acquire(device_id, batch_deadline_ns());
+    if (opt.device) lease = opt.device->acquire(device_id, batch_deadline_ns(plan));
     ThreadPool* const p = opt.device ? lease.pool() : pool.get();
-    const Status st = model->forward(batch, kv, logits, p);
+    propose_drafts(plan, p);
+    runner.build(plan.seqs);
+    const Status st = runner.forward(p);
     std::vector<Sequence*> done;
-    for (const Scheduled& e : scheduled) {
+    for (size_t i = 0; i < plan.seqs.size(); ++i) {
+      const ScheduledSeq& e = plan.seqs[i];
       Sequence& s = *e.seq;
       if (!st.is_ok()) {
         finish(s, FinishReason::kError, st);
@@ -418,27 +362,21 @@ struct Engine::Impl {
         continue;
       }
       s.n_computed += e.n_rows;
-      publish_full_blocks(s);
-      if (e.logits_row >= 0 &&
-          sample(s, std::span<float>(logits.data() + e.logits_row * n_vocab,
-                                     static_cast<size_t>(n_vocab)))) {
-        done.push_back(&s);
-      }
+      kv.publish_verified(s);
+      if (e.samples && decide_and_emit(i, s)) done.push_back(&s);
     }
     lease.release();
     if (!st.is_ok()) log_warn("engine: forward step failed: {}", st.to_string());
-    std::erase_if(running, [&](const std::unique_ptr<Sequence>& s) {
-      return std::find(done.begin(), done.end(), s.get()) != done.end();
-    });
-    update_stats(batch.size());
+    sched.retire(done);
+    update_stats(runner.batch().size());
     return true;
   }
 
   void update_stats(int64_t rows) {
     std::lock_guard lk(stats_mu);
-    stats.running = static_cast<int64_t>(running.size());
-    stats.kv_blocks_used = blocks.n_referenced();
-    stats.kv_blocks_cached = blocks.n_cached();
+    stats.running = static_cast<int64_t>(sched.running().size());
+    stats.kv_blocks_used = kv.allocator().n_referenced();
+    stats.kv_blocks_cached = kv.allocator().n_cached();
     if (rows > 0) {
       ++stats.iterations;
       stats.last_batch_rows = rows;
@@ -459,23 +397,31 @@ struct Engine::Impl {
 
   void cancel_all() {
     take_inbox();
-    while (!running.empty()) {
-      std::unique_ptr<Sequence> s = std::move(running.back());
-      running.pop_back();
-      finish(*s, FinishReason::kCancelled);
-    }
-    while (!waiting.empty()) {
-      std::unique_ptr<Sequence> s = std::move(waiting.front());
-      waiting.pop_front();
-      {
-        std::lock_guard lk(mu);
-        --n_waiting;
-      }
-      finish(*s, FinishReason::kCancelled);
-    }
+    for (std::unique_ptr<Sequence>& s : sched.take_all()) finish(*s, FinishReason::kCancelled);
+    sync_waiting();
     update_stats(0);
   }
 };
+
+namespace {
+
+Status validate_spec(const SpecOptions& s) {
+  if (s.max_draft < 1 || s.max_draft > kMaxDraftTokens) {
+    return invalid_argument(
+        fmt::format("draft tokens per step must be in [1, {}], got {}", kMaxDraftTokens, s.max_draft));
+  }
+  if (s.max_batch < 0) return invalid_argument("the speculation batch limit must be >= 0");
+  if (s.ngram_min < 1 || s.ngram_min > s.ngram_max || s.ngram_max > 16) {
+    return invalid_argument(fmt::format(
+        "n-gram sizes must satisfy 1 <= min <= max <= 16, got {}..{}", s.ngram_min, s.ngram_max));
+  }
+  if (s.method == SpecMethod::kDraftModel && !s.draft_model) {
+    return invalid_argument("speculation with a draft model needs a draft model (--draft-model)");
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<model::Model> model,
                                                std::shared_ptr<const model::Tokenizer> tokenizer,
@@ -486,29 +432,24 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<model::Model> mod
   if (o.device) o.n_threads = o.device->n_threads();
   if (o.n_threads <= 0) o.n_threads = hardware_threads();
   if (o.device_weight <= 0.0) return invalid_argument("device weight (priority) must be > 0");
-  if (o.ctx_size <= 0) o.ctx_size = c.context_length;
-  if (o.ctx_size <= 1) return invalid_argument("context size must be at least 2 positions");
-  if (o.max_running < 1) return invalid_argument("max_running (parallel slots) must be >= 1");
   if (o.max_waiting < 0) return invalid_argument("max_waiting must be >= 0");
-  if (o.block_size < 1 || o.block_size > 4096) {
-    return invalid_argument(fmt::format("block size {} is outside [1, 4096]", o.block_size));
-  }
   if (o.max_batch_tokens < 1) return invalid_argument("max_batch_tokens must be >= 1");
-  const int64_t per_seq = ceil_div(o.ctx_size, o.block_size);
-  if (o.n_blocks <= 0) {
-    const int64_t n = per_seq * o.max_running;
-    if (n > (int64_t{1} << 30)) return resource_exhausted("KV pool would need too many blocks");
-    o.n_blocks = static_cast<int32_t>(n);
+  TS_RETURN_IF_ERROR(validate_spec(o.spec));
+  TS_ASSIGN_OR_RETURN(const KvPoolSize size, size_kv_pool(c, o));
+  o.ctx_size = size.ctx_size;
+  o.n_blocks = static_cast<int32_t>(size.n_blocks);
+  TS_ASSIGN_OR_RETURN(KvManager kv, KvManager::create(c, o, size));
+  std::unique_ptr<ModelDrafter> drafter;
+  if (o.spec.draft_model) {
+    if (o.spec.draft_tokenizer) {
+      TS_RETURN_IF_ERROR(check_same_vocabulary(*tokenizer, *o.spec.draft_tokenizer));
+    }
+    TS_ASSIGN_OR_RETURN(drafter, ModelDrafter::create(o.spec.draft_model, c.n_vocab,
+                                                      o.max_running, o.ctx_size, o.kv_dtype));
   }
-  if (o.n_blocks < per_seq) {
-    return invalid_argument(fmt::format(
-        "{} KV blocks of {} positions cannot hold one sequence of {} positions (need {})",
-        o.n_blocks, o.block_size, o.ctx_size, per_seq));
-  }
-  TS_ASSIGN_OR_RETURN(model::KvCache kv, model::KvCache::create_paged(c, o.max_running, o.n_blocks,
-                                                                      o.block_size, o.kv_dtype));
   auto impl = std::make_unique<Impl>(std::move(model), std::move(tokenizer), o,
-                                     clock ? clock : real_clock(), std::move(kv));
+                                     clock ? clock : real_clock(), std::move(kv),
+                                     std::move(drafter));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -594,10 +535,7 @@ void Engine::cancel(RequestId id) {
 
 bool Engine::step() { return impl_->step(); }
 
-KvBlockFormat Engine::kv_block_format() const {
-  const model::KvCache& kv = impl_->kv;
-  return {kv.n_layers(), kv.kv_dim(), kv.block_size(), kv.dtype(), kv.block_bytes()};
-}
+KvBlockFormat Engine::kv_block_format() const { return impl_->kv.block_format(); }
 
 Result<PrefixBlockSet> Engine::export_prefix_cache(int64_t max_bytes,
                                                    const BlockStorage& storage) const {
@@ -605,60 +543,17 @@ Result<PrefixBlockSet> Engine::export_prefix_cache(int64_t max_bytes,
     std::lock_guard lk(impl_->mu);
     TS_CHECK(!impl_->thread.joinable());  // not running
   }
-  PrefixBlockSet set;
-  set.format = kv_block_format();
-  const std::vector<CachedBlock> cached = impl_->blocks.cached_blocks();
-  const std::vector<size_t> kept =
-      select_kept_blocks(cached, max_bytes / static_cast<int64_t>(set.format.block_bytes));
-  if (kept.empty()) return set;
-  TS_ASSIGN_OR_RETURN(std::span<std::byte> out, storage(kept.size() * set.format.block_bytes));
-  if (out.size() != kept.size() * set.format.block_bytes) {
-    return internal_error("prefix block storage has the wrong size");
-  }
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const CachedBlock& c = cached[kept[i]];
-    impl_->kv.read_block(c.block, out.subspan(i * set.format.block_bytes, set.format.block_bytes));
-    set.blocks.push_back({c.hash, c.parent, c.tokens});
-  }
-  return set;
+  return impl_->kv.export_prefix_cache(max_bytes, storage);
 }
 
 Result<int64_t> Engine::import_prefix_cache(const PrefixBlockSet& set,
                                             std::span<const std::byte> bytes) {
-  Impl& m = *impl_;
   {
-    std::lock_guard lk(m.mu);
-    TS_CHECK(!m.thread.joinable());  // not started
+    std::lock_guard lk(impl_->mu);
+    TS_CHECK(!impl_->thread.joinable());  // not started
   }
-  if (!(set.format == kv_block_format())) {
-    return invalid_argument(fmt::format(
-        "prefix blocks of {} layers x {} x {} positions ({}) do not fit this engine's KV pool",
-        set.format.n_layers, set.format.kv_dim, set.format.block_size,
-        kernels::dtype_name(set.format.dtype)));
-  }
-  if (bytes.size() != set.bytes()) {
-    return invalid_argument(fmt::format("prefix blocks need {} bytes, got {}", set.bytes(),
-                                        bytes.size()));
-  }
-  if (!m.opt.prefix_cache) return int64_t{0};
-  const size_t bb = set.format.block_bytes;
-  // The most recently used blocks are last: when the pool is smaller, keep the newest.
-  const size_t n = std::min<size_t>(set.blocks.size(), static_cast<size_t>(m.blocks.n_free()));
-  const size_t first = set.blocks.size() - n;
-  int64_t taken = 0;
-  for (size_t i = first; i < set.blocks.size(); ++i) {
-    const PrefixBlock& pb = set.blocks[i];
-    if (static_cast<int64_t>(pb.tokens.size()) != set.format.block_size) {
-      return invalid_argument("a prefix block does not hold block_size tokens");
-    }
-    std::optional<int32_t> b = m.blocks.allocate();
-    if (!b) break;
-    m.kv.write_block(*b, bytes.subspan(i * bb, bb));
-    m.blocks.publish(*b, pb.hash, pb.parent, pb.tokens);
-    m.blocks.release(*b);
-    ++taken;
-  }
-  m.update_stats(0);
+  Result<int64_t> taken = impl_->kv.import_prefix_cache(set, bytes);
+  impl_->update_stats(0);
   return taken;
 }
 

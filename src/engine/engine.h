@@ -1,15 +1,18 @@
-// Engine: serves many requests on one model with continuous batching. One scheduler thread owns
-// the model, the paged KV cache and the running batch; each iteration it admits waiting requests,
-// builds one batch mixing decode tokens and prefill chunks under a token budget, runs it, samples
-// and posts events. Callers on any thread submit() requests and receive events through a sink.
+// Engine: serves many requests on one model with continuous batching and speculative decoding.
+// One scheduler thread owns the model, the paged KV cache and the running batch, and runs each
+// step through parts with one job each:
 //
-//   submit() ──> waiting queue ──> [scheduler thread: admit → batch → forward → sample] ──> sink
-//   cancel() ──> cancel queue  ──┘          (paged KV cache, prefix cache, preemption)
+//   submit() ──> inbox ──> Scheduler ──StepPlan──> Drafter ──drafts──> StepRunner ──tokens──> sink
+//   cancel() ──> cancels ─┘    │ (admit, plan, preempt)      (batch, forward, sample/verify)
+//                              └──── KvManager: blocks, prefix cache, lookahead, rollback ────┘
+//
+// The engine itself does intake, events (token, finish), timings and stats.
 //
 // Thread-safety: submit, cancel, stats, drain and stop are thread-safe. step() is for tests that
 // drive the engine without its thread (do not mix with start()).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -20,6 +23,7 @@
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/engine/device_scheduler.h"
+#include "tessera/engine/engine_options.h"
 #include "tessera/engine/prefix_blocks.h"
 #include "tessera/engine/request.h"
 #include "tessera/kernels/dtype.h"
@@ -28,27 +32,11 @@
 
 namespace tessera::engine {
 
-struct EngineOptions {
-  int32_t n_threads = 0;          // compute threads; 0 = hardware concurrency
-  int32_t max_running = 4;        // sequences decoding at once ("parallel slots")
-  int32_t max_waiting = 256;      // queued requests beyond which submit() refuses (429)
-  int64_t ctx_size = 0;           // max positions per sequence; 0 = the model's context length
-  int32_t block_size = 16;        // positions per KV block
-  int32_t n_blocks = 0;           // KV blocks in the pool; 0 = enough for max_running * ctx_size
-  int32_t max_batch_tokens = 512; // rows per forward step (chunked prefill budget)
-  bool prefix_cache = true;       // reuse cached full blocks of identical prompt prefixes
-  kernels::DType kv_dtype = kernels::DType::kF16;
-  // Sharing the machine with other engines: when set, the engine owns no thread pool and runs
-  // each iteration under a lease of this scheduler's pool (n_threads is then ignored), as the
-  // client `device_client` with fair-share weight `device_weight`. Each batch's deadline (for
-  // the scheduler's EDF rule) is its earliest: a sequence with no token yet is due ttft_slo_ns
-  // after its submission, a decoding one tpot_slo_ns after its last token.
-  std::shared_ptr<DeviceScheduler> device;
-  std::string device_client = "engine";
-  double device_weight = 1.0;
-  int64_t ttft_slo_ns = 1'000'000'000;
-  int64_t tpot_slo_ns = 200'000'000;
-};
+
+
+// Verifications counted by accepted drafts: bucket i holds those that accepted i drafts.
+inline constexpr int32_t kMaxDraftTokens = 16;
+using SpecHistogram = std::array<int64_t, kMaxDraftTokens + 1>;
 
 // A consistent snapshot for /metrics.
 struct EngineStats {
@@ -64,6 +52,11 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t iterations = 0;
   int64_t last_batch_rows = 0;
+  // Speculative decoding: draft tokens verified, of which accepted; verifications (one per
+  // sequence and step that had drafts) by accepted count.
+  int64_t spec_draft_tokens = 0;
+  int64_t spec_accepted_tokens = 0;
+  SpecHistogram spec_accepted_histogram{};
 };
 
 class Engine {

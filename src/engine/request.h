@@ -20,6 +20,10 @@ using RequestId = uint64_t;
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
 
+// Whether a request speculates (engine/drafter.h). kDefault follows the engine's
+// SpecOptions::method; kOn uses it, or n-gram lookup when the engine has none; kOff never drafts.
+enum class SpecMode { kDefault, kOff, kOn };
+
 struct Request {
   std::vector<int32_t> prompt;     // token ids, BOS included if wanted; non-empty
   SamplingParams sampling;         // temperature <= 0 is greedy
@@ -28,6 +32,7 @@ struct Request {
   bool ignore_eos = false;         // keep going past end-of-generation tokens
   int32_t n_logprobs = -1;         // -1 none; 0 the chosen token's; k in [1, 20]: plus top k
   int32_t adapter_id = -1;         // per-sequence adapter (LoRA) for later use; -1 none
+  SpecMode speculative = SpecMode::kDefault;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

@@ -53,11 +53,43 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
   }
 }
 
-int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
-  apply_penalties(logits, history);
-  if (params_.temperature <= 0.0f) return argmax(logits);
+double TokenDist::prob(int32_t token) const {
+  if (total <= 0.0) return 0.0;
+  for (const auto& [p, id] : candidates) {
+    if (id == token) return static_cast<double>(p) / total;
+  }
+  return 0.0;
+}
 
-  auto& c = candidates_;
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+  if (params_.temperature <= 0.0f) {
+    apply_penalties(logits, history);
+    return argmax(logits);
+  }
+  distribution(logits, history, scratch_);
+  return draw(scratch_);
+}
+
+int32_t Sampler::draw(const TokenDist& dist) {
+  const auto& c = dist.candidates;
+  double r = rng_.uniform() * dist.total;
+  for (const auto& [p, id] : c) {
+    r -= p;
+    if (r < 0.0) return id;
+  }
+  return c.back().second;
+}
+
+void Sampler::distribution(std::span<float> logits, std::span<const int32_t> history,
+                           TokenDist& out) {
+  apply_penalties(logits, history);
+  auto& c = out.candidates;
+  c.clear();
+  if (params_.temperature <= 0.0f) {
+    c.emplace_back(1.0f, argmax(logits));
+    out.total = 1.0;
+    return;
+  }
   c.clear();
   c.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) c.emplace_back(logits[i], static_cast<int32_t>(i));
@@ -122,12 +154,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   }
   double total = 0.0;
   for (const auto& [p, id] : c) total += p;
-  double r = rng_.uniform() * total;
-  for (const auto& [p, id] : c) {
-    r -= p;
-    if (r < 0.0) return id;
-  }
-  return c.back().second;
+  out.total = total;
 }
 
 }  // namespace tessera::engine

@@ -29,6 +29,16 @@ struct SamplingParams {
   Status validate() const;
 };
 
+// The distribution a Sampler draws from for one row: the kept candidates as (mass, id) with
+// `total` their sum (masses are not renormalized, so draws reproduce exactly). Greedy sampling is
+// one candidate of mass 1. Speculative verification reads p(x) / q(x) from these.
+struct TokenDist {
+  std::vector<std::pair<float, int32_t>> candidates;
+  double total = 0.0;
+  // Probability of `token` (0 when it was cut). Linear in the number of candidates.
+  double prob(int32_t token) const;
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
@@ -36,6 +46,14 @@ class Sampler {
   // Picks a token from `logits` (modified in place by penalties). `history` holds the tokens
   // seen so far (prompt and generated), most recent last.
   int32_t sample(std::span<float> logits, std::span<const int32_t> history);
+  // The distribution sample() would draw from (same pipeline; consumes no randomness).
+  // `logits` is modified in place.
+  void distribution(std::span<float> logits, std::span<const int32_t> history, TokenDist& out);
+  // Draws one token from `dist` (non-empty) with this sampler's generator.
+  int32_t draw(const TokenDist& dist);
+  // A uniform number in [0, 1) from this sampler's generator (speculative acceptance tests).
+  double uniform() { return rng_.uniform(); }
+  bool greedy() const { return params_.temperature <= 0.0f; }
 
   const SamplingParams& params() const { return params_; }
 
@@ -44,7 +62,7 @@ class Sampler {
 
   SamplingParams params_;
   Rng rng_;
-  std::vector<std::pair<float, int32_t>> candidates_;  // scratch
+  TokenDist scratch_;
 };
 
 // Index of the largest value, lowest index on ties.

@@ -1,5 +1,7 @@
 #include "tessera/fleet/fleet_manager.h"
 
+#include "tessera/engine/kv_manager.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -89,15 +91,11 @@ struct FleetManager::Slot {
 
 namespace {
 
-// The KV pool the engine will allocate for `o` (its defaults resolved as Engine::create does).
+// The KV pool the engine will allocate for `o`: the engine's own sizing rule (0 when the
+// options are invalid; Engine::create then refuses them with the reason).
 int64_t kv_pool_bytes(const model::ModelConfig& c, const engine::EngineOptions& o) {
-  const int64_t ctx = o.ctx_size > 0 ? std::min(o.ctx_size, c.context_length) : c.context_length;
-  const int64_t block = std::max<int32_t>(o.block_size, 1);
-  const int64_t per_seq = (ctx + block - 1) / block;
-  const int64_t n_blocks = o.n_blocks > 0 ? o.n_blocks : per_seq * std::max<int32_t>(o.max_running, 1);
-  const int64_t per_position =
-      2 * c.n_layers * static_cast<int64_t>(kernels::dtype_row_bytes(o.kv_dtype, c.kv_dim()));
-  return n_blocks * block * per_position;
+  const Result<engine::KvPoolSize> size = engine::size_kv_pool(c, o);
+  return size.is_ok() ? size.value().bytes() : 0;
 }
 
 FinishEvent error_finish(const Status& why) {

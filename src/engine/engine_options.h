@@ -1,0 +1,62 @@
+// EngineOptions: how an Engine is sized and scheduled (slots, KV pool, token budget, device
+// sharing) and how it speculates (SpecOptions). Plain values; read by the engine, the KV pool
+// sizing (kv_manager.h) and the fleet, which sizes its budgets with the same function.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tessera/base/status.h"
+#include "tessera/engine/device_scheduler.h"
+#include "tessera/kernels/dtype.h"
+#include "tessera/model/model.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+
+namespace tessera::engine {
+
+// Which drafter proposes tokens for speculative decoding (engine/drafter.h).
+enum class SpecMethod { kNone, kNgram, kDraftModel };
+std::string_view spec_method_name(SpecMethod m);  // "none", "ngram", "draft"
+// Parses "none"/"off", "ngram", "draft". Errors: kInvalidArgument naming the choices.
+Result<SpecMethod> parse_spec_method(std::string_view s);
+
+struct SpecOptions {
+  SpecMethod method = SpecMethod::kNone;  // the server's default for requests
+  int32_t max_draft = 5;       // draft tokens per sequence and step at most (adaptive below it)
+  // Speculation steps back when more sequences than this decode in one step: past it the batch's
+  // matmuls stop being memory-bound and verifying drafts costs more than it saves
+  // (docs/PERFORMANCE.md, "Speculative decoding": the measured crossover).
+  int32_t max_batch = 8;
+  int32_t ngram_min = 2;       // n-gram lookup: shortest match used
+  int32_t ngram_max = 4;       // n-gram lookup: longest match tried first
+  // kDraftModel: a model with the same vocabulary as the target (checked at create()).
+  std::shared_ptr<model::Model> draft_model;
+  std::shared_ptr<const model::Tokenizer> draft_tokenizer;
+};
+
+struct EngineOptions {
+  int32_t n_threads = 0;          // compute threads; 0 = hardware concurrency
+  int32_t max_running = 4;        // sequences decoding at once ("parallel slots")
+  int32_t max_waiting = 256;      // queued requests beyond which submit() refuses (429)
+  int64_t ctx_size = 0;           // max positions per sequence; 0 = the model's context length
+  int32_t block_size = 16;        // positions per KV block
+  int32_t n_blocks = 0;           // KV blocks in the pool; 0 = enough for max_running * ctx_size
+  int32_t max_batch_tokens = 512; // rows per forward step (chunked prefill budget)
+  bool prefix_cache = true;       // reuse cached full blocks of identical prompt prefixes
+  kernels::DType kv_dtype = kernels::DType::kF16;
+  // Sharing the machine with other engines: when set, the engine owns no thread pool and runs
+  // each iteration under a lease of this scheduler's pool (n_threads is then ignored), as the
+  // client `device_client` with fair-share weight `device_weight`. Each batch's deadline (for
+  // the scheduler's EDF rule) is its earliest: a sequence with no token yet is due ttft_slo_ns
+  // after its submission, a decoding one tpot_slo_ns after its last token.
+  std::shared_ptr<DeviceScheduler> device;
+  std::string device_client = "engine";
+  double device_weight = 1.0;
+  int64_t ttft_slo_ns = 1'000'000'000;
+  int64_t tpot_slo_ns = 200'000'000;
+  SpecOptions spec;
+};
+
+}  // namespace tessera::engine

@@ -1,0 +1,126 @@
+#include "tessera/engine/scheduler.h"
+
+#include <algorithm>
+
+namespace tessera::engine {
+
+std::unique_ptr<Sequence> Scheduler::remove(RequestId id, bool* was_waiting) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->id == id) {
+      std::unique_ptr<Sequence> s = std::move(*it);
+      waiting_.erase(it);
+      *was_waiting = true;
+      return s;
+    }
+  }
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if ((*it)->id == id) {
+      std::unique_ptr<Sequence> s = std::move(*it);
+      running_.erase(it);
+      *was_waiting = false;
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+void Scheduler::admit(StepPlan& plan) {
+  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < opt_.max_running &&
+         kv_.has_free_slot()) {
+    Sequence& s = *waiting_.front();
+    kv_.take_cached_prefix(s);
+    const int64_t needed = kv_.blocks_to_grow(s, static_cast<int64_t>(s.tokens.size()));
+    // Keep one block of growth per running sequence so admission does not force preemption.
+    if (needed + static_cast<int64_t>(running_.size()) > kv_.n_available() && !running_.empty()) {
+      kv_.drop_blocks(s);
+      break;
+    }
+    if (!s.admitted_before) plan.admitted.push_back(&s);
+    kv_.assign_slot(s);
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+void Scheduler::preempt_last(StepPlan& plan) {
+  std::unique_ptr<Sequence> s = std::move(running_.back());
+  running_.pop_back();
+  kv_.release(*s);
+  plan.preempted.push_back(s.get());
+  waiting_.push_front(std::move(s));
+}
+
+StepPlan Scheduler::schedule() {
+  StepPlan plan;
+  admit(plan);
+  int64_t budget = 0;
+  while (!running_.empty()) {
+    plan.seqs.clear();
+    budget = opt_.max_batch_tokens;
+    for (auto& s : running_) {
+      if (s->n_pending() == 1 && budget > 0) {
+        plan.seqs.push_back({s.get(), 1, 0, true});
+        --budget;
+      }
+    }
+    for (auto& s : running_) {
+      if (s->n_pending() > 1 && budget > 0) {
+        const int64_t n = std::min(s->n_pending(), budget);
+        plan.seqs.push_back({s.get(), n, 0, n == s->n_pending()});
+        budget -= n;
+      }
+    }
+    int64_t need = 0;
+    for (const ScheduledSeq& e : plan.seqs) {
+      need += kv_.blocks_to_grow(*e.seq, e.seq->n_computed + e.n_rows);
+    }
+    if (need <= kv_.n_available() || running_.size() <= 1) break;
+    preempt_last(plan);
+  }
+  for (const ScheduledSeq& e : plan.seqs) kv_.grow(*e.seq, e.seq->n_computed + e.n_rows);
+  grant_drafts(plan, budget);
+  return plan;
+}
+
+void Scheduler::grant_drafts(StepPlan& plan, int64_t budget) {
+  int64_t n_decoding = 0;
+  for (const ScheduledSeq& e : plan.seqs) n_decoding += e.n_rows == 1 && e.samples ? 1 : 0;
+  if (n_decoding == 0 || n_decoding > opt_.spec_max_batch) return;
+  for (ScheduledSeq& e : plan.seqs) {
+    Sequence& s = *e.seq;
+    if (budget <= 0) break;
+    if (e.n_rows != 1 || !e.samples || s.spec_k <= 0) continue;
+    const auto n_tokens = static_cast<int64_t>(s.tokens.size());
+    // Draft rows sit at positions n_tokens .. n_tokens + k - 1 (< ctx_size); all k accepted plus
+    // the token after them must not pass max_tokens.
+    int64_t k = std::min<int64_t>({s.spec_k, budget, opt_.ctx_size - n_tokens,
+                                   s.request.max_tokens - s.n_generated() - 1});
+    while (k > 0 && kv_.blocks_to_grow(s, n_tokens + k) > kv_.n_available()) --k;
+    if (k <= 0) continue;
+    kv_.grow(s, n_tokens + k);
+    e.n_draft_max = static_cast<int32_t>(k);
+    budget -= k;
+  }
+}
+
+void Scheduler::retire(const std::vector<Sequence*>& done) {
+  if (done.empty()) return;
+  std::erase_if(running_, [&](const std::unique_ptr<Sequence>& s) {
+    return std::find(done.begin(), done.end(), s.get()) != done.end();
+  });
+}
+
+std::vector<std::unique_ptr<Sequence>> Scheduler::take_all() {
+  std::vector<std::unique_ptr<Sequence>> all;
+  while (!running_.empty()) {
+    all.push_back(std::move(running_.back()));
+    running_.pop_back();
+  }
+  while (!waiting_.empty()) {
+    all.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  return all;
+}
+
+}  // namespace tessera::engine

@@ -1,0 +1,57 @@
+// StepRunner: runs one planned step on the model. It builds the batch (each scheduled
+// sequence's pending rows, then its draft tokens, logits for every row a token is chosen from),
+// runs the forward pass, and for each sequence that samples this step decides its new tokens:
+// a plain sample, or verification of its drafts (engine/spec_verify.h), which gives the
+// accepted drafts plus one token of the target's own.
+//   StepPlan ──build──> model::Batch ──forward──> logits rows ──decide──> VerifyResult per sequence
+// Thread-safety: engine scheduler thread only (the forward pass uses the pool it is given).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/base/thread_pool.h"
+#include "tessera/engine/scheduler.h"
+#include "tessera/engine/spec_verify.h"
+#include "tessera/model/batch.h"
+#include "tessera/model/kv_cache.h"
+#include "tessera/model/model.h"
+
+namespace tessera::engine {
+
+class StepRunner {
+ public:
+  StepRunner(model::Model& model, model::KvCache& kv) : model_(model), kv_(kv) {}
+
+  // Lays out the batch for `seqs` (kept by reference until the step ends). A sequence that
+  // samples contributes its drafts (seq->draft, at most n_draft_max of them) as extra rows.
+  void build(const std::vector<ScheduledSeq>& seqs);
+  // Runs the batch. Errors: the model's.
+  Status forward(ThreadPool* pool);
+  // For seqs[i] (which samples): samples its next token, or verifies its drafts. The logits
+  // rows are modified (penalties); when `keep_raw`, a copy of each row as the model produced it
+  // is kept first for raw_row().
+  VerifyResult decide(size_t i, bool keep_raw);
+  // Row j of the logits decide(i, true) used, unmodified. Valid until the next decide().
+  std::span<const float> raw_row(int32_t j) const;
+
+  const model::Batch& batch() const { return batch_; }
+  int64_t n_draft_rows() const { return n_draft_rows_; }
+
+ private:
+  std::span<float> row(int64_t logits_row);
+
+  model::Model& model_;
+  model::KvCache& kv_;
+  const std::vector<ScheduledSeq>* seqs_ = nullptr;
+  model::Batch batch_;
+  std::vector<int64_t> first_logits_;  // per scheduled sequence: its first logits row, or -1
+  std::vector<float> logits_;
+  std::vector<float> raw_;
+  std::vector<int32_t> history_;  // scratch: tokens then drafts
+  int64_t n_draft_rows_ = 0;
+};
+
+}  // namespace tessera::engine

@@ -1,0 +1,232 @@
+// The scheduler and KV manager without a model: admission, token and KV budgets, preemption,
+// draft allowances and their lookahead blocks, rollback of rejected drafts, and that only
+// verified tokens are published to the prefix cache.
+#include "tessera/engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "tessera/engine/kv_manager.h"
+
+namespace tessera::engine {
+namespace {
+
+model::ModelConfig tiny_config() {
+  model::ModelConfig c;
+  c.architecture = "llama";
+  c.n_vocab = 512;
+  c.dim = 8;
+  c.n_layers = 1;
+  c.n_heads = 1;
+  c.n_kv_heads = 1;
+  c.head_dim = 8;
+  c.ffn_dim = 16;
+  c.context_length = 64;
+  return c;
+}
+
+struct Fixture {
+  explicit Fixture(int32_t n_blocks, int32_t max_running = 4, int32_t budget = 512,
+                   int32_t spec_max_batch = 8, int64_t ctx = 64) {
+    opt.max_running = max_running;
+    opt.block_size = 4;
+    opt.n_blocks = n_blocks;
+    opt.ctx_size = ctx;
+    opt.max_batch_tokens = budget;
+    const KvPoolSize size = size_kv_pool(tiny_config(), opt).value();
+    kv = std::make_unique<KvManager>(KvManager::create(tiny_config(), opt, size).value());
+    SchedulerOptions so;
+    so.max_running = max_running;
+    so.max_batch_tokens = budget;
+    so.ctx_size = ctx;
+    so.spec_max_batch = spec_max_batch;
+    sched = std::make_unique<Scheduler>(so, *kv);
+  }
+  Sequence* add(RequestId id, int n_prompt, int32_t spec_k = 0, int32_t max_tokens = 100) {
+    Request r;
+    for (int i = 0; i < n_prompt; ++i) r.prompt.push_back(10 + static_cast<int32_t>(id) * 7 + i);
+    r.max_tokens = max_tokens;
+    auto s = std::make_unique<Sequence>(id, std::move(r), nullptr, 0);
+    s->spec_k = spec_k;
+    Sequence* p = s.get();
+    sched->enqueue(std::move(s));
+    return p;
+  }
+  // What the engine does after a step: rows ran; `accepted` drafts and one new token appended.
+  void complete(const ScheduledSeq& e, int32_t accepted) {
+    Sequence& s = *e.seq;
+    s.n_computed += e.n_rows;
+    if (!e.samples) return;
+    for (int32_t j = 0; j <= accepted; ++j) {
+      if (j > 0) ++s.n_computed;
+      s.tokens.push_back(300 + j);
+    }
+    kv->publish_verified(s);
+    kv->rollback(s);
+  }
+  EngineOptions opt;
+  std::unique_ptr<KvManager> kv;
+  std::unique_ptr<Scheduler> sched;
+};
+
+TEST(KvPoolSize, OneRuleForEngineAndFleet) {
+  EngineOptions o;
+  o.max_running = 3;
+  o.block_size = 16;
+  o.ctx_size = 100;
+  const KvPoolSize s = size_kv_pool(tiny_config(), o).value();
+  EXPECT_EQ(s.blocks_per_seq, 7);
+  EXPECT_EQ(s.n_blocks, 21);
+  EXPECT_EQ(s.block_bytes, 2 * 1 * 16 * 8 * 2);  // K and V, 1 layer, 16 positions, 8 f16
+  EXPECT_EQ(s.bytes(), 21 * s.block_bytes);
+  o.n_blocks = 5;
+  EXPECT_EQ(size_kv_pool(tiny_config(), o).status().code(), ErrorCode::kInvalidArgument);
+  o.n_blocks = 0;
+  o.ctx_size = 0;  // the model's context
+  EXPECT_EQ(size_kv_pool(tiny_config(), o).value().ctx_size, 64);
+}
+
+TEST(Scheduler, DecodeRowsFirstThenPrefillChunksUnderTheTokenBudget) {
+  Fixture f(64, 4, 10);
+  Sequence* a = f.add(1, 3);
+  StepPlan p = f.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 1u);
+  EXPECT_EQ(p.seqs[0].n_rows, 3);
+  EXPECT_EQ(p.admitted.size(), 1u);
+  f.complete(p.seqs[0], 0);
+  Sequence* b = f.add(2, 20);
+  p = f.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 2u);
+  EXPECT_EQ(p.seqs[0].seq, a);  // decode first
+  EXPECT_EQ(p.seqs[0].n_rows, 1);
+  EXPECT_EQ(p.seqs[1].seq, b);
+  EXPECT_EQ(p.seqs[1].n_rows, 9);  // the rest of the budget
+  EXPECT_FALSE(p.seqs[1].samples);
+}
+
+TEST(Scheduler, AdmitsInArrivalOrderUpToTheSlotLimit) {
+  Fixture f(64, 2);
+  for (RequestId id = 1; id <= 4; ++id) f.add(id, 3);
+  StepPlan p = f.sched->schedule();
+  ASSERT_EQ(p.admitted.size(), 2u);
+  EXPECT_EQ(p.admitted[0]->id, 1u);
+  EXPECT_EQ(p.admitted[1]->id, 2u);
+  EXPECT_EQ(f.sched->waiting().size(), 2u);
+  bool was_waiting = false;
+  auto s = f.sched->remove(1, &was_waiting);
+  ASSERT_NE(s, nullptr);
+  EXPECT_FALSE(was_waiting);
+  f.kv->release(*s);
+  p = f.sched->schedule();
+  ASSERT_EQ(p.admitted.size(), 1u);
+  EXPECT_EQ(p.admitted[0]->id, 3u);  // FCFS: the oldest waiting one
+}
+
+TEST(Scheduler, PreemptsTheMostRecentlyAdmittedWhenThePoolRunsDry) {
+  Fixture f(16, 4);  // 16 blocks of 4 = 64 positions: one full context
+  Sequence* a = f.add(1, 30);
+  Sequence* b = f.add(2, 25);
+  StepPlan p = f.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 2u);  // 8 + 7 blocks
+  for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
+  // Each decodes until a needs a block the pool no longer has.
+  int preempted = 0;
+  for (int step = 0; step < 20 && preempted == 0; ++step) {
+    p = f.sched->schedule();
+    preempted = static_cast<int>(p.preempted.size());
+    for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
+  }
+  ASSERT_EQ(preempted, 1);
+  EXPECT_EQ(p.preempted[0], b);
+  EXPECT_EQ(b->n_computed, 0);
+  EXPECT_TRUE(b->blocks.empty());
+  EXPECT_EQ(b->slot, -1);
+  EXPECT_EQ(f.sched->waiting().front().get(), b);
+  EXPECT_EQ(f.sched->running().front().get(), a);
+}
+
+TEST(Scheduler, GrantsDraftsFromLeftoverBudgetAndBlocksOnly) {
+  Fixture f(64, 4, 6);
+  Sequence* a = f.add(1, 3, /*spec_k=*/4);
+  StepPlan p = f.sched->schedule();
+  EXPECT_EQ(p.seqs[0].n_draft_max, 0);  // prefill: no drafts
+  f.complete(p.seqs[0], 0);
+  p = f.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 1u);
+  EXPECT_EQ(p.seqs[0].n_draft_max, 4);
+  // Lookahead blocks for the drafts are held: positions 0..3 + 4 drafts = 8 positions = 2 blocks.
+  EXPECT_EQ(a->blocks.size(), 2u);
+  // Two drafts accepted: 4 + 1 + 2 verified tokens; the lookahead block past them is released.
+  f.complete(p.seqs[0], 2);
+  EXPECT_EQ(a->n_computed, 6);
+  EXPECT_EQ(a->tokens.size(), 7u);
+  EXPECT_EQ(a->blocks.size(), 2u);
+  // Budget: a second sequence prefilling takes the budget first, no drafts left for a.
+  Fixture g(64, 4, 6);
+  Sequence* x = g.add(1, 2, 4);
+  p = g.sched->schedule();
+  g.complete(p.seqs[0], 0);
+  g.add(2, 10);
+  p = g.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 2u);
+  EXPECT_EQ(p.seqs[0].seq, x);
+  EXPECT_EQ(p.seqs[0].n_draft_max, 0);
+  EXPECT_EQ(p.seqs[1].n_rows, 5);
+}
+
+TEST(Scheduler, DraftsNeverCausePreemptionAndShrinkToTheBlocksLeft) {
+  Fixture f(3, 1, 512, 8, /*ctx=*/12);  // 3 blocks of 4: one 12-position sequence
+  Sequence* a = f.add(1, 3, 8, 8);
+  StepPlan p = f.sched->schedule();
+  f.complete(p.seqs[0], 0);
+  p = f.sched->schedule();
+  // 4 tokens; drafts limited by max_tokens (8 - 1 generated - 1 = 6), by the context and the
+  // blocks (12 - 4 = 8): 6, in two lookahead blocks.
+  EXPECT_EQ(p.seqs[0].n_draft_max, 6);
+  EXPECT_TRUE(p.preempted.empty());
+  EXPECT_EQ(a->blocks.size(), 3u);
+  f.complete(p.seqs[0], 0);
+  EXPECT_EQ(a->n_computed, 4);
+  EXPECT_EQ(a->blocks.size(), 1u);  // both lookahead blocks released
+}
+
+TEST(Scheduler, NoDraftsWhenTheDecodingBatchIsLarge) {
+  Fixture f(128, 8, 512, /*spec_max_batch=*/2);
+  for (RequestId id = 1; id <= 3; ++id) f.add(id, 2, 4);
+  StepPlan p = f.sched->schedule();
+  for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
+  p = f.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 3u);
+  for (const ScheduledSeq& e : p.seqs) EXPECT_EQ(e.n_draft_max, 0);
+  bool was_waiting = false;
+  f.kv->release(*f.sched->remove(3, &was_waiting));
+  for (const ScheduledSeq& e : p.seqs) {
+    if (e.seq->id != 3) f.complete(e, 0);
+  }
+  p = f.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 2u);
+  for (const ScheduledSeq& e : p.seqs) EXPECT_EQ(e.n_draft_max, 4);
+}
+
+TEST(KvManager, PublishesOnlyVerifiedBlocks) {
+  Fixture f(64, 1);
+  Sequence* a = f.add(1, 3, 8);
+  StepPlan p = f.sched->schedule();
+  f.complete(p.seqs[0], 0);  // tokens: 3 prompt + 1; n_computed 3
+  p = f.sched->schedule();
+  ASSERT_EQ(p.seqs[0].n_draft_max, 8);
+  // Nothing accepted: the draft rows ran at positions 4..11, but n_computed is 4, so no block is
+  // published, although two blocks' positions were written.
+  f.complete(p.seqs[0], 0);
+  EXPECT_EQ(a->n_computed, 4);
+  EXPECT_EQ(a->block_hashes.size(), 1u);  // positions 0..3: verified
+  EXPECT_EQ(a->blocks.size(), 1u);
+  EXPECT_EQ(f.kv->allocator().n_referenced(), 1);
+  bool was_waiting = false;
+  auto s = f.sched->remove(1, &was_waiting);
+  f.kv->release(*s);
+  EXPECT_EQ(f.kv->allocator().n_referenced(), 0);
+  EXPECT_EQ(f.kv->allocator().n_cached(), 1);
+}
+
+}  // namespace
+}  // namespace tessera::engine

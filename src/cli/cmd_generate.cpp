@@ -7,7 +7,10 @@
 
 #include "commands.h"
 #include "common.h"
+#include "spec_args.h"
+#include "tessera/base/clock.h"
 #include "tessera/base/thread_pool.h"
+#include "tessera/engine/engine.h"
 #include "tessera/engine/generator.h"
 
 namespace tessera::cli {
@@ -23,6 +26,7 @@ struct GenerateArgs {
   int threads = 0;
   bool json = false;
   bool no_special = false;
+  SpecArgs spec;
 };
 
 nlohmann::json timings_json(const engine::GenerateResult& r) {
@@ -35,10 +39,98 @@ nlohmann::json timings_json(const engine::GenerateResult& r) {
           {"decode_tokens_per_second", tg}};
 }
 
+// With speculation, one sequence runs through the serving engine (scheduler, drafter, verifier)
+// on this thread; the output is the same as without for greedy decoding.
+int run_generate_speculative(const GenerateArgs& a, std::shared_ptr<model::Model> model,
+                             std::shared_ptr<const model::Tokenizer> tokenizer,
+                             engine::SpecOptions spec, std::vector<int32_t> prompt,
+                             const engine::SamplingParams& sampling) {
+  engine::EngineOptions eo;
+  eo.n_threads = a.threads;
+  eo.max_running = 1;
+  eo.spec = std::move(spec);
+  auto created = engine::Engine::create(model, tokenizer, eo);
+  if (!created.is_ok()) return fail(created.status().with_context("creating the engine"));
+  engine::Engine& e = **created;
+  engine::Request r;
+  r.prompt = prompt;
+  r.sampling = sampling;
+  r.max_tokens = a.max_tokens;
+  std::vector<int32_t> tokens;
+  std::string text;
+  engine::FinishEvent fin;
+  const Clock* clock = real_clock();
+  const int64_t t0 = clock->now_ns();
+  int64_t t_first = -1;
+  int64_t t_end = -1;
+  auto id = e.submit(r, [&](engine::Event&& ev) {
+    if (auto* t = std::get_if<engine::TokenEvent>(&ev.body)) {
+      if (t_first < 0) t_first = clock->now_ns();
+      tokens.push_back(t->token);
+      text += t->text;
+      if (!a.json) {
+        std::fwrite(t->text.data(), 1, t->text.size(), stdout);
+        std::fflush(stdout);
+      }
+    } else {
+      fin = std::get<engine::FinishEvent>(ev.body);
+      t_end = clock->now_ns();
+      text += fin.text;
+      if (!a.json) std::fwrite(fin.text.data(), 1, fin.text.size(), stdout);
+    }
+  });
+  if (!id.is_ok()) return fail(id.status());
+  while (e.step()) {
+  }
+  if (fin.reason == engine::FinishReason::kError) return fail(fin.error);
+  const engine::EngineStats st = e.stats();
+  const double prefill_s = t_first > 0 ? static_cast<double>(t_first - t0) * 1e-9 : 0.0;
+  const double decode_s = t_first > 0 ? static_cast<double>(t_end - t_first) * 1e-9 : 0.0;
+  const double tg = decode_s > 0 && tokens.size() > 1 ? static_cast<double>(tokens.size() - 1) / decode_s : 0.0;
+  const double rate = st.spec_draft_tokens > 0
+                          ? static_cast<double>(st.spec_accepted_tokens) / static_cast<double>(st.spec_draft_tokens)
+                          : 0.0;
+  const double per_step = st.iterations > 1 ? static_cast<double>(tokens.size() - 1) /
+                                                  static_cast<double>(st.iterations - 1)
+                                            : 0.0;
+  if (a.json) {
+    nlohmann::json j = {
+        {"model", a.model},
+        {"prompt", a.prompt},
+        {"prompt_tokens", prompt},
+        {"tokens", tokens},
+        {"text", text},
+        {"stop_reason", fin.reason == engine::FinishReason::kStop ? "stop" : "length"},
+        {"seed", sampling.seed},
+        {"threads", e.options().n_threads},
+        {"timings", {{"prefill_ms", prefill_s * 1e3}, {"decode_ms", decode_s * 1e3},
+                     {"decode_tokens_per_second", tg}}},
+        {"speculation", {{"method", engine::spec_method_name(e.options().spec.method)},
+                         {"draft_tokens", st.spec_draft_tokens},
+                         {"accepted_tokens", st.spec_accepted_tokens},
+                         {"acceptance_rate", rate},
+                         {"tokens_per_step", per_step}}}};
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  std::printf("\n");
+  std::fprintf(stderr,
+               "tessera: prompt %zu tokens in %.1f ms; generated %zu tokens, decode %.1f tokens/s "
+               "(%d threads); speculation %s: %lld of %lld drafts accepted (%.0f%%), %.2f tokens "
+               "per step\n",
+               prompt.size(), prefill_s * 1e3, tokens.size(), tg, e.options().n_threads,
+               std::string(engine::spec_method_name(e.options().spec.method)).c_str(),
+               static_cast<long long>(st.spec_accepted_tokens),
+               static_cast<long long>(st.spec_draft_tokens), rate * 100.0, per_step);
+  return 0;
+}
+
 int run_generate(const GenerateArgs& a) {
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
   auto& [model, tokenizer] = *loaded;
+  auto spec = spec_options(a.spec, a.tokenizer);
+  if (!spec.is_ok()) return fail(spec.status());
 
   engine::GenerateOptions opts;
   opts.max_tokens = a.max_tokens;
@@ -49,6 +141,10 @@ int run_generate(const GenerateArgs& a) {
                                                                .count());
   std::vector<int32_t> prompt = tokenizer->encode(a.prompt, !a.no_special, false);
   if (prompt.empty()) return fail("the prompt encodes to no tokens (pass a non-empty --prompt)");
+  if (spec->method != engine::SpecMethod::kNone) {
+    return run_generate_speculative(a, std::move(model), std::move(tokenizer), std::move(*spec),
+                                    std::move(prompt), opts.sampling);
+  }
 
   ThreadPool pool(a.threads > 0 ? a.threads : hardware_threads());
   engine::Generator gen(*model, tokenizer.get(), &pool);
@@ -118,6 +214,7 @@ void add_generate_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of streaming text");
   cmd->add_flag("--no-special", args->no_special, "Do not add BOS/EOS to the prompt");
+  add_spec_options(cmd, &args->spec);
   cmd->callback([&run, args] { run = [args] { return run_generate(*args); }; });
 }
 

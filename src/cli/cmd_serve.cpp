@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "commands.h"
+#include "spec_args.h"
 #include "common.h"
 #include "tessera/base/log.h"
 #include "tessera/engine/engine.h"
@@ -55,6 +56,7 @@ struct ServeArgs {
   std::string chat_template;
   int io_threads = 2;
   double drain_seconds = 30.0;
+  SpecArgs spec;
 };
 
 // A renderer for the model's chat template, or one that explains why there is none (the chat
@@ -125,6 +127,8 @@ engine::EngineOptions engine_options(const ServeArgs& a, kernels::DType kv_dtype
   eo.max_batch_tokens = a.batch_tokens;
   eo.prefix_cache = !a.no_prefix_cache;
   eo.kv_dtype = kv_dtype;
+  eo.spec.max_draft = a.spec.tokens;
+  eo.spec.max_batch = a.spec.max_batch;
   return eo;
 }
 
@@ -159,7 +163,13 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
   fo.device = std::make_shared<engine::DeviceScheduler>(dso);
 
   // The model context caps ctx_size when the fleet opens the file (FleetManager clamps).
-  const engine::EngineOptions defaults = engine_options(a, kv_dtype, a.ctx_size);
+  engine::EngineOptions defaults = engine_options(a, kv_dtype, a.ctx_size);
+  if (!a.spec.draft_model.empty()) {
+    return fail("--draft-model serves one model (--model); a fleet speculates with --spec ngram");
+  }
+  auto spec = spec_options(a.spec, a.tokenizer);
+  if (!spec.is_ok()) return fail(spec.status());
+  defaults.spec = std::move(spec).value();
   std::vector<fleet::FleetModelSpec> specs;
   if (!a.config.empty()) {
     auto parsed = serve::read_fleet_config(a.config, defaults, idle);
@@ -247,16 +257,10 @@ int run_serve(const ServeArgs& a) {
   std::shared_ptr<model::Model> model = std::move(loaded->model);
   std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
 
-  engine::EngineOptions eo;
-  eo.n_threads = a.threads;
-  eo.max_running = a.parallel;
-  eo.max_waiting = a.max_queue;
-  eo.ctx_size = std::min<int64_t>(a.ctx_size, model->config().context_length);
-  eo.block_size = a.block_size;
-  eo.n_blocks = a.kv_blocks;
-  eo.max_batch_tokens = a.batch_tokens;
-  eo.prefix_cache = !a.no_prefix_cache;
-  eo.kv_dtype = kv_dtype;
+  engine::EngineOptions eo = engine_options(a, kv_dtype, model->config().context_length);
+  auto spec = spec_options(a.spec, a.tokenizer);
+  if (!spec.is_ok()) return fail(spec.status());
+  eo.spec = std::move(spec).value();
   auto created = engine::Engine::create(model, tokenizer, eo);
   if (!created.is_ok()) return fail(created.status().with_context("creating the engine"));
   std::shared_ptr<engine::Engine> engine = std::move(created).value();
@@ -272,9 +276,9 @@ int run_serve(const ServeArgs& a) {
   server.set_serving();
   const engine::EngineOptions& o = engine->options();
   std::printf("tessera serve: model '%s' ready (%d slots, %lld positions each, %d KV blocks of %d, "
-              "%d threads)\n",
+              "%d threads, speculation %s)\n",
               name.c_str(), o.max_running, static_cast<long long>(o.ctx_size), o.n_blocks,
-              o.block_size, o.n_threads);
+              o.block_size, o.n_threads, std::string(engine::spec_method_name(o.spec.method)).c_str());
   std::fflush(stdout);
 
   int sig = 0;
@@ -350,6 +354,7 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str();
   cmd->add_option("--drain-seconds", a->drain_seconds, "On SIGTERM, time allowed to finish requests")
       ->capture_default_str();
+  add_spec_options(cmd, &a->spec);
   cmd->callback([a, &run] {
     run = [a] {
       const int sources = !a->model.empty() + !a->models_dir.empty() + !a->config.empty();

@@ -81,12 +81,12 @@ Histogram::Histogram(std::vector<double> bounds)
   for (size_t i = 0; i <= bounds_.size(); ++i) counts_[i].store(0);
 }
 
-void Histogram::observe(double v) {
-  if (std::isnan(v)) return;
+void Histogram::observe(double v, uint64_t n) {
+  if (std::isnan(v) || n == 0) return;
   const size_t i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) -
                                        bounds_.begin());  // first bound >= v: le is inclusive
-  counts_[i].fetch_add(1, std::memory_order_relaxed);
-  atomic_add(sum_, v);
+  counts_[i].fetch_add(n, std::memory_order_relaxed);
+  atomic_add(sum_, v * static_cast<double>(n));
 }
 
 std::vector<uint64_t> Histogram::bucket_counts() const {

@@ -41,7 +41,9 @@ class Histogram {
  public:
   // `bounds`: the buckets' upper bounds, strictly increasing; +Inf is implicit.
   explicit Histogram(std::vector<double> bounds);
-  void observe(double v);
+  void observe(double v) { observe(v, 1); }
+  // `n` observations of the value `v`.
+  void observe(double v, uint64_t n);
 
   const std::vector<double>& bounds() const { return bounds_; }
   // Per-bucket (not cumulative) counts, bounds().size() + 1 entries (the last is +Inf).

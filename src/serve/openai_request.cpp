@@ -205,6 +205,15 @@ Status read_common(Fields& f, GenerationParams* p) {
     }
   }
   TS_RETURN_IF_ERROR(f.read_bool("ignore_eos", &p->ignore_eos));
+  if (const json* v = f.get("speculative")) {
+    if (v->is_boolean()) {
+      p->speculative = v->get<bool>() ? engine::SpecMode::kOn : engine::SpecMode::kOff;
+    } else if (v->is_string() && (*v == "on" || *v == "off")) {
+      p->speculative = *v == "on" ? engine::SpecMode::kOn : engine::SpecMode::kOff;
+    } else {
+      return f.wrong_type("speculative", "true, false, \"on\" or \"off\"", *v);
+    }
+  }
   return Status::ok();
 }
 

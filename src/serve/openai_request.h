@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessera/base/status.h"
+#include "tessera/engine/request.h"
 #include "tessera/engine/sampler.h"
 
 namespace tessera::serve {
@@ -33,6 +34,8 @@ struct GenerationParams {
   bool include_usage = false;  // stream_options.include_usage
   bool ignore_eos = false;     // extension
   int32_t n_logprobs = -1;     // as engine::Request: -1 none, 0 the chosen token's, k top-k too
+  // Extension: "speculative": true/false or "on"/"off" (absent: the server's setting).
+  engine::SpecMode speculative = engine::SpecMode::kDefault;
 };
 
 struct CompletionRequest {

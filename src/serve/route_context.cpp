@@ -36,6 +36,7 @@ engine::Request make_engine_request(const GenerationParams& params, std::vector<
                                    : static_cast<int32_t>(std::clamp<int64_t>(room, 1, INT32_MAX));
   r.stop = params.stop;
   r.ignore_eos = params.ignore_eos;
+  r.speculative = params.speculative;
   r.n_logprobs = params.n_logprobs;
   return r;
 }

@@ -71,6 +71,30 @@ void ServingMetrics::update_engine(const std::string& model, const engine::Engin
       .set(s.prefix_queries > 0 ? static_cast<double>(s.prefix_hits) / s.prefix_queries : 0.0);
   registry_->gauge("tessera_preemptions", "Sequences preempted since start", m).set(s.preemptions);
   registry_->gauge("tessera_engine_iterations", "Scheduler iterations since start", m).set(s.iterations);
+
+  engine::EngineStats prev;
+  {
+    std::lock_guard lk(mu_);
+    engine::EngineStats& last = last_[model];
+    if (s.spec_draft_tokens >= last.spec_draft_tokens) prev = last;
+    last = s;
+  }
+  registry_->counter("tessera_spec_draft_tokens_total", "Speculative draft tokens verified", m)
+      .inc(static_cast<double>(s.spec_draft_tokens - prev.spec_draft_tokens));
+  registry_->counter("tessera_spec_accepted_tokens_total", "Speculative draft tokens accepted", m)
+      .inc(static_cast<double>(s.spec_accepted_tokens - prev.spec_accepted_tokens));
+  static const std::vector<double> kAcceptedBounds = [] {
+    std::vector<double> b;
+    for (int i = 0; i <= engine::kMaxDraftTokens; ++i) b.push_back(i);
+    return b;
+  }();
+  Histogram& h = registry_->histogram("tessera_spec_accepted_per_step",
+                                      "Draft tokens accepted per verification (one sequence, one step)",
+                                      kAcceptedBounds, m);
+  for (size_t i = 0; i < s.spec_accepted_histogram.size(); ++i) {
+    const int64_t d = s.spec_accepted_histogram[i] - prev.spec_accepted_histogram[i];
+    if (d > 0) h.observe(static_cast<double>(i), static_cast<uint64_t>(d));
+  }
 }
 
 }  // namespace tessera::serve

@@ -1,10 +1,14 @@
 // ServingMetrics: the metrics the server exports and the events that feed them - HTTP exchanges
 // by route and status, per-request latencies (TTFT, TPOT, end-to-end) and token counts, and the
-// engine's state (queue, batch, KV blocks, prefix-cache hit rate) sampled at scrape time.
+// engine's state (queue, batch, KV blocks, prefix-cache hit rate) sampled at scrape time, and
+// speculative decoding's counters (draft and accepted tokens, accepted tokens per verification),
+// advanced at scrape time by what the engine counted since the last scrape.
 // Thread-safety: every method is safe from any thread.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -24,13 +28,17 @@ class ServingMetrics {
   void record_exchange(std::string_view path, int status);
   // One finished generation on `model`.
   void record_finish(const std::string& model, const engine::FinishEvent& finish);
-  // Sets the engine gauges of `model` from a stats snapshot.
+  // Sets the engine gauges of `model` from a stats snapshot and advances its speculation
+  // counters by the difference from the previous snapshot (a snapshot below the previous one
+  // means a new engine, e.g. a resumed model: all of it is new).
   void update_engine(const std::string& model, const engine::EngineStats& stats);
 
   MetricsRegistry& registry() { return *registry_; }
 
  private:
   std::shared_ptr<MetricsRegistry> registry_;
+  std::mutex mu_;
+  std::map<std::string, engine::EngineStats> last_;  // per model, under mu_
 };
 
 // The route label of `path`: one of the served routes, or "other".

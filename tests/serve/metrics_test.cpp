@@ -1,5 +1,7 @@
 #include "tessera/serve/metrics.h"
 
+#include "tessera/serve/serving_metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -41,6 +43,45 @@ TEST(Metrics, CountersIgnoreNegativeAndAreThreadSafe) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(c.value(), 40000);
   EXPECT_EQ(r.histogram("h", "h", {1.0}).bucket_counts()[0], 40000u);
+}
+
+// Speculation counters are counters: they advance by what the engine counted since the last
+// scrape, and a new engine (stats back at zero) adds all of its own.
+TEST(ServingMetrics, SpeculationCountersAdvanceByDeltas) {
+  auto reg = std::make_shared<MetricsRegistry>();
+  ServingMetrics m(reg);
+  engine::EngineStats s;
+  s.spec_draft_tokens = 10;
+  s.spec_accepted_tokens = 7;
+  s.spec_accepted_histogram[0] = 1;
+  s.spec_accepted_histogram[3] = 2;
+  m.update_engine("a", s);
+  m.update_engine("a", s);  // nothing new
+  const auto& drafts = reg->counter("tessera_spec_draft_tokens_total", "", {{"model", "a"}});
+  const auto& accepted = reg->counter("tessera_spec_accepted_tokens_total", "", {{"model", "a"}});
+  EXPECT_EQ(drafts.value(), 10);
+  EXPECT_EQ(accepted.value(), 7);
+  s.spec_draft_tokens = 14;
+  s.spec_accepted_tokens = 8;
+  s.spec_accepted_histogram[1] = 1;
+  m.update_engine("a", s);
+  EXPECT_EQ(drafts.value(), 14);
+  EXPECT_EQ(accepted.value(), 8);
+  engine::EngineStats fresh;  // a resumed model's new engine
+  fresh.spec_draft_tokens = 3;
+  fresh.spec_accepted_tokens = 3;
+  fresh.spec_accepted_histogram[3] = 1;
+  m.update_engine("a", fresh);
+  EXPECT_EQ(drafts.value(), 17);
+  EXPECT_EQ(accepted.value(), 11);
+  std::vector<double> bounds;
+  for (int i = 0; i <= engine::kMaxDraftTokens; ++i) bounds.push_back(i);
+  const auto counts = reg->histogram("tessera_spec_accepted_per_step", "", bounds, {{"model", "a"}})
+                          .bucket_counts();
+  EXPECT_EQ(counts[0], 1u);
+  EXPECT_EQ(counts[1], 1u);
+  EXPECT_EQ(counts[3], 3u);
+  EXPECT_NE(reg->render().find("# TYPE tessera_spec_draft_tokens_total counter"), std::string::npos);
 }
 
 TEST(Metrics, FormatsSpecialValues) {

@@ -57,7 +57,9 @@ TEST(CompletionRequest, ErrorsNameTheField) {
                         Case{R"({"prompt":"x","echo":true})", "echo"},
                         Case{R"({"prompt":"x","stream_options":{"include_usage":1}})", "stream_options.include_usage"},
                         Case{R"({"prompt":"x","model":3})", "model"},
-                        Case{R"({"prompt":"x","best_of":2})", "best_of"}}) {
+                        Case{R"({"prompt":"x","best_of":2})", "best_of"},
+                        Case{R"({"prompt":"x","speculative":"maybe"})", "speculative"},
+                        Case{R"({"prompt":"x","speculative":1})", "speculative"}}) {
     std::string param;
     auto r = parse_completion_request(c.body, &param);
     ASSERT_FALSE(r.is_ok()) << c.body;
@@ -70,6 +72,19 @@ TEST(CompletionRequest, ErrorsNameTheField) {
     EXPECT_FALSE(r.is_ok()) << body;
     EXPECT_EQ(param, "") << body;
   }
+}
+
+TEST(CompletionRequest, SpeculativeSwitchPerRequest) {
+  std::string param;
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})", &param)->params.speculative,
+            engine::SpecMode::kDefault);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","speculative":true})", &param)->params.speculative,
+            engine::SpecMode::kOn);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","speculative":"off"})", &param)->params.speculative,
+            engine::SpecMode::kOff);
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"speculative":"on"})", &param)
+                ->params.speculative,
+            engine::SpecMode::kOn);
 }
 
 TEST(ChatRequest, MessagesAndLogprobs) {

@@ -44,6 +44,7 @@ class ServerEngineTest : public ::testing::Test {
     eo.n_threads = 1;
     eo.ctx_size = 2048;
     eo.max_running = 2;
+    eo.spec.method = engine::SpecMethod::kNgram;  // requests may switch it off
     auto e = engine::Engine::create(model, tok, eo);
     ASSERT_TRUE(e.is_ok()) << e.status().to_string();
     engine_ = std::shared_ptr<engine::Engine>(std::move(e).value());
@@ -90,6 +91,26 @@ TEST_F(ServerEngineTest, CompletionEndToEnd) {
   std::string text;
   for (size_t i = 0; i + 1 < events.size(); ++i) text += json::parse(events[i])["choices"][0]["text"].get<std::string>();
   EXPECT_EQ(text, j["choices"][0]["text"].get<std::string>());
+}
+
+// Speculation is invisible in the output (greedy) and visible in /metrics.
+TEST_F(ServerEngineTest, SpeculationOnOrOffGivesTheSameTextAndCountsInMetrics) {
+  TestClient c(server_->port());
+  std::string texts[2];
+  for (int on = 0; on < 2; ++on) {
+    auto r = c.request("POST", "/v1/completions",
+                       json({{"model", "tiny"}, {"prompt", "a b c a b c a b c a b"}, {"max_tokens", 24},
+                             {"temperature", 0}, {"ignore_eos", true}, {"speculative", on == 1}})
+                           .dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    texts[on] = json::parse(r.body)["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(texts[0], texts[1]);
+  EXPECT_GT(engine_->stats().spec_draft_tokens, 0);
+  auto m = c.request("GET", "/metrics", "");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_NE(m.body.find("tessera_spec_draft_tokens_total{model=\"tiny\"}"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("tessera_spec_accepted_per_step_bucket"), std::string::npos);
 }
 
 TEST_F(ServerEngineTest, PromptTooLongIs400AndChatWithoutTemplateIs400) {

@@ -1,0 +1,45 @@
+#include "spec_args.h"
+
+#include <fmt/format.h>
+
+#include "common.h"
+
+namespace tessera::cli {
+
+void add_spec_options(CLI::App* cmd, SpecArgs* a) {
+  cmd->add_option("--spec", a->method,
+                  "Speculative decoding: none, ngram (prompt lookup) or draft (--draft-model)");
+  cmd->add_option("--draft-model", a->draft_model,
+                  "Draft model with the target's vocabulary (implies --spec draft)");
+  cmd->add_option("--draft-tokenizer", a->draft_tokenizer,
+                  "Tokenizer of a llama2.c draft model (default: the target's --tokenizer)");
+  cmd->add_option("--spec-tokens", a->tokens, "Draft tokens per step at most (adaptive below)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  cmd->add_option("--spec-max-batch", a->max_batch,
+                  "No drafting when more sequences than this decode in one step")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+}
+
+Result<engine::SpecOptions> spec_options(const SpecArgs& a, const std::string& tokenizer_path) {
+  engine::SpecOptions s;
+  const std::string method = a.method.empty() && !a.draft_model.empty() ? "draft" : a.method;
+  TS_ASSIGN_OR_RETURN(s.method, engine::parse_spec_method(method));
+  s.max_draft = a.tokens;
+  s.max_batch = a.max_batch;
+  if (s.method == engine::SpecMethod::kDraftModel) {
+    if (a.draft_model.empty()) return invalid_argument("--spec draft needs --draft-model FILE");
+    // A GGUF draft brings its own vocabulary (checked against the target's); a llama2.c one
+    // takes --draft-tokenizer, else the target's tokenizer file.
+    std::string tok = a.draft_tokenizer;
+    if (tok.empty() && !a.draft_model.ends_with(".gguf")) tok = tokenizer_path;
+    Result<LoadedModel> d = load_model_and_tokenizer(a.draft_model, tok);
+    if (!d.is_ok()) return d.status().with_context("loading the draft model " + a.draft_model);
+    s.draft_model = std::move(d->model);
+    s.draft_tokenizer = std::move(d->tokenizer);
+  }
+  return s;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,31 @@
+// Speculative-decoding flags shared by `tessera generate`, `serve`, `bench model` and
+// `bench serve`: --spec none|ngram|draft, --draft-model FILE, --spec-tokens K,
+// --spec-max-batch N. A draft model loads with its own tokenizer (GGUF), or --draft-tokenizer,
+// or for a llama2.c checkpoint the target's --tokenizer file; its vocabulary must equal the
+// target's (checked token by token when the engine is made).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "tessera/base/status.h"
+#include "tessera/engine/engine_options.h"
+
+namespace tessera::cli {
+
+struct SpecArgs {
+  std::string method;        // "" = none, unless --draft-model is given (then draft)
+  std::string draft_model;
+  std::string draft_tokenizer;  // for a llama2.c draft; default: the target's --tokenizer
+  int32_t tokens = 5;
+  int32_t max_batch = 8;
+};
+
+void add_spec_options(CLI::App* cmd, SpecArgs* a);
+
+// The engine's speculation settings for `a` (loads the draft model). `tokenizer_path` is the
+// target's --tokenizer (used for a llama2.c draft). Errors: an unknown method, a draft model
+// that does not load (with its path), --spec draft without --draft-model.
+Result<engine::SpecOptions> spec_options(const SpecArgs& a, const std::string& tokenizer_path);
+
+}  // namespace tessera::cli

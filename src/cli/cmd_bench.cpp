@@ -11,9 +11,11 @@
 
 #include "commands.h"
 #include "common.h"
+#include "spec_args.h"
 #include "tessera/bench/environment.h"
 #include "tessera/bench/machine_bench.h"
 #include "tessera/bench/model_bench.h"
+#include "tessera/bench/spec_bench.h"
 #include "tessera/model/architecture.h"
 
 namespace tessera::cli {
@@ -31,6 +33,12 @@ struct BenchArgs {
   bool no_repack = false;
   bool no_adjacent_probe = false;
   bool ab = false;
+  // --spec: speculative decode, off vs on (bench/spec_bench.h)
+  SpecArgs spec;
+  std::string tokenizer;
+  std::string spec_prompt;
+  int32_t streams = 1;
+  float temperature = 0.0f;
 };
 
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
@@ -97,7 +105,84 @@ std::string dominant_dtype(const model::ModelFile& f) {
   return best;
 }
 
+// `bench model --spec ...`: the same requests decoded with speculation off and on, alternating.
+int run_bench_spec(const BenchArgs& a) {
+  auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
+  if (!loaded.is_ok()) return fail(loaded.status());
+  std::shared_ptr<model::Model> model = std::move(loaded->model);
+  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
+  auto spec = spec_options(a.spec, a.tokenizer);
+  if (!spec.is_ok()) return fail(spec.status());
+  std::string text = bench::default_spec_prompt();
+  if (!a.spec_prompt.empty()) {
+    std::ifstream in(a.spec_prompt);
+    if (!in) return fail("cannot read --spec-prompt " + a.spec_prompt);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  bench::SpecBenchOptions o;
+  o.prompts = {tokenizer->encode(text, true, false)};
+  o.gen_tokens = a.gen_tokens;
+  o.streams = a.streams;
+  o.reps = a.reps;
+  o.sampling.temperature = a.temperature;
+  o.sampling.seed = 1;
+  o.engine.n_threads = a.threads;
+  o.engine.spec = std::move(spec).value();
+  auto r = bench::run_spec_bench(model, tokenizer, o);
+  if (!r.is_ok()) return fail(r.status());
+  const std::string method(engine::spec_method_name(o.engine.spec.method));
+  const bench::Summary dr = r->decode_ratio();
+  const bench::Summary orat = r->output_ratio();
+  bool all_same = true;
+  for (const auto& run : r->runs) all_same = all_same && run.same_tokens;
+  if (a.json) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& run : r->runs) {
+      runs.push_back({{"speculative", run.speculative}, {"decode_tokens_per_second", run.decode_tps},
+                      {"output_tokens_per_second", run.output_tps}, {"seconds", run.seconds},
+                      {"output_tokens", run.output_tokens}, {"draft_tokens", run.draft_tokens},
+                      {"accepted_tokens", run.accepted_tokens}, {"acceptance_rate", run.acceptance()},
+                      {"steps", run.steps}, {"same_tokens_as_plain", run.same_tokens}});
+    }
+    nlohmann::json out = {
+        {"environment", bench::describe_environment(a.threads > 0 ? a.threads : hardware_threads())},
+        {"model", {{"path", a.model}, {"name", model->config().name}}},
+        {"speculation", {{"method", method}, {"draft_model", a.spec.draft_model},
+                         {"max_draft", o.engine.spec.max_draft}}},
+        {"prompt_tokens", o.prompts[0].size()}, {"gen_tokens", o.gen_tokens},
+        {"streams", o.streams}, {"temperature", o.sampling.temperature},
+        {"runs", runs},
+        {"decode_ratios", r->decode_ratios}, {"decode_ratio_median", dr.median},
+        {"output_ratios", r->output_ratios}, {"output_ratio_median", orat.median},
+        {"greedy_outputs_identical", all_same}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s | speculation %s%s%s, up to %d drafts | prompt %zu tokens, %d streams x %d "
+              "tokens, temperature %.2f\n",
+              a.model.c_str(), method.c_str(), a.spec.draft_model.empty() ? "" : " with ",
+              a.spec.draft_model.c_str(), o.engine.spec.max_draft, o.prompts[0].size(), o.streams,
+              o.gen_tokens, o.sampling.temperature);
+  std::printf("| run | spec | decode t/s/stream | output t/s | accepted/drafted | tokens/step |\n");
+  std::printf("|-----|------|-------------------|------------|------------------|-------------|\n");
+  for (size_t i = 0; i < r->runs.size(); ++i) {
+    const auto& run = r->runs[i];
+    std::printf("| %3zu | %-4s | %17.2f | %10.2f | %7lld/%-7lld  | %11.2f |\n", i + 1,
+                run.speculative ? "on" : "off", run.decode_tps, run.output_tps,
+                static_cast<long long>(run.accepted_tokens), static_cast<long long>(run.draft_tokens),
+                run.steps > 0 ? static_cast<double>(run.output_tokens) / static_cast<double>(run.steps) : 0.0);
+  }
+  std::printf("on/off, median over %zu repetitions (min-max): decode %.2fx (%.2f-%.2f), output "
+              "%.2fx (%.2f-%.2f)%s\n",
+              dr.n, dr.median, dr.min, dr.max, orat.median, orat.min, orat.max,
+              o.sampling.temperature <= 0.0f
+                  ? (all_same ? "; greedy outputs identical" : "; GREEDY OUTPUTS DIFFER")
+                  : "");
+  return all_same ? 0 : 1;
+}
+
 int run_bench_model(const BenchArgs& a) {
+  if (!a.spec.method.empty() || !a.spec.draft_model.empty()) return run_bench_spec(a);
   model::LoadOptions load_options;
   load_options.repack = !a.no_repack;
   auto m = model::load_model(a.model, load_options);
@@ -238,6 +323,16 @@ void add_bench_command(CLI::App& app, RunFn& run) {
                   "steps; pp: one prompt each per repetition) and report variant 1's time over "
                   "variant 0's per repetition");
   model->add_flag("--json", a->json, "Print a JSON record");
+  add_spec_options(model, &a->spec);
+  model->add_option("--tokenizer", a->tokenizer,
+                    "With --spec: tokenizer file (llama2.c checkpoints; GGUF carries its own)");
+  model->add_option("--spec-prompt", a->spec_prompt,
+                    "With --spec: prompt text file (default: a story to rewrite, input-grounded)");
+  model->add_option("--streams", a->streams, "With --spec: concurrent requests")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  model->add_option("--temperature", a->temperature, "With --spec: sampling temperature (0 greedy)")
+      ->capture_default_str();
   model->callback([&run, a] { run = [a] { return run_bench_model(*a); }; });
 
   add_bench_serve_command(bench, run);

@@ -39,6 +39,7 @@ struct BenchArgs {
   std::string spec_prompt;
   int32_t streams = 1;
   float temperature = 0.0f;
+  bool print_prompt = false;
 };
 
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
@@ -107,6 +108,10 @@ std::string dominant_dtype(const model::ModelFile& f) {
 
 // `bench model --spec ...`: the same requests decoded with speculation off and on, alternating.
 int run_bench_spec(const BenchArgs& a) {
+  if (a.print_prompt) {
+    std::printf("%s", bench::default_spec_prompt());
+    return 0;
+  }
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
   std::shared_ptr<model::Model> model = std::move(loaded->model);
@@ -333,6 +338,8 @@ void add_bench_command(CLI::App& app, RunFn& run) {
       ->check(CLI::Range(1, 4096));
   model->add_option("--temperature", a->temperature, "With --spec: sampling temperature (0 greedy)")
       ->capture_default_str();
+  model->add_flag("--print-prompt", a->print_prompt,
+                  "With --spec: print the built-in prompt (for running a peer on it) and exit");
   model->callback([&run, a] { run = [a] { return run_bench_model(*a); }; });
 
   add_bench_serve_command(bench, run);

@@ -32,6 +32,17 @@ class Drafter {
   // `pool` may be null. Errors: a failed forward pass of a draft model (the engine then runs
   // the step without drafts).
   virtual Status propose(std::span<const DraftRequest> requests, ThreadPool* pool) = 0;
+  // The target runs prompt rows [from, to) of each sequence this step (prefill chunks): a
+  // drafter with a cache of its own may run them too, so that drafting starts warm instead of
+  // paying the whole prompt on the first decode step. `pool` may be null. Errors: its model's.
+  struct PrefillChunk {
+    Sequence* seq = nullptr;
+    int64_t from = 0;
+    int64_t to = 0;
+  };
+  virtual Status prefill(std::span<const PrefillChunk> /*chunks*/, ThreadPool* /*pool*/) {
+    return Status::ok();
+  }
   // After verification: seq.tokens holds the verified tokens and seq.n_computed those whose
   // K/V are cached; state about rejected drafts must go.
   virtual void verified(Sequence& /*seq*/) {}

@@ -242,6 +242,21 @@ struct Engine::Impl {
     sync_waiting();
   }
 
+  // Lets the draft model run this step's prompt chunks of the sequences it will draft for.
+  void prefill_drafts(const StepPlan& plan, ThreadPool* p) {
+    if (!draft_model) return;
+    std::vector<Drafter::PrefillChunk> chunks;
+    for (const ScheduledSeq& e : plan.seqs) {
+      if (e.n_rows > 1 && drafter_for(e.seq->request) == draft_model.get()) {
+        chunks.push_back({e.seq, e.seq->n_computed, e.seq->n_computed + e.n_rows});
+      }
+    }
+    if (chunks.empty()) return;
+    if (const Status st = draft_model->prefill(chunks, p); !st.is_ok()) {
+      log_warn("engine: the draft model's prefill failed: {}", st.to_string());
+    }
+  }
+
   // Asks each drafter for the sequences the plan allows drafts; a drafter that fails leaves its
   // sequences without drafts this step.
   void propose_drafts(const StepPlan& plan, ThreadPool* p) {
@@ -349,6 +364,7 @@ struct Engine::Impl {
     DeviceScheduler::Lease lease;
     if (opt.device) lease = opt.device->acquire(device_id, batch_deadline_ns(plan));
     ThreadPool* const p = opt.device ? lease.pool() : pool.get();
+    prefill_drafts(plan, p);
     propose_drafts(plan, p);
     runner.build(plan.seqs);
     const Status st = runner.forward(p);

@@ -126,6 +126,29 @@ Status ModelDrafter::propose(std::span<const DraftRequest> requests, ThreadPool*
   return Status::ok();
 }
 
+Status ModelDrafter::prefill(std::span<const PrefillChunk> chunks, ThreadPool* pool) {
+  batch_.clear();
+  std::vector<ModelDraftState*> states;
+  for (const PrefillChunk& c : chunks) {
+    Sequence& s = *c.seq;
+    ModelDraftState& st = state_of(s);
+    // Only a chunk that continues what the cache holds (a prefix-cache hit skipped the rest:
+    // the first draft step catches up on it).
+    if (st.n_computed != c.from || c.to <= c.from) continue;
+    for (int64_t p = c.from; p < c.to; ++p) {
+      batch_.add(s.tokens[static_cast<size_t>(p)], static_cast<int32_t>(p), s.slot, false);
+    }
+    states.push_back(&st);
+    st.n_computed = c.to;
+  }
+  if (batch_.size() == 0) return Status::ok();
+  const Status status = model_->forward(batch_, kv_, {}, pool);
+  if (!status.is_ok()) {
+    for (ModelDraftState* st : states) st->n_computed = 0;
+  }
+  return status;
+}
+
 void ModelDrafter::verified(Sequence& s) {
   if (auto* st = dynamic_cast<ModelDraftState*>(s.draft_state.get())) {
     st->n_computed = std::min(st->n_computed, s.n_computed);

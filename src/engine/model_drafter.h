@@ -1,9 +1,10 @@
 // ModelDrafter: drafts with a second, cheaper model that shares the target's vocabulary: a small
 // model of the same family, or the target itself at a lower precision (an F16 target drafted by
 // its Q4_0 copy). It keeps its own KV cache (one contiguous slot per engine slot) and, per
-// sequence, how many positions of it are valid; each step it catches up on the tokens verified
-// since (one batched pass over all drafting sequences), then runs k - 1 single-row passes, so k
-// drafts cost k forward passes of the draft model. Drafts are drawn with the request's own
+// sequence, how many positions of it are valid. It runs each prompt chunk in the same step as the
+// target does; each decode step it catches up on the tokens verified since (one batched pass
+// over all drafting sequences), then runs k - 1 single-row passes, so k drafts cost k forward
+// passes of the draft model. Drafts are drawn with the request's own
 // sampling settings (greedy requests: argmax after penalties), recording q for verification.
 // After verification its cache is valid up to the last accepted token it had seen.
 // Thread-safety: engine scheduler thread only.
@@ -33,6 +34,7 @@ class ModelDrafter final : public Drafter {
                                                       int64_t ctx_size, kernels::DType kv_dtype);
   std::string_view name() const override { return "draft"; }
   Status propose(std::span<const DraftRequest> requests, ThreadPool* pool) override;
+  Status prefill(std::span<const PrefillChunk> chunks, ThreadPool* pool) override;
   void verified(Sequence& seq) override;
 
  private:

@@ -47,7 +47,7 @@ llama_spec_run() {  # tool, then args
     --spec-draft-n-max "$k" > "$out/l.txt" 2>&1
   local tps acc
   tps=$(grep -oE 'decoded +[0-9]+ tokens in +[0-9.]+ seconds, speed: +[0-9.]+' "$out/l.txt" | grep -oE '[0-9.]+$')
-  acc=$(grep -oE 'accept += +[0-9.]+' "$out/l.txt" | grep -oE '[0-9.]+$')
+  acc=$(grep -oE '[[:space:]]accept += +[0-9.]+' "$out/l.txt" | grep -oE '[0-9.]+$')
   echo "$tps $(python3 -c "print($acc / 100)")"
 }
 # llama.cpp without speculation: llama-completion's eval (decode) rate.

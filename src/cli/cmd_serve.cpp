@@ -128,7 +128,7 @@ engine::EngineOptions engine_options(const ServeArgs& a, kernels::DType kv_dtype
   eo.prefix_cache = !a.no_prefix_cache;
   eo.kv_dtype = kv_dtype;
   eo.spec.max_draft = a.spec.tokens;
-  eo.spec.max_batch = a.spec.max_batch;
+  eo.spec.max_rows = a.spec.max_rows;
   return eo;
 }
 

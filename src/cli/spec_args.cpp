@@ -16,8 +16,8 @@ void add_spec_options(CLI::App* cmd, SpecArgs* a) {
   cmd->add_option("--spec-tokens", a->tokens, "Draft tokens per step at most (adaptive below)")
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
-  cmd->add_option("--spec-max-batch", a->max_batch,
-                  "No drafting when more sequences than this decode in one step")
+  cmd->add_option("--spec-max-rows", a->max_rows,
+                  "Decode plus draft rows per step at most (shared among decoding sequences)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
 }
@@ -27,7 +27,7 @@ Result<engine::SpecOptions> spec_options(const SpecArgs& a, const std::string& t
   const std::string method = a.method.empty() && !a.draft_model.empty() ? "draft" : a.method;
   TS_ASSIGN_OR_RETURN(s.method, engine::parse_spec_method(method));
   s.max_draft = a.tokens;
-  s.max_batch = a.max_batch;
+  s.max_rows = a.max_rows;
   if (s.method == engine::SpecMethod::kDraftModel) {
     if (a.draft_model.empty()) return invalid_argument("--spec draft needs --draft-model FILE");
     // A GGUF draft brings its own vocabulary (checked against the target's); a llama2.c one

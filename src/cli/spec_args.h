@@ -1,6 +1,6 @@
 // Speculative-decoding flags shared by `tessera generate`, `serve`, `bench model` and
 // `bench serve`: --spec none|ngram|draft, --draft-model FILE, --spec-tokens K,
-// --spec-max-batch N. A draft model loads with its own tokenizer (GGUF), or --draft-tokenizer,
+// --spec-max-rows N. A draft model loads with its own tokenizer (GGUF), or --draft-tokenizer,
 // or for a llama2.c checkpoint the target's --tokenizer file; its vocabulary must equal the
 // target's (checked token by token when the engine is made).
 #pragma once
@@ -18,7 +18,7 @@ struct SpecArgs {
   std::string draft_model;
   std::string draft_tokenizer;  // for a llama2.c draft; default: the target's --tokenizer
   int32_t tokens = 5;
-  int32_t max_batch = 8;
+  int32_t max_rows = 4;
 };
 
 void add_spec_options(CLI::App* cmd, SpecArgs* a);

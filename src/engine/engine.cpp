@@ -87,7 +87,7 @@ SchedulerOptions scheduler_options(const EngineOptions& o) {
   s.max_running = o.max_running;
   s.max_batch_tokens = o.max_batch_tokens;
   s.ctx_size = o.ctx_size;
-  s.spec_max_batch = o.spec.max_batch;
+  s.spec_max_rows = o.spec.max_rows;
   return s;
 }
 
@@ -242,9 +242,12 @@ struct Engine::Impl {
     sync_waiting();
   }
 
-  // Lets the draft model run this step's prompt chunks of the sequences it will draft for.
+  // Lets the draft model run this step's prompt chunks of the sequences it will draft for, while
+  // the running batch is small enough that they would get drafts (SpecOptions::max_rows); a
+  // sequence that starts drafting later catches up then.
   void prefill_drafts(const StepPlan& plan, ThreadPool* p) {
     if (!draft_model) return;
+    if (2 * static_cast<int64_t>(sched.running().size()) > opt.spec.max_rows) return;
     std::vector<Drafter::PrefillChunk> chunks;
     for (const ScheduledSeq& e : plan.seqs) {
       if (e.n_rows > 1 && drafter_for(e.seq->request) == draft_model.get()) {
@@ -426,7 +429,7 @@ Status validate_spec(const SpecOptions& s) {
     return invalid_argument(
         fmt::format("draft tokens per step must be in [1, {}], got {}", kMaxDraftTokens, s.max_draft));
   }
-  if (s.max_batch < 0) return invalid_argument("the speculation batch limit must be >= 0");
+  if (s.max_rows < 0) return invalid_argument("the speculation row limit must be >= 0");
   if (s.ngram_min < 1 || s.ngram_min > s.ngram_max || s.ngram_max > 16) {
     return invalid_argument(fmt::format(
         "n-gram sizes must satisfy 1 <= min <= max <= 16, got {}..{}", s.ngram_min, s.ngram_max));

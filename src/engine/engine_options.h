@@ -25,10 +25,11 @@ Result<SpecMethod> parse_spec_method(std::string_view s);
 struct SpecOptions {
   SpecMethod method = SpecMethod::kNone;  // the server's default for requests
   int32_t max_draft = 5;       // draft tokens per sequence and step at most (adaptive below it)
-  // Speculation steps back when more sequences than this decode in one step: past it the batch's
-  // matmuls stop being memory-bound and verifying drafts costs more than it saves
-  // (docs/PERFORMANCE.md, "Speculative decoding": the measured crossover).
-  int32_t max_batch = 8;
+  // Decode rows plus draft rows per step at most; the rows left under it are shared evenly among
+  // the decoding sequences, so speculation steps back as the batch grows and stops once as many
+  // sequences decode: past a few rows the step's matmuls stop being memory-bound on CPUs and
+  // verifying drafts costs more than it wins (docs/PERFORMANCE.md, "Speculative decoding").
+  int32_t max_rows = 4;
   int32_t ngram_min = 2;       // n-gram lookup: shortest match used
   int32_t ngram_max = 4;       // n-gram lookup: longest match tried first
   // kDraftModel: a model with the same vocabulary as the target (checked at create()).

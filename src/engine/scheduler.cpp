@@ -85,7 +85,11 @@ StepPlan Scheduler::schedule() {
 void Scheduler::grant_drafts(StepPlan& plan, int64_t budget) {
   int64_t n_decoding = 0;
   for (const ScheduledSeq& e : plan.seqs) n_decoding += e.n_rows == 1 && e.samples ? 1 : 0;
-  if (n_decoding == 0 || n_decoding > opt_.spec_max_batch) return;
+  // The rows under the cap, shared evenly: one stream drafts up to its spec_k, many draft less,
+  // and past the cap nobody drafts (the step is then compute-bound: extra rows cost more than
+  // the tokens they win).
+  const int64_t share = n_decoding > 0 ? (opt_.spec_max_rows - n_decoding) / n_decoding : 0;
+  if (share <= 0) return;
   for (ScheduledSeq& e : plan.seqs) {
     Sequence& s = *e.seq;
     if (budget <= 0) break;
@@ -93,7 +97,7 @@ void Scheduler::grant_drafts(StepPlan& plan, int64_t budget) {
     const auto n_tokens = static_cast<int64_t>(s.tokens.size());
     // Draft rows sit at positions n_tokens .. n_tokens + k - 1 (< ctx_size); all k accepted plus
     // the token after them must not pass max_tokens.
-    int64_t k = std::min<int64_t>({s.spec_k, budget, opt_.ctx_size - n_tokens,
+    int64_t k = std::min<int64_t>({s.spec_k, share, budget, opt_.ctx_size - n_tokens,
                                    s.request.max_tokens - s.n_generated() - 1});
     while (k > 0 && kv_.blocks_to_grow(s, n_tokens + k) > kv_.n_available()) --k;
     if (k <= 0) continue;

@@ -4,7 +4,8 @@
 // chunks in admission order under the token budget, preemption of the most recently admitted
 // sequence when the pool cannot hold the step, and a draft allowance per decoding sequence
 // (speculation), granted only from the token budget and KV blocks left over, and only while the
-// step's decoding batch is small enough to be memory-bound (SpecOptions::max_batch). It neither
+// step's decode rows stay few enough to be memory-bound (SpecOptions::max_rows; the rows left
+// under that cap are shared evenly among the decoding sequences). It neither
 // runs the model nor samples; with a KvManager over a small config it is tested without a model.
 //
 //   waiting ──admit──> running ──plan──> StepPlan {seq, rows, drafts allowed} ──> engine/runner
@@ -28,7 +29,7 @@ struct SchedulerOptions {
   int32_t max_running = 4;         // sequences running at once
   int32_t max_batch_tokens = 512;  // rows per step, draft rows included
   int64_t ctx_size = 0;            // positions per sequence
-  int32_t spec_max_batch = 8;      // no drafts when more sequences than this decode in a step
+  int32_t spec_max_rows = 4;       // decode rows plus draft rows per step at most
 };
 
 struct ScheduledSeq {

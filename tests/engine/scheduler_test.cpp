@@ -26,7 +26,7 @@ model::ModelConfig tiny_config() {
 
 struct Fixture {
   explicit Fixture(int32_t n_blocks, int32_t max_running = 4, int32_t budget = 512,
-                   int32_t spec_max_batch = 8, int64_t ctx = 64) {
+                   int32_t spec_max_rows = 1000, int64_t ctx = 64) {
     opt.max_running = max_running;
     opt.block_size = 4;
     opt.n_blocks = n_blocks;
@@ -38,7 +38,7 @@ struct Fixture {
     so.max_running = max_running;
     so.max_batch_tokens = budget;
     so.ctx_size = ctx;
-    so.spec_max_batch = spec_max_batch;
+    so.spec_max_rows = spec_max_rows;
     sched = std::make_unique<Scheduler>(so, *kv);
   }
   Sequence* add(RequestId id, int n_prompt, int32_t spec_k = 0, int32_t max_tokens = 100) {
@@ -189,8 +189,8 @@ TEST(Scheduler, DraftsNeverCausePreemptionAndShrinkToTheBlocksLeft) {
   EXPECT_EQ(a->blocks.size(), 1u);  // both lookahead blocks released
 }
 
-TEST(Scheduler, NoDraftsWhenTheDecodingBatchIsLarge) {
-  Fixture f(128, 8, 512, /*spec_max_batch=*/2);
+TEST(Scheduler, DraftRowsAreSharedUnderTheRowCapAndStopPastIt) {
+  Fixture f(128, 8, 512, /*spec_max_rows=*/5);
   for (RequestId id = 1; id <= 3; ++id) f.add(id, 2, 4);
   StepPlan p = f.sched->schedule();
   for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
@@ -204,7 +204,12 @@ TEST(Scheduler, NoDraftsWhenTheDecodingBatchIsLarge) {
   }
   p = f.sched->schedule();
   ASSERT_EQ(p.seqs.size(), 2u);
-  for (const ScheduledSeq& e : p.seqs) EXPECT_EQ(e.n_draft_max, 4);
+  for (const ScheduledSeq& e : p.seqs) EXPECT_EQ(e.n_draft_max, 1);  // (5 - 2) / 2 each
+  for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
+  f.kv->release(*f.sched->remove(2, &was_waiting));
+  p = f.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 1u);
+  EXPECT_EQ(p.seqs[0].n_draft_max, 4);  // spec_k 4 < 5 - 1
 }
 
 TEST(KvManager, PublishesOnlyVerifiedBlocks) {

@@ -63,7 +63,7 @@ class SpecEngineTest : public ::testing::Test {
     o.max_batch_tokens = 48;
     o.spec.method = m;
     o.spec.max_draft = 4;
-    o.spec.max_batch = 16;
+    o.spec.max_rows = 1000;
     o.spec.ngram_min = 1;
     if (!draft_file.empty()) {
       o.spec.draft_model = load(dir_->file(draft_file));
@@ -282,7 +282,7 @@ class Stories : public ::testing::Test {
     o.ctx_size = 256;
     o.max_running = 16;
     o.spec.method = m;
-    o.spec.max_batch = 16;
+    o.spec.max_rows = 1000;
     if (m == SpecMethod::kDraftModel) {
       o.spec.draft_model = model_;  // drafting for itself: every draft must be accepted
       o.spec.draft_tokenizer = tokenizer_;

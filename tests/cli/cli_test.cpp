@@ -180,6 +180,54 @@ TEST(Cli, Stories260KStreamsTheGoldenText) {
   EXPECT_NE(r.err.find("--tokenizer"), std::string::npos) << r.err;
 }
 
+// --spec: the same golden text with n-gram lookup and with the model drafting for itself, the
+// acceptance reported; a draft with another vocabulary is refused naming a token.
+TEST(Cli, GenerateWithSpeculationGivesTheGoldenText) {
+  TS_SKIP_WITHOUT_SHARED(model, "models/stories260K.bin");
+  TS_SKIP_WITHOUT_SHARED(tok, "models/stories260K-tok512.bin");
+  const std::string base = "generate --model " + model.string() + " --tokenizer " + tok.string() +
+                           " --prompt 'Once upon a time' --temperature 0 --max-tokens 80";
+  const RunResult plain = run_cli(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  for (const std::string& spec : std::vector<std::string>{"--spec ngram", "--draft-model " + model.string()}) {
+    const RunResult r = run_cli(base + " " + spec);
+    ASSERT_EQ(r.exit_code, 0) << spec << ": " << r.err;
+    EXPECT_EQ(r.out, plain.out) << spec;
+    EXPECT_NE(r.err.find("drafts accepted"), std::string::npos) << r.err;
+  }
+  const RunResult j = run_cli(base + " --spec ngram --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto js = nlohmann::json::parse(j.out);
+  EXPECT_EQ(js["speculation"]["method"], "ngram");
+  EXPECT_GT(js["speculation"]["draft_tokens"].get<int>(), 0);
+  const auto other = testing::shared_file("models/aidreams260K.bin");
+  const auto other_tok = testing::shared_file("models/aidreams260K-tok512.bin");
+  if (!other.empty() && !other_tok.empty()) {
+    const RunResult bad = run_cli(base + " --draft-model " + other.string() +
+                                  " --draft-tokenizer " + other_tok.string());
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("same tokenizer"), std::string::npos) << bad.err;
+  }
+  const RunResult unknown = run_cli(base + " --spec magic");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("ngram"), std::string::npos) << unknown.err;
+}
+
+// bench model --spec on a tiny random model: runs, alternates, checks greedy identity.
+TEST(Cli, BenchModelSpecJson) {
+  TS_SKIP_WITHOUT_SHARED(model, "models/stories260K.bin");
+  TS_SKIP_WITHOUT_SHARED(tok, "models/stories260K-tok512.bin");
+  const RunResult r = run_cli("bench model -m " + model.string() + " --tokenizer " + tok.string() +
+                              " --spec ngram -n 40 -r 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["runs"].size(), 4u);
+  EXPECT_EQ(j["decode_ratios"].size(), 2u);
+  EXPECT_TRUE(j["greedy_outputs_identical"].get<bool>());
+  EXPECT_EQ(j["runs"][0]["speculative"], false);  // repetition 1: off first
+  EXPECT_EQ(j["runs"][2]["speculative"], true);   // repetition 2: on first
+}
+
 }  // namespace
 }  // namespace tessera
 

@@ -15,6 +15,8 @@
 #include <sstream>
 
 #include "commands.h"
+#include "spec_args.h"
+#include "tessera/bench/spec_counters.h"
 #include "common.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/bench/environment.h"
@@ -75,6 +77,7 @@ struct ServeArgs {
   int64_t ctx_size = 0;
   bool no_progress = false;
   std::string chartjs;
+  SpecArgs spec;  // inproc
 };
 
 // The backend and what it needs kept alive.
@@ -103,6 +106,7 @@ Result<Target> make_target(const ServeArgs& a) {
     eo.max_running = a.parallel;
     eo.ctx_size = a.ctx_size;
     eo.max_waiting = 1 << 20;  // the harness, not the queue limit, decides the load
+    TS_ASSIGN_OR_RETURN(eo.spec, spec_options(a.spec, a.tokenizer));
     TS_ASSIGN_OR_RETURN(t.engine, engine::Engine::create(t.model, t.tokenizer, eo));
     t.engine->start();
     bench::EngineBackendOptions bo;
@@ -112,6 +116,7 @@ Result<Target> make_target(const ServeArgs& a) {
         nlohmann::json{{"model_path", path},
                        {"threads", eo.n_threads},
                        {"max_running", eo.max_running},
+                       {"speculation", std::string(engine::spec_method_name(eo.spec.method))},
                        {"ctx_size", t.engine->options().ctx_size}});
     t.name = "inproc:" + std::filesystem::path(path).filename().string();
   } else if (s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0) {
@@ -279,6 +284,17 @@ int run_bench_serve(const ServeArgs& a) {
     }
   }
 
+  // Speculation counters before and after (in-process engine, or a Tessera server's /metrics).
+  const auto read_spec = [&]() -> std::optional<bench::SpecCounters> {
+    if (target->engine) {
+      const engine::EngineStats st = target->engine->stats();
+      return bench::SpecCounters{static_cast<double>(st.spec_draft_tokens),
+                                 static_cast<double>(st.spec_accepted_tokens)};
+    }
+    if (a.target.rfind("http://", 0) == 0) return bench::scrape_spec_counters(a.target, 5.0);
+    return std::nullopt;
+  };
+  const std::optional<bench::SpecCounters> spec_before = read_spec();
   const bool tty = isatty(2);
   bench::RealSleeper sleeper;
   bench::LoadGenerator gen(target->sut.get(), &work->library, &sleeper);
@@ -310,6 +326,16 @@ int run_bench_serve(const ServeArgs& a) {
     results.push_back(std::move(p));
   }
   if (sweep) std::printf("%s", bench::format_sweep(results, a.slo_attainment).c_str());
+  std::optional<bench::SpecCounters> spec_delta;
+  if (const std::optional<bench::SpecCounters> after = read_spec(); after && spec_before) {
+    spec_delta = bench::SpecCounters{after->draft_tokens - spec_before->draft_tokens,
+                                     after->accepted_tokens - spec_before->accepted_tokens};
+    if (spec_delta->draft_tokens > 0) {
+      std::printf("speculative decoding: %.0f of %.0f draft tokens accepted (%.1f%%)\n",
+                  spec_delta->accepted_tokens, spec_delta->draft_tokens,
+                  100.0 * spec_delta->acceptance());
+    }
+  }
 
   if (!a.out.empty()) {
     std::fflush(stdout);  // the tables first, then what was written (stderr)
@@ -318,6 +344,11 @@ int run_bench_serve(const ServeArgs& a) {
     if (ec) return fail("cannot create --out directory " + a.out + ": " + ec.message());
     nlohmann::json backend = target->sut->describe();
     backend["workload"] = work->description;
+    if (spec_delta) {
+      backend["spec_draft_tokens"] = spec_delta->draft_tokens;
+      backend["spec_accepted_tokens"] = spec_delta->accepted_tokens;
+      backend["spec_acceptance_rate"] = spec_delta->acceptance();
+    }
     const int threads = a.threads > 0 ? a.threads : hardware_threads();
     const nlohmann::json summary = bench::summary_json(bench::describe_environment(threads),
                                                        backend, a.model, results,
@@ -424,6 +455,7 @@ void add_bench_serve_command(CLI::App* bench, RunFn& run) {
   c->add_option("--parallel", a->parallel, "inproc: sequences decoding at once")
       ->capture_default_str();
   c->add_option("--ctx-size", a->ctx_size, "inproc: context per sequence (0: the model's)");
+  add_spec_options(c, &a->spec);
   c->add_flag("--no-progress", a->no_progress, "No progress line on stderr");
   c->add_option("--chartjs", a->chartjs,
                 "chart.js UMD file to inline in report.html (default: $TESSERA_CHARTJS or the "

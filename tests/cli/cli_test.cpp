@@ -265,6 +265,24 @@ TEST(Cli, BenchServeNullWritesEveryRecord) {
   EXPECT_NE(r.out.find("SLOs hold"), std::string::npos) << r.out;
 }
 
+// In-process target with speculation: the acceptance rate lands in the table and summary.json.
+TEST(Cli, BenchServeInprocRecordsSpeculation) {
+  TS_SKIP_WITHOUT_SHARED(model, "models/stories260K.bin");
+  TS_SKIP_WITHOUT_SHARED(tok, "models/stories260K-tok512.bin");
+  testing::TempDir dir;
+  const std::string out = dir.file("out");
+  auto r = run_cli("bench serve --target inproc:" + model.string() + " --tokenizer " + tok.string() +
+                   " --spec ngram --scenario concurrency --concurrency 2 -n 8 --input-len 64 "
+                   "--output-len 48 --ignore-eos --no-progress --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("draft tokens accepted"), std::string::npos) << r.out;
+  std::ifstream sj(out + "/summary.json");
+  const auto summary = nlohmann::json::parse(sj);
+  EXPECT_EQ(summary["backend"]["speculation"], "ngram");
+  EXPECT_GT(summary["backend"]["spec_draft_tokens"].get<double>(), 0);
+  EXPECT_GE(summary["backend"]["spec_acceptance_rate"].get<double>(), 0);
+}
+
 TEST(Cli, BenchServeRefusesBadArguments) {
   for (const char* args : {"--target ftp://x", "--target null --scenario warp",
                            "--target null --slo ttft=fast", "--target null --request-rate -3",

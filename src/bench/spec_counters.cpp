@@ -1,23 +1,12 @@
 #include "tessera/bench/spec_counters.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <string>
 
-#include <charconv>
-#include <chrono>
-
-#include "tessera/bench/http_backend.h"
+#include "tessera/bench/http_call.h"
 
 namespace tessera::bench {
 
 namespace {
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
 
 // The value at the end of a sample line, or nullopt.
 std::optional<double> sample_value(std::string_view line) {
@@ -64,27 +53,9 @@ std::optional<SpecCounters> parse_spec_counters(std::string_view text) {
 }
 
 std::optional<SpecCounters> scrape_spec_counters(const std::string& url, double timeout_s) {
-  const Result<ParsedUrl> u = parse_http_url(url);
-  if (!u.is_ok()) return std::nullopt;
-  try {
-    net::io_context io;
-    tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
-    stream.connect(resolver.resolve(u->host, u->port));
-    http::request<http::empty_body> req{http::verb::get, "/metrics", 11};
-    req.set(http::field::host, u->host);
-    http::write(stream, req);
-    beast::flat_buffer buf;
-    http::response<http::string_body> res;
-    http::read(stream, buf, res);
-    beast::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    if (res.result() != http::status::ok) return std::nullopt;
-    return parse_spec_counters(res.body());
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  const Result<HttpReply> reply = http_call(url, "GET", "/metrics", "", timeout_s);
+  if (!reply.is_ok() || reply->status != 200) return std::nullopt;
+  return parse_spec_counters(reply->body);
 }
 
 }  // namespace tessera::bench

@@ -1,25 +1,18 @@
 // `tessera fleet status|suspend NAME|resume NAME`: the operator's view of a running
 // `tessera serve --models DIR`, over its admin API (GET /admin/models,
-// POST /admin/models/{name}/{suspend|resume}). A small blocking HTTP/1.1 client (Boost.Beast).
+// POST /admin/models/{name}/{suspend|resume}), one blocking exchange each (bench/http_call.h).
 #include <fmt/format.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "common.h"
+#include "tessera/bench/http_call.h"
 
 namespace tessera::cli {
 namespace {
-
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = boost::asio::ip::tcp;
 
 struct FleetArgs {
   std::string action;  // status | suspend | resume | load | evict
@@ -29,46 +22,11 @@ struct FleetArgs {
   bool json = false;
 };
 
-struct HttpReply {
-  int status = 0;
-  std::string body;
-};
+using bench::HttpReply;
 
 Result<HttpReply> http_call(const std::string& server, const std::string& method,
                             const std::string& target, const std::string& api_key) {
-  std::string rest = server;
-  if (rest.starts_with("http://")) rest = rest.substr(7);
-  else if (rest.find("://") != std::string::npos) {
-    return invalid_argument("--server must be an http:// URL, got " + server);
-  }
-  while (rest.ends_with("/")) rest.pop_back();
-  std::string host = rest;
-  std::string port = "80";
-  if (const size_t colon = rest.rfind(':'); colon != std::string::npos) {
-    host = rest.substr(0, colon);
-    port = rest.substr(colon + 1);
-  }
-  try {
-    boost::asio::io_context io;
-    tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(120));
-    stream.connect(resolver.resolve(host, port));
-    http::request<http::string_body> req(method == "POST" ? http::verb::post : http::verb::get,
-                                         target, 11);
-    req.set(http::field::host, host);
-    if (!api_key.empty()) req.set(http::field::authorization, "Bearer " + api_key);
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    beast::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    return HttpReply{static_cast<int>(res.result_int()), res.body()};
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kUnavailable, fmt::format("{} {}{}: {}", method, server, target, e.what()));
-  }
+  return bench::http_call(server, method, target, api_key, 120.0);
 }
 
 std::string error_message(const HttpReply& r) {

@@ -116,7 +116,7 @@ int run_bench_spec(const BenchArgs& a) {
   if (!loaded.is_ok()) return fail(loaded.status());
   std::shared_ptr<model::Model> model = std::move(loaded->model);
   std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
-  auto spec = spec_options(a.spec, a.tokenizer);
+  auto spec = spec_options(a.spec, a.tokenizer, model, tokenizer);
   if (!spec.is_ok()) return fail(spec.status());
   std::string text = bench::default_spec_prompt();
   if (!a.spec_prompt.empty()) {
@@ -187,7 +187,9 @@ int run_bench_spec(const BenchArgs& a) {
 }
 
 int run_bench_model(const BenchArgs& a) {
-  if (!a.spec.method.empty() || !a.spec.draft_model.empty()) return run_bench_spec(a);
+  if (!a.spec.method.empty() || !a.spec.draft_model.empty() || !a.spec.skip_layers.empty()) {
+    return run_bench_spec(a);
+  }
   model::LoadOptions load_options;
   load_options.repack = !a.no_repack;
   auto m = model::load_model(a.model, load_options);

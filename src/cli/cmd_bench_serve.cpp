@@ -106,7 +106,7 @@ Result<Target> make_target(const ServeArgs& a) {
     eo.max_running = a.parallel;
     eo.ctx_size = a.ctx_size;
     eo.max_waiting = 1 << 20;  // the harness, not the queue limit, decides the load
-    TS_ASSIGN_OR_RETURN(eo.spec, spec_options(a.spec, a.tokenizer));
+    TS_ASSIGN_OR_RETURN(eo.spec, spec_options(a.spec, a.tokenizer, t.model, t.tokenizer));
     TS_ASSIGN_OR_RETURN(t.engine, engine::Engine::create(t.model, t.tokenizer, eo));
     t.engine->start();
     bench::EngineBackendOptions bo;

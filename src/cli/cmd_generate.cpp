@@ -128,8 +128,9 @@ int run_generate_speculative(const GenerateArgs& a, std::shared_ptr<model::Model
 int run_generate(const GenerateArgs& a) {
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
-  auto& [model, tokenizer] = *loaded;
-  auto spec = spec_options(a.spec, a.tokenizer);
+  std::shared_ptr<model::Model> model = std::move(loaded->model);
+  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
+  auto spec = spec_options(a.spec, a.tokenizer, model, tokenizer);
   if (!spec.is_ok()) return fail(spec.status());
 
   engine::GenerateOptions opts;

@@ -164,10 +164,10 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
 
   // The model context caps ctx_size when the fleet opens the file (FleetManager clamps).
   engine::EngineOptions defaults = engine_options(a, kv_dtype, a.ctx_size);
-  if (!a.spec.draft_model.empty()) {
-    return fail("--draft-model serves one model (--model); a fleet speculates with --spec ngram");
+  if (!a.spec.draft_model.empty() || !a.spec.skip_layers.empty()) {
+    return fail("a draft model serves one model (--model); a fleet speculates with --spec ngram");
   }
-  auto spec = spec_options(a.spec, a.tokenizer);
+  auto spec = spec_options(a.spec, a.tokenizer, nullptr, nullptr);
   if (!spec.is_ok()) return fail(spec.status());
   defaults.spec = std::move(spec).value();
   std::vector<fleet::FleetModelSpec> specs;
@@ -258,7 +258,7 @@ int run_serve(const ServeArgs& a) {
   std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
 
   engine::EngineOptions eo = engine_options(a, kv_dtype, model->config().context_length);
-  auto spec = spec_options(a.spec, a.tokenizer);
+  auto spec = spec_options(a.spec, a.tokenizer, model, tokenizer);
   if (!spec.is_ok()) return fail(spec.status());
   eo.spec = std::move(spec).value();
   auto created = engine::Engine::create(model, tokenizer, eo);

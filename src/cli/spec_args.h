@@ -17,15 +17,19 @@ struct SpecArgs {
   std::string method;        // "" = none, unless --draft-model is given (then draft)
   std::string draft_model;
   std::string draft_tokenizer;  // for a llama2.c draft; default: the target's --tokenizer
+  std::string skip_layers;      // self-speculation: the target drafts with these layers skipped
   int32_t tokens = 5;
   int32_t max_rows = 4;
 };
 
 void add_spec_options(CLI::App* cmd, SpecArgs* a);
 
-// The engine's speculation settings for `a` (loads the draft model). `tokenizer_path` is the
-// target's --tokenizer (used for a llama2.c draft). Errors: an unknown method, a draft model
-// that does not load (with its path), --spec draft without --draft-model.
-Result<engine::SpecOptions> spec_options(const SpecArgs& a, const std::string& tokenizer_path);
+// The engine's speculation settings for `a` (loads the draft model, or wraps `target` with
+// layers skipped). `tokenizer_path` is the target's --tokenizer (used for a llama2.c draft).
+// Errors: an unknown method, a draft model that does not load (with its path), --spec draft
+// without a draft, a bad layer list.
+Result<engine::SpecOptions> spec_options(const SpecArgs& a, const std::string& tokenizer_path,
+                                         std::shared_ptr<model::Model> target,
+                                         std::shared_ptr<const model::Tokenizer> target_tokenizer);
 
 }  // namespace tessera::cli

@@ -45,9 +45,21 @@ class LlamaModel final : public Model {
   const ModelFile& file() const override { return *file_; }
   size_t image_bytes() const override { return image_bytes_; }
   Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
-                 ThreadPool* pool) override;
+                 ThreadPool* pool) override {
+    return run(batch, kv, logits, pool, {});
+  }
+  bool can_skip_layers() const override { return true; }
+  Status forward_skipping(const Batch& batch, KvCache& kv, std::span<float> logits,
+                          ThreadPool* pool, std::span<const uint8_t> skip) override {
+    if (static_cast<int64_t>(skip.size()) != config_.n_layers) {
+      return invalid_argument("the layer skip mask must have one entry per layer");
+    }
+    return run(batch, kv, logits, pool, skip);
+  }
 
  private:
+  Status run(const Batch& batch, KvCache& kv, std::span<float> logits, ThreadPool* pool,
+             std::span<const uint8_t> skip);
   Result<MatrixRef> matrix(const std::string& name, int64_t rows, int64_t cols) const;
   Result<std::vector<float>> vector(const std::string& name, int64_t n) const;
   Status validate(const Batch& batch, const KvCache& kv, size_t n_logit_floats) const;
@@ -303,8 +315,8 @@ void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, Thr
   });
 }
 
-Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
-                           ThreadPool* pool) {
+Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, ThreadPool* pool,
+                       std::span<const uint8_t> skip) {
   TS_RETURN_IF_ERROR(validate(b, kv, logits.size()));
   const ModelConfig& c = config_;
   const int64_t T = b.size();
@@ -317,6 +329,7 @@ Status LlamaModel::forward(const Batch& b, KvCache& kv, std::span<float> logits,
                          rope_cs_.data() + t * c.head_dim);
   }
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (!skip.empty() && skip[static_cast<size_t>(l)] != 0) continue;
     const LayerWeights& w = layers_[static_cast<size_t>(l)];
     for (int64_t t = 0; t < T; ++t) {
       kernels::rmsnorm(x_.data() + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps,

@@ -33,6 +33,16 @@ class Model {
   // rows are validated first).
   virtual Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
                          ThreadPool* pool) = 0;
+  // forward() with the layers whose skip[l] is non-zero passed over (the residual stream goes
+  // through them unchanged; their K/V are neither written nor read): the model drafting for
+  // itself with fewer layers (model/layer_skip.h). `skip` has n_layers entries.
+  // Errors: as forward(); kUnsupported for architectures that cannot skip layers.
+  virtual bool can_skip_layers() const { return false; }
+  virtual Status forward_skipping(const Batch& /*batch*/, KvCache& /*kv*/,
+                                  std::span<float> /*logits*/, ThreadPool* /*pool*/,
+                                  std::span<const uint8_t> /*skip*/) {
+    return Status(ErrorCode::kUnsupported, "this architecture cannot skip layers");
+  }
 };
 
 }  // namespace tessera::model

@@ -13,6 +13,7 @@
 #include "tessera/engine/engine.h"
 #include "tessera/engine/model_drafter.h"
 #include "tessera/model/architecture.h"
+#include "tessera/model/layer_skip.h"
 #include "tessera/model/synth.h"
 #include "test_util.h"
 
@@ -65,7 +66,10 @@ class SpecEngineTest : public ::testing::Test {
     o.spec.max_draft = 4;
     o.spec.max_rows = 1000;
     o.spec.ngram_min = 1;
-    if (!draft_file.empty()) {
+    if (draft_file == "skip:1") {  // self-speculation: the target without its second layer
+      o.spec.draft_model = model::LayerSkipModel::create(target_, {1}).value();
+      o.spec.draft_tokenizer = tokenizer_;
+    } else if (!draft_file.empty()) {
       o.spec.draft_model = load(dir_->file(draft_file));
       o.spec.draft_tokenizer = tokenizer_;
     }
@@ -178,14 +182,15 @@ TEST_F(SpecEngineTest, GreedyIsIdenticalWithEachDrafterAtBatch1_4_16) {
     for (const auto& [method, file] : std::vector<std::pair<SpecMethod, std::string>>{
              {SpecMethod::kNgram, ""},
              {SpecMethod::kDraftModel, "draft-q4_0.gguf"},
-             {SpecMethod::kDraftModel, "draft-other.gguf"}}) {
+             {SpecMethod::kDraftModel, "draft-other.gguf"},
+             {SpecMethod::kDraftModel, "skip:1"}}) {
       SCOPED_TRACE(std::string(spec_method_name(method)) + " " + file);
       auto e = Engine::create(target_, tokenizer_, options(method, file)).value();
       const std::vector<Out> got = run(*e, reqs, group, 3);
       for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
       const EngineStats s = e->stats();
       EXPECT_GT(s.spec_draft_tokens, 0);
-      if (file != "draft-other.gguf") EXPECT_GT(s.spec_accepted_tokens, 0);
+      if (file != "draft-other.gguf" && file != "skip:1") EXPECT_GT(s.spec_accepted_tokens, 0);
       EXPECT_EQ(s.kv_blocks_used, 0);
       EXPECT_EQ(cached_hashes(*e), want_cache);
       int64_t verifications = 0;
@@ -321,6 +326,34 @@ TEST_F(Stories, GreedyIsIdenticalAndSelfDraftingAcceptsEverything) {
     EXPECT_GT(s.spec_accepted_tokens, 0);
     if (m == SpecMethod::kDraftModel) EXPECT_EQ(s.spec_accepted_tokens, s.spec_draft_tokens);
   }
+}
+
+// Self-speculation: stories260K without its last layer drafts for the whole model.
+TEST_F(Stories, SkippingALayerDraftsForTheFullModelLosslessly) {
+  auto skip = model::LayerSkipModel::create(model_, {4});
+  ASSERT_TRUE(skip.is_ok()) << skip.status().to_string();
+  std::vector<std::vector<int32_t>> got[2];
+  int64_t accepted = 0;
+  for (int mode = 0; mode < 2; ++mode) {
+    EngineOptions o = options(mode ? SpecMethod::kDraftModel : SpecMethod::kNone);
+    if (mode) o.spec.draft_model = *skip;
+    auto e = Engine::create(model_, tokenizer_, o).value();
+    got[mode].resize(3);
+    for (size_t i = 0; i < 3; ++i) {
+      Request r;
+      r.prompt = tokenizer_->encode(i == 0 ? "Once upon a time" : i == 1 ? "Tom had a red" : "The sun", true, false);
+      r.sampling.temperature = 0.0f;
+      r.max_tokens = 100;
+      ASSERT_TRUE(e->submit(r, [&got, mode, i](Event&& ev) {
+                     if (auto* t = std::get_if<TokenEvent>(&ev.body)) got[mode][i].push_back(t->token);
+                   }).is_ok());
+    }
+    while (e->step()) {
+    }
+    if (mode) accepted = e->stats().spec_accepted_tokens;
+  }
+  EXPECT_EQ(got[1], got[0]);
+  EXPECT_GT(accepted, 0);
 }
 
 TEST_F(Stories, ADraftWithAnotherVocabularyIsRefused) {

@@ -73,7 +73,7 @@ struct ServeArgs {
   bool ignore_eos = false;
   bool no_usage = false;
   int threads = 0;
-  int parallel = 8;
+  int parallel = 256;
   int64_t ctx_size = 0;
   bool no_progress = false;
   std::string chartjs;
@@ -117,7 +117,9 @@ Result<Target> make_target(const ServeArgs& a) {
                        {"threads", eo.n_threads},
                        {"max_running", eo.max_running},
                        {"speculation", std::string(engine::spec_method_name(eo.spec.method))},
-                       {"ctx_size", t.engine->options().ctx_size}});
+                       {"ctx_size", t.engine->options().ctx_size},
+                       {"kv_blocks", t.engine->options().n_blocks},
+                       {"kv_block_size", t.engine->options().block_size}});
     t.name = "inproc:" + std::filesystem::path(path).filename().string();
   } else if (s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0) {
     bench::HttpBackendOptions o;
@@ -452,7 +454,8 @@ void add_bench_serve_command(CLI::App* bench, RunFn& run) {
   c->add_flag("--no-usage", a->no_usage,
               "HTTP: do not ask for stream usage (count one token per chunk)");
   c->add_option("--threads,-t", a->threads, "inproc: compute threads (default: all cores)");
-  c->add_option("--parallel", a->parallel, "inproc: sequences decoding at once")
+  c->add_option("--parallel", a->parallel,
+                "inproc: sequences running at once at most (admission is by KV blocks)")
       ->capture_default_str();
   c->add_option("--ctx-size", a->ctx_size, "inproc: context per sequence (0: the model's)");
   add_spec_options(c, &a->spec);

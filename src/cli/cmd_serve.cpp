@@ -18,6 +18,7 @@
 #include "common.h"
 #include "tessera/base/log.h"
 #include "tessera/engine/engine.h"
+#include "tessera/engine/kv_manager.h"
 #include "tessera/fleet/fleet_manager.h"
 #include "tessera/fleet/idle_policy.h"
 #include "tessera/serve/chat_template.h"
@@ -44,9 +45,10 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8080;
   int threads = 0;
-  int parallel = 4;
+  int parallel = 256;
   int64_t ctx_size = 4096;
   int32_t kv_blocks = 0;
+  std::string kv_memory;             // BYTES or PERCENT of (available memory - weights); empty: default
   int32_t block_size = 16;
   int32_t batch_tokens = 512;
   int32_t max_queue = 256;
@@ -115,6 +117,36 @@ Result<int64_t> parse_bytes(const std::string& text) {
   return static_cast<int64_t>(v * scale);
 }
 
+// --kv-memory: "4G" (bytes) or "30%" (of the memory available now less the weights). Empty: 0,
+// the engine's default share. Percent needs `weight_bytes` (the fleet divides its own budget).
+Result<int64_t> parse_kv_memory(const std::string& text, int64_t weight_bytes) {
+  if (text.empty()) return int64_t{0};
+  if (text.ends_with("%")) {
+    double pct = 0;
+    size_t used = 0;
+    try {
+      pct = std::stod(text.substr(0, text.size() - 1), &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != text.size() - 1 || !(pct > 0 && pct <= 100)) {
+      return invalid_argument("'" + text + "' is not a percentage in (0, 100]");
+    }
+    const int64_t available = engine::available_memory_bytes();
+    if (available <= 0) return invalid_argument("available memory is unknown here: give bytes");
+    const int64_t b = engine::kv_memory_share(available, weight_bytes, pct / 100.0);
+    if (b <= 0) {
+      return invalid_argument(fmt::format(
+          "{:.0f} MiB available cannot hold the weights ({:.0f} MiB) and a KV pool",
+          static_cast<double>(available) / (1 << 20), static_cast<double>(weight_bytes) / (1 << 20)));
+    }
+    return b;
+  }
+  TS_ASSIGN_OR_RETURN(const int64_t b, parse_bytes(text));
+  if (b <= 0) return invalid_argument("the KV memory must be > 0");
+  return b;
+}
+
 engine::EngineOptions engine_options(const ServeArgs& a, kernels::DType kv_dtype,
                                      int64_t model_context) {
   engine::EngineOptions eo;
@@ -170,6 +202,13 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
   auto spec = spec_options(a.spec, a.tokenizer, nullptr, nullptr);
   if (!spec.is_ok()) return fail(spec.status());
   defaults.spec = std::move(spec).value();
+  if (a.kv_memory.ends_with("%")) {
+    return fail("with --models/--config, --kv-memory takes bytes per model (the fleet divides "
+                "--mem-budget among models by default)");
+  }
+  auto kv_memory = parse_kv_memory(a.kv_memory, 0);
+  if (!kv_memory.is_ok()) return fail(kv_memory.status().with_context("--kv-memory"));
+  defaults.kv_memory_bytes = *kv_memory;
   std::vector<fleet::FleetModelSpec> specs;
   if (!a.config.empty()) {
     auto parsed = serve::read_fleet_config(a.config, defaults, idle);
@@ -258,6 +297,10 @@ int run_serve(const ServeArgs& a) {
   std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
 
   engine::EngineOptions eo = engine_options(a, kv_dtype, model->config().context_length);
+  const auto weight_bytes = static_cast<int64_t>(model->file().tensor_bytes());
+  auto kv_memory = parse_kv_memory(a.kv_memory, weight_bytes);
+  if (!kv_memory.is_ok()) return fail(kv_memory.status().with_context("--kv-memory"));
+  eo.kv_memory_bytes = *kv_memory;
   auto spec = spec_options(a.spec, a.tokenizer, model, tokenizer);
   if (!spec.is_ok()) return fail(spec.status());
   eo.spec = std::move(spec).value();
@@ -275,10 +318,22 @@ int run_serve(const ServeArgs& a) {
   if (Status s = router->add(std::move(entry)); !s.is_ok()) return fail(s);
   server.set_serving();
   const engine::EngineOptions& o = engine->options();
-  std::printf("tessera serve: model '%s' ready (%d slots, %lld positions each, %d KV blocks of %d, "
-              "%d threads, speculation %s)\n",
-              name.c_str(), o.max_running, static_cast<long long>(o.ctx_size), o.n_blocks,
-              o.block_size, o.n_threads, std::string(engine::spec_method_name(o.spec.method)).c_str());
+  const std::string kv_source =
+      a.kv_blocks > 0         ? "--kv-blocks"
+      : !a.kv_memory.empty() ? "--kv-memory " + a.kv_memory
+                             : fmt::format("{:.0f}% of available memory less the weights",
+                                           engine::kDefaultKvMemoryShare * 100);
+  const auto pool = engine::size_kv_pool(model->config(), o);
+  const int64_t pool_bytes = pool.is_ok() ? pool->bytes() : 0;
+  const int64_t positions = static_cast<int64_t>(o.n_blocks) * o.block_size;
+  std::printf("tessera serve: model '%s' ready: KV pool %.1f MiB (%d blocks of %d positions, "
+              "%lld positions; %s), up to %d sequences of up to %lld positions (%lld at full "
+              "length), %d tokens per step, %d threads, speculation %s\n",
+              name.c_str(), static_cast<double>(pool_bytes) / (1 << 20), o.n_blocks,
+              o.block_size, static_cast<long long>(positions), kv_source.c_str(),
+              std::min(o.max_running, o.max_batch_tokens), static_cast<long long>(o.ctx_size),
+              static_cast<long long>(positions / o.ctx_size), o.max_batch_tokens, o.n_threads,
+              std::string(engine::spec_method_name(o.spec.method)).c_str());
   std::fflush(stdout);
 
   int sig = 0;
@@ -336,11 +391,20 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--host", a->host, "Address to bind")->capture_default_str();
   cmd->add_option("--port", a->port, "Port to bind (0: any free port)")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Compute threads (0: all cores)")->capture_default_str();
-  cmd->add_option("--parallel", a->parallel, "Sequences decoded at once")->capture_default_str();
-  cmd->add_option("-c,--ctx-size", a->ctx_size, "Positions per sequence (capped at the model's)")
+  cmd->add_option("--parallel", a->parallel,
+                  "Sequences running at once, at most (admission is by KV blocks and the token "
+                  "budget; this only caps it)")
       ->capture_default_str();
-  cmd->add_option("--kv-blocks", a->kv_blocks, "KV blocks in the pool (0: parallel x ctx-size)")
+  cmd->add_option("-c,--ctx-size", a->ctx_size,
+                  "Positions of one sequence at most (capped at the model's; reserves nothing)")
       ->capture_default_str();
+  cmd->add_option("--kv-blocks", a->kv_blocks, "KV blocks in the pool (0: sized by --kv-memory)")
+      ->capture_default_str();
+  cmd->add_option("--kv-memory", a->kv_memory,
+                  "KV pool budget: bytes (8G, 512M) or a percentage of the memory available at "
+                  "start less the weights (30%); the pool takes up to this, no more than "
+                  "--parallel full-length sequences need (default: 50%; with --models/--config: "
+                  "an equal share of --mem-budget, or of 50% of available memory, after the weights)");
   cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
   cmd->add_option("--batch-tokens", a->batch_tokens, "Rows per forward step (prefill chunk budget)")
       ->capture_default_str();

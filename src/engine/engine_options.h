@@ -39,11 +39,19 @@ struct SpecOptions {
 
 struct EngineOptions {
   int32_t n_threads = 0;          // compute threads; 0 = hardware concurrency
-  int32_t max_running = 4;        // sequences decoding at once ("parallel slots")
+  // Sequences running at once, at most. Admission is by KV blocks and the token budget (the
+  // scheduler admits while the pool holds a waiting prompt and every running sequence still gets
+  // a row per step); this only caps it. Each costs a block table, not memory per context.
+  int32_t max_running = 256;
   int32_t max_waiting = 256;      // queued requests beyond which submit() refuses (429)
-  int64_t ctx_size = 0;           // max positions per sequence; 0 = the model's context length
+  int64_t ctx_size = 0;           // max positions of one sequence; 0 = the model's context length
   int32_t block_size = 16;        // positions per KV block
-  int32_t n_blocks = 0;           // KV blocks in the pool; 0 = enough for max_running * ctx_size
+  // KV blocks in the pool; 0: sized by kv_memory_bytes (size_kv_pool in kv_manager.h).
+  int32_t n_blocks = 0;
+  // The KV pool's memory budget when n_blocks is 0: the pool takes what max_running sequences of
+  // ctx_size positions need, up to this. 0: Engine::create takes default_kv_memory_bytes()
+  // (a share of the memory available at start, less the weights).
+  int64_t kv_memory_bytes = 0;
   int32_t max_batch_tokens = 512; // rows per forward step (chunked prefill budget)
   bool prefix_cache = true;       // reuse cached full blocks of identical prompt prefixes
   kernels::DType kv_dtype = kernels::DType::kF16;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "tessera/base/check.h"
 
@@ -20,11 +21,27 @@ Result<KvPoolSize> size_kv_pool(const model::ModelConfig& c, const EngineOptions
   if (o.block_size < 1 || o.block_size > 4096) {
     return invalid_argument(fmt::format("block size {} is outside [1, 4096]", o.block_size));
   }
+  if (o.n_blocks < 0) return invalid_argument("the number of KV blocks must be >= 0");
+  if (o.kv_memory_bytes < 0) return invalid_argument("the KV memory budget must be >= 0");
   size.blocks_per_seq = ceil_div(size.ctx_size, o.block_size);
+  size.block_bytes = 2 * c.n_layers * o.block_size *
+                     static_cast<int64_t>(kernels::dtype_row_bytes(o.kv_dtype, c.kv_dim()));
   if (o.n_blocks > 0) {
     size.n_blocks = o.n_blocks;
   } else {
     size.n_blocks = size.blocks_per_seq * o.max_running;
+    if (o.kv_memory_bytes > 0) {
+      const int64_t fit = o.kv_memory_bytes / size.block_bytes;
+      if (fit < size.blocks_per_seq) {
+        return invalid_argument(fmt::format(
+            "a KV budget of {:.1f} MiB holds {} positions, fewer than one sequence of {} "
+            "(which needs {:.1f} MiB): lower the context size or raise the KV memory",
+            static_cast<double>(o.kv_memory_bytes) / (1 << 20), fit * o.block_size,
+            size.ctx_size,
+            static_cast<double>(size.blocks_per_seq * size.block_bytes) / (1 << 20)));
+      }
+      size.n_blocks = std::min(size.n_blocks, fit);
+    }
     if (size.n_blocks > (int64_t{1} << 30)) {
       return resource_exhausted("KV pool would need too many blocks");
     }
@@ -34,9 +51,29 @@ Result<KvPoolSize> size_kv_pool(const model::ModelConfig& c, const EngineOptions
         "{} KV blocks of {} positions cannot hold one sequence of {} positions (need {})",
         size.n_blocks, o.block_size, size.ctx_size, size.blocks_per_seq));
   }
-  size.block_bytes = 2 * c.n_layers * o.block_size *
-                     static_cast<int64_t>(kernels::dtype_row_bytes(o.kv_dtype, c.kv_dim()));
   return size;
+}
+
+int64_t kv_memory_share(int64_t available_bytes, int64_t weight_bytes, double share) {
+  const int64_t left = available_bytes - std::max<int64_t>(weight_bytes, 0);
+  if (left <= 0 || share <= 0) return 0;
+  return static_cast<int64_t>(static_cast<double>(left) * std::min(share, 1.0));
+}
+
+int64_t available_memory_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  int64_t kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    long long v = 0;
+    if (std::sscanf(line, "MemAvailable: %lld kB", &v) == 1) {
+      kib = v;
+      break;
+    }
+  }
+  std::fclose(f);
+  return kib * 1024;
 }
 
 Result<KvManager> KvManager::create(const model::ModelConfig& config, const EngineOptions& o,

@@ -35,10 +35,21 @@ struct KvPoolSize {
   int64_t block_bytes = 0;   // K and V of every layer for one block
   int64_t bytes() const { return n_blocks * block_bytes; }
 };
-// The one KV-pool sizing rule (Engine::create and the fleet's budgets both use it). Errors:
-// kInvalidArgument for bad sizes or a pool that cannot hold one sequence, kResourceExhausted
-// for an absurd pool.
+// The one KV-pool sizing rule (Engine::create and the fleet's budgets both use it):
+// options.n_blocks when set; otherwise what max_running sequences of ctx_size positions need,
+// capped by options.kv_memory_bytes when that is set (0: no cap). Errors: kInvalidArgument for
+// bad sizes or a pool that cannot hold one sequence (naming the budget and what one sequence
+// needs), kResourceExhausted for an absurd pool.
 Result<KvPoolSize> size_kv_pool(const model::ModelConfig& config, const EngineOptions& options);
+
+// The share of (available memory - weights) a KV pool takes by default.
+inline constexpr double kDefaultKvMemoryShare = 0.5;
+// `share` of (available_bytes - weight_bytes), never below 0: an engine's default KV budget,
+// with available_bytes from available_memory_bytes() at start and weight_bytes the model's
+// tensors (their mapped file pages count as available, so they are taken off first).
+int64_t kv_memory_share(int64_t available_bytes, int64_t weight_bytes, double share);
+// Memory the system can give without swapping (MemAvailable in /proc/meminfo); 0 when unknown.
+int64_t available_memory_bytes();
 
 class KvManager {
  public:

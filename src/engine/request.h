@@ -33,6 +33,9 @@ struct Request {
   int32_t n_logprobs = -1;         // -1 none; 0 the chosen token's; k in [1, 20]: plus top k
   int32_t adapter_id = -1;         // per-sequence adapter (LoRA) for later use; -1 none
   SpecMode speculative = SpecMode::kDefault;
+  // Admission order: higher first, first come first served within a priority; under KV
+  // pressure the lowest priority, most recently admitted sequence is preempted first.
+  int32_t priority = 0;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

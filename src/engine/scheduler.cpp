@@ -24,17 +24,33 @@ std::unique_ptr<Sequence> Scheduler::remove(RequestId id, bool* was_waiting) {
   return nullptr;
 }
 
+void Scheduler::enqueue(std::unique_ptr<Sequence> s) {
+  const int32_t p = s->request.priority;
+  auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                         [p](const auto& w) { return w->request.priority < p; });
+  waiting_.insert(it, std::move(s));
+}
+
 void Scheduler::admit(StepPlan& plan) {
-  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < opt_.max_running &&
-         kv_.has_free_slot()) {
+  // Every running sequence gets a row each step: no more of them than the token budget.
+  const auto cap = static_cast<size_t>(std::min(opt_.max_running, opt_.max_batch_tokens));
+  // Blocks the running sequences still need for the tokens they hold (prompts are prefilled
+  // chunk by chunk; their blocks are claimed at admission all the same).
+  int64_t claimed = 0;
+  for (const auto& r : running_) {
+    claimed += kv_.blocks_to_grow(*r, static_cast<int64_t>(r->tokens.size()));
+  }
+  while (!waiting_.empty() && running_.size() < cap && kv_.has_free_slot()) {
     Sequence& s = *waiting_.front();
     kv_.take_cached_prefix(s);
     const int64_t needed = kv_.blocks_to_grow(s, static_cast<int64_t>(s.tokens.size()));
     // Keep one block of growth per running sequence so admission does not force preemption.
-    if (needed + static_cast<int64_t>(running_.size()) > kv_.n_available() && !running_.empty()) {
+    if (claimed + needed + static_cast<int64_t>(running_.size()) > kv_.n_available() &&
+        !running_.empty()) {
       kv_.drop_blocks(s);
       break;
     }
+    claimed += needed;
     if (!s.admitted_before) plan.admitted.push_back(&s);
     kv_.assign_slot(s);
     running_.push_back(std::move(waiting_.front()));
@@ -43,11 +59,21 @@ void Scheduler::admit(StepPlan& plan) {
 }
 
 void Scheduler::preempt_last(StepPlan& plan) {
-  std::unique_ptr<Sequence> s = std::move(running_.back());
-  running_.pop_back();
+  // The lowest priority; among those, the most recently admitted.
+  auto victim = running_.end() - 1;
+  for (auto it = running_.end(); it != running_.begin();) {
+    --it;
+    if ((*it)->request.priority < (*victim)->request.priority) victim = it;
+  }
+  std::unique_ptr<Sequence> s = std::move(*victim);
+  running_.erase(victim);
   kv_.release(*s);
   plan.preempted.push_back(s.get());
-  waiting_.push_front(std::move(s));
+  // Back ahead of the waiting sequences of its priority (it was admitted before them).
+  const int32_t p = s->request.priority;
+  auto at = std::find_if(waiting_.begin(), waiting_.end(),
+                         [p](const auto& w) { return w->request.priority <= p; });
+  waiting_.insert(at, std::move(s));
 }
 
 StepPlan Scheduler::schedule() {

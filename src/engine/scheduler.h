@@ -1,8 +1,11 @@
 // Scheduler: decides what one engine step runs. It owns the waiting queue and the running set
-// and turns them into a StepPlan: admission of waiting sequences (FCFS, while a slot and KV
-// blocks allow, taking cached prefix blocks), one decode row per decoding sequence, prefill
-// chunks in admission order under the token budget, preemption of the most recently admitted
-// sequence when the pool cannot hold the step, and a draft allowance per decoding sequence
+// and turns them into a StepPlan: admission of waiting sequences (FCFS, while the KV pool holds
+// the next prompt with a block of growth left per running sequence, and while every running
+// sequence still gets a row of the token budget; max_running only caps it; cached prefix blocks
+// are taken first), one decode row per decoding sequence, prefill
+// chunks in admission order under the token budget, preemption of the lowest-priority, most
+// recently admitted sequence when the pool cannot hold the step (it goes back ahead of the
+// waiting sequences of its priority; the head of the queue is never skipped, so none starves), and a draft allowance per decoding sequence
 // (speculation), granted only from the token budget and KV blocks left over, and only while the
 // step's decode rows stay few enough to be memory-bound (SpecOptions::max_rows; the rows left
 // under that cap are shared evenly among the decoding sequences). It neither
@@ -26,7 +29,7 @@
 namespace tessera::engine {
 
 struct SchedulerOptions {
-  int32_t max_running = 4;         // sequences running at once
+  int32_t max_running = 256;       // sequences running at once, at most
   int32_t max_batch_tokens = 512;  // rows per step, draft rows included
   int64_t ctx_size = 0;            // positions per sequence
   int32_t spec_max_rows = 4;       // decode rows plus draft rows per step at most
@@ -49,8 +52,8 @@ class Scheduler {
  public:
   Scheduler(const SchedulerOptions& options, KvManager& kv) : opt_(options), kv_(kv) {}
 
-  // Queues a new sequence behind the others.
-  void enqueue(std::unique_ptr<Sequence> s) { waiting_.push_back(std::move(s)); }
+  // Queues a new sequence behind the others of its priority (ahead of lower ones).
+  void enqueue(std::unique_ptr<Sequence> s);
   // Takes sequence `id` out of the waiting queue or the running set (its blocks untouched);
   // null when unknown. *was_waiting tells which.
   std::unique_ptr<Sequence> remove(RequestId id, bool* was_waiting);

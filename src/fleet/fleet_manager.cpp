@@ -160,7 +160,6 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
     // A context larger than the model's is clamped to it (as `tessera serve --model` does).
     const int64_t model_ctx = slot->model->config().context_length;
     if (spec.engine.ctx_size <= 0 || spec.engine.ctx_size > model_ctx) spec.engine.ctx_size = model_ctx;
-    slot->kv_bytes = kv_pool_bytes(slot->model->config(), spec.engine);
     slot->lifecycle = std::make_unique<ModelLifecycle>(spec.name, m->clock_);
     slot->lifecycle->add_listener([sl = slot.get()](const TransitionEvent& ev) {
       std::lock_guard<std::mutex> lock(sl->acct_mu);
@@ -170,7 +169,35 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
     slot->spec = std::move(spec);
     m->slots_.push_back(std::move(slot));
   }
+  m->size_kv_pools();
   return m;
+}
+
+void FleetManager::size_kv_pools() {
+  // A model with neither kv_blocks nor kv_memory set gets an equal share of the memory left
+  // after every model's weights: of the active budget, or unbudgeted, of the engine's default
+  // share of the memory available now; at least one full sequence. The engine's own sizing rule
+  // (engine::size_kv_pool) turns each budget into blocks.
+  int64_t weights = 0;
+  for (const auto& s : slots_) weights += s->weight_bytes;
+  const int64_t available = engine::available_memory_bytes();
+  int64_t left = -1;  // unknown: such models keep max_running full contexts
+  if (options_.active_budget_bytes > 0) {
+    left = std::max<int64_t>(0, options_.active_budget_bytes - weights);
+  } else if (available > 0) {
+    left = engine::kv_memory_share(available, weights, engine::kDefaultKvMemoryShare);
+  }
+  const int64_t share = left >= 0 ? left / static_cast<int64_t>(slots_.size()) : -1;
+  for (auto& s : slots_) {
+    engine::EngineOptions& e = s->spec.engine;
+    if (e.n_blocks == 0 && e.kv_memory_bytes == 0 && share >= 0) {
+      engine::EngineOptions one = e;
+      one.max_running = 1;
+      one.kv_memory_bytes = 0;
+      e.kv_memory_bytes = std::max<int64_t>(share, kv_pool_bytes(s->model->config(), one));
+    }
+    s->kv_bytes = kv_pool_bytes(s->model->config(), e);
+  }
 }
 
 FleetManager::~FleetManager() { stop(); }

@@ -190,6 +190,8 @@ class FleetManager {
   struct Pending;
   FleetManager(FleetOptions options);
   Slot* find(const std::string& name) const;
+  // Resolves each model's KV budget and pool bytes (create(), once every weight size is known).
+  void size_kv_pools();
   Status bring_up(Slot& s, std::string_view reason);   // caller holds control_mu_
   Status take_down(Slot& s, std::string_view reason);  // Active -> Suspended; holds control_mu_
   Status make_room(const Slot& s, int64_t bytes);      // holds control_mu_

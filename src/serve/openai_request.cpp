@@ -205,6 +205,9 @@ Status read_common(Fields& f, GenerationParams* p) {
     }
   }
   TS_RETURN_IF_ERROR(f.read_bool("ignore_eos", &p->ignore_eos));
+  std::optional<int64_t> priority;
+  TS_RETURN_IF_ERROR(f.read_int("priority", -1000, 1000, &priority));
+  if (priority) p->priority = static_cast<int32_t>(*priority);
   if (const json* v = f.get("speculative")) {
     if (v->is_boolean()) {
       p->speculative = v->get<bool>() ? engine::SpecMode::kOn : engine::SpecMode::kOff;

@@ -36,6 +36,8 @@ struct GenerationParams {
   int32_t n_logprobs = -1;     // as engine::Request: -1 none, 0 the chosen token's, k top-k too
   // Extension: "speculative": true/false or "on"/"off" (absent: the server's setting).
   engine::SpecMode speculative = engine::SpecMode::kDefault;
+  // Extension (as vLLM's): "priority", an integer in [-1000, 1000]; higher is admitted first.
+  int32_t priority = 0;
 };
 
 struct CompletionRequest {

@@ -37,6 +37,7 @@ engine::Request make_engine_request(const GenerationParams& params, std::vector<
   r.stop = params.stop;
   r.ignore_eos = params.ignore_eos;
   r.speculative = params.speculative;
+  r.priority = params.priority;
   r.n_logprobs = params.n_logprobs;
   return r;
 }

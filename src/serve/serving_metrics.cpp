@@ -76,9 +76,16 @@ void ServingMetrics::update_engine(const std::string& model, const engine::Engin
   {
     std::lock_guard lk(mu_);
     engine::EngineStats& last = last_[model];
-    if (s.spec_draft_tokens >= last.spec_draft_tokens) prev = last;
+    // A new engine (a resumed model) starts its totals again: count from zero.
+    if (s.spec_draft_tokens >= last.spec_draft_tokens && s.preemptions >= last.preemptions) {
+      prev = last;
+    }
     last = s;
   }
+  registry_->counter("tessera_preemptions_total",
+                     "Sequences preempted (blocks dropped, recomputed later) because the KV pool "
+                     "could not hold the step", m)
+      .inc(static_cast<double>(s.preemptions - prev.preemptions));
   registry_->counter("tessera_spec_draft_tokens_total", "Speculative draft tokens verified", m)
       .inc(static_cast<double>(s.spec_draft_tokens - prev.spec_draft_tokens));
   registry_->counter("tessera_spec_accepted_tokens_total", "Speculative draft tokens accepted", m)

@@ -41,8 +41,10 @@ struct Fixture {
     so.spec_max_rows = spec_max_rows;
     sched = std::make_unique<Scheduler>(so, *kv);
   }
-  Sequence* add(RequestId id, int n_prompt, int32_t spec_k = 0, int32_t max_tokens = 100) {
+  Sequence* add(RequestId id, int n_prompt, int32_t spec_k = 0, int32_t max_tokens = 100,
+               int32_t priority = 0) {
     Request r;
+    r.priority = priority;
     for (int i = 0; i < n_prompt; ++i) r.prompt.push_back(10 + static_cast<int32_t>(id) * 7 + i);
     r.max_tokens = max_tokens;
     auto s = std::make_unique<Sequence>(id, std::move(r), nullptr, 0);
@@ -62,6 +64,20 @@ struct Fixture {
     }
     kv->publish_verified(s);
     kv->rollback(s);
+  }
+  // Releases and retires the running sequences that reached max_tokens; returns their ids.
+  std::vector<RequestId> finish_done() {
+    std::vector<Sequence*> done;
+    std::vector<RequestId> ids;
+    for (const auto& s : sched->running()) {
+      if (s->n_generated() >= s->request.max_tokens) {
+        kv->release(*s);
+        done.push_back(s.get());
+        ids.push_back(s->id);
+      }
+    }
+    sched->retire(done);
+    return ids;
   }
   EngineOptions opt;
   std::unique_ptr<KvManager> kv;
@@ -83,6 +99,120 @@ TEST(KvPoolSize, OneRuleForEngineAndFleet) {
   o.n_blocks = 0;
   o.ctx_size = 0;  // the model's context
   EXPECT_EQ(size_kv_pool(tiny_config(), o).value().ctx_size, 64);
+}
+
+TEST(KvPoolSize, AMemoryBudgetCapsThePoolAndMustHoldOneSequence) {
+  EngineOptions o;
+  o.max_running = 256;
+  o.block_size = 16;
+  o.ctx_size = 64;  // 4 blocks of 512 bytes per sequence; 1024 blocks for 256 of them
+  o.kv_memory_bytes = 100 * 512 + 100;
+  KvPoolSize s = size_kv_pool(tiny_config(), o).value();
+  EXPECT_EQ(s.block_bytes, 512);
+  EXPECT_EQ(s.n_blocks, 100);
+  EXPECT_LE(s.bytes(), o.kv_memory_bytes);
+  o.kv_memory_bytes = int64_t{1} << 40;  // more than 256 full contexts need: no more is taken
+  EXPECT_EQ(size_kv_pool(tiny_config(), o).value().n_blocks, 1024);
+  o.kv_memory_bytes = 3 * 512;  // 48 positions < 64
+  const Status st = size_kv_pool(tiny_config(), o).status();
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("fewer than one sequence of 64"), std::string::npos) << st.message();
+  o.kv_memory_bytes = 3 * 512;
+  o.n_blocks = 8;  // explicit blocks win over the budget
+  EXPECT_EQ(size_kv_pool(tiny_config(), o).value().n_blocks, 8);
+}
+
+TEST(KvPoolSize, TheDefaultBudgetIsAShareOfWhatTheWeightsLeave) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  EXPECT_EQ(kv_memory_share(10 * kGiB, 2 * kGiB, 0.5), 4 * kGiB);
+  EXPECT_EQ(kv_memory_share(10 * kGiB, 0, 0.25), 10 * kGiB / 4);
+  EXPECT_EQ(kv_memory_share(kGiB, 2 * kGiB, 0.5), 0);  // the weights do not fit: nothing
+  EXPECT_GT(available_memory_bytes(), 0);               // /proc/meminfo on Linux
+}
+
+TEST(Scheduler, AdmitsWhileTheKvPoolHoldsPromptsNotUpToASlotCount) {
+  Fixture f(/*n_blocks=*/40, /*max_running=*/256);  // blocks of 4 positions
+  for (RequestId id = 1; id <= 30; ++id) f.add(id, 7);  // 2 blocks each
+  StepPlan p = f.sched->schedule();
+  // With k running, the next is admitted while its 2 blocks plus one block of growth per running
+  // sequence fit in the 40 - 2k left: 2 + k <= 40 - 2k, so k = 0..12 are admitted: 13.
+  EXPECT_EQ(p.admitted.size(), 13u);
+  EXPECT_EQ(p.seqs.size(), 13u);
+  EXPECT_EQ(f.sched->waiting().size(), 17u);
+  EXPECT_GE(f.kv->n_available(), static_cast<int32_t>(f.sched->running().size()) - 1);
+  EXPECT_TRUE(p.preempted.empty());
+  for (size_t i = 0; i < p.admitted.size(); ++i) EXPECT_EQ(p.admitted[i]->id, i + 1);  // FCFS
+}
+
+TEST(Scheduler, RunningSequencesNeverOutnumberTheTokenBudget) {
+  Fixture f(256, 256, /*budget=*/8);
+  for (RequestId id = 1; id <= 20; ++id) f.add(id, 1, 0, /*max_tokens=*/3);
+  int64_t finished = 0;
+  for (int step = 0; step < 100 && finished < 20; ++step) {
+    StepPlan p = f.sched->schedule();
+    EXPECT_LE(f.sched->running().size(), 8u);
+    EXPECT_EQ(p.seqs.size(), f.sched->running().size());  // every running one gets its row
+    int64_t rows = 0;
+    for (const ScheduledSeq& e : p.seqs) rows += e.n_rows;
+    EXPECT_LE(rows, 8);
+    for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
+    finished += static_cast<int64_t>(f.finish_done().size());
+  }
+  EXPECT_EQ(finished, 20);
+}
+
+TEST(Scheduler, FirstComeFirstServedWithinPriority) {
+  Fixture f(64, 2);
+  f.add(1, 3, 0, 100, /*priority=*/0);
+  f.add(2, 3, 0, 100, 5);
+  f.add(3, 3, 0, 100, 0);
+  f.add(4, 3, 0, 100, 5);
+  f.add(5, 3, 0, 100, -1);
+  StepPlan p = f.sched->schedule();
+  ASSERT_EQ(p.admitted.size(), 2u);
+  EXPECT_EQ(p.admitted[0]->id, 2u);
+  EXPECT_EQ(p.admitted[1]->id, 4u);
+  std::vector<RequestId> order;
+  for (const auto& w : f.sched->waiting()) order.push_back(w->id);
+  EXPECT_EQ(order, (std::vector<RequestId>{1, 3, 5}));
+}
+
+TEST(Scheduler, PreemptsTheLowestPriorityFirst) {
+  Fixture f(16, 4);  // as PreemptsTheMostRecentlyAdmitted..., but the older one matters less
+  Sequence* a = f.add(1, 30, 0, 100, /*priority=*/-1);
+  Sequence* b = f.add(2, 25, 0, 100, 0);
+  StepPlan p = f.sched->schedule();
+  ASSERT_EQ(p.seqs.size(), 2u);
+  for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
+  int preempted = 0;
+  for (int step = 0; step < 20 && preempted == 0; ++step) {
+    p = f.sched->schedule();
+    preempted = static_cast<int>(p.preempted.size());
+    for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
+  }
+  ASSERT_EQ(preempted, 1);
+  EXPECT_EQ(p.preempted[0], a);
+  EXPECT_EQ(f.sched->running().front().get(), b);
+  EXPECT_EQ(f.sched->waiting().front().get(), a);
+}
+
+TEST(Scheduler, EverySequenceFinishesUnderKvPressureInArrivalOrder) {
+  // 24 blocks of 4 = 96 positions; twelve sequences of 10 + 20 positions want 96 blocks.
+  Fixture f(24, 256, 16);
+  for (RequestId id = 1; id <= 12; ++id) f.add(id, 10, 0, /*max_tokens=*/20);
+  std::vector<RequestId> finished;
+  int64_t preemptions = 0;
+  for (int step = 0; step < 2000 && finished.size() < 12; ++step) {
+    StepPlan p = f.sched->schedule();
+    preemptions += static_cast<int64_t>(p.preempted.size());
+    ASSERT_FALSE(p.seqs.empty()) << "step " << step << " ran nothing";
+    for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
+    for (RequestId id : f.finish_done()) finished.push_back(id);
+  }
+  ASSERT_EQ(finished.size(), 12u);
+  for (size_t i = 1; i < finished.size(); ++i) EXPECT_LT(finished[i - 1], finished[i]);
+  EXPECT_GT(preemptions, 0);  // the pool was short: some were preempted, none starved
+  EXPECT_EQ(f.kv->n_available(), 24);
 }
 
 TEST(Scheduler, DecodeRowsFirstThenPrefillChunksUnderTheTokenBudget) {

@@ -84,6 +84,25 @@ TEST(ServingMetrics, SpeculationCountersAdvanceByDeltas) {
   EXPECT_NE(reg->render().find("# TYPE tessera_spec_draft_tokens_total counter"), std::string::npos);
 }
 
+TEST(ServingMetrics, PreemptionsAreACounterAdvancedByDeltas) {
+  auto reg = std::make_shared<MetricsRegistry>();
+  ServingMetrics m(reg);
+  engine::EngineStats s;
+  s.preemptions = 4;
+  m.update_engine("a", s);
+  m.update_engine("a", s);
+  const auto& c = reg->counter("tessera_preemptions_total", "", {{"model", "a"}});
+  EXPECT_EQ(c.value(), 4);
+  s.preemptions = 6;
+  m.update_engine("a", s);
+  EXPECT_EQ(c.value(), 6);
+  engine::EngineStats fresh;  // a resumed model's new engine
+  fresh.preemptions = 1;
+  m.update_engine("a", fresh);
+  EXPECT_EQ(c.value(), 7);
+  EXPECT_NE(reg->render().find("# TYPE tessera_preemptions_total counter"), std::string::npos);
+}
+
 TEST(Metrics, FormatsSpecialValues) {
   EXPECT_EQ(format_metric_value(1.0 / 0.0), "+Inf");
   EXPECT_EQ(format_metric_value(0.25), "0.25");

@@ -59,7 +59,9 @@ TEST(CompletionRequest, ErrorsNameTheField) {
                         Case{R"({"prompt":"x","model":3})", "model"},
                         Case{R"({"prompt":"x","best_of":2})", "best_of"},
                         Case{R"({"prompt":"x","speculative":"maybe"})", "speculative"},
-                        Case{R"({"prompt":"x","speculative":1})", "speculative"}}) {
+                        Case{R"({"prompt":"x","speculative":1})", "speculative"},
+                        Case{R"({"prompt":"x","priority":1001})", "priority"},
+                        Case{R"({"prompt":"x","priority":"high"})", "priority"}}) {
     std::string param;
     auto r = parse_completion_request(c.body, &param);
     ASSERT_FALSE(r.is_ok()) << c.body;
@@ -85,6 +87,15 @@ TEST(CompletionRequest, SpeculativeSwitchPerRequest) {
   EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"speculative":"on"})", &param)
                 ->params.speculative,
             engine::SpecMode::kOn);
+}
+
+TEST(CompletionRequest, PriorityPerRequest) {
+  std::string param;
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})", &param)->params.priority, 0);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","priority":-7})", &param)->params.priority, -7);
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"priority":3})", &param)
+                ->params.priority,
+            3);
 }
 
 TEST(ChatRequest, MessagesAndLogprobs) {

@@ -51,7 +51,7 @@ struct ServeArgs {
   std::string kv_memory;             // BYTES or PERCENT of (available memory - weights); empty: default
   int32_t block_size = 16;
   int32_t batch_tokens = 512;
-  int32_t max_queue = 256;
+  int32_t max_queue = 1024;
   bool no_prefix_cache = false;
   std::string kv_type = "f16";
   std::string api_key;
@@ -318,13 +318,21 @@ int run_serve(const ServeArgs& a) {
   if (Status s = router->add(std::move(entry)); !s.is_ok()) return fail(s);
   server.set_serving();
   const engine::EngineOptions& o = engine->options();
-  const std::string kv_source =
-      a.kv_blocks > 0         ? "--kv-blocks"
-      : !a.kv_memory.empty() ? "--kv-memory " + a.kv_memory
-                             : fmt::format("{:.0f}% of available memory less the weights",
-                                           engine::kDefaultKvMemoryShare * 100);
   const auto pool = engine::size_kv_pool(model->config(), o);
   const int64_t pool_bytes = pool.is_ok() ? pool->bytes() : 0;
+  const std::string budget =
+      !a.kv_memory.empty() ? "--kv-memory " + a.kv_memory
+                           : fmt::format("{:.0f}% of available memory less the weights",
+                                         engine::kDefaultKvMemoryShare * 100);
+  std::string kv_source = "--kv-blocks";
+  if (a.kv_blocks <= 0 && pool.is_ok()) {
+    kv_source = pool->n_blocks == pool->blocks_per_seq * o.max_running
+                    ? fmt::format("what {} full-length sequences need, under a budget of {:.0f} "
+                                  "MiB ({})", o.max_running,
+                                  static_cast<double>(o.kv_memory_bytes) / (1 << 20), budget)
+                    : fmt::format("a budget of {:.0f} MiB, {}",
+                                  static_cast<double>(o.kv_memory_bytes) / (1 << 20), budget);
+  }
   const int64_t positions = static_cast<int64_t>(o.n_blocks) * o.block_size;
   std::printf("tessera serve: model '%s' ready: KV pool %.1f MiB (%d blocks of %d positions, "
               "%lld positions; %s), up to %d sequences of up to %lld positions (%lld at full "

@@ -43,7 +43,7 @@ struct EngineOptions {
   // scheduler admits while the pool holds a waiting prompt and every running sequence still gets
   // a row per step); this only caps it. Each costs a block table, not memory per context.
   int32_t max_running = 256;
-  int32_t max_waiting = 256;      // queued requests beyond which submit() refuses (429)
+  int32_t max_waiting = 1024;     // queued requests beyond which submit() refuses (429)
   int64_t ctx_size = 0;           // max positions of one sequence; 0 = the model's context length
   int32_t block_size = 16;        // positions per KV block
   // KV blocks in the pool; 0: sized by kv_memory_bytes (size_kv_pool in kv_manager.h).

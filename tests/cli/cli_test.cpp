@@ -131,6 +131,21 @@ TEST(Cli, BenchMachineAndModelJson) {
   EXPECT_NE(run_cli("bench model -m " + dir.file("t.gguf") + " --machine /nonexistent").exit_code, 0);
 }
 
+// A KV budget that cannot hold one full-length sequence is refused at start, naming both; a
+// percentage outside (0, 100] is refused by name.
+TEST(Cli, ServeRefusesAKvBudgetBelowOneSequence) {
+  testing::TempDir dir;
+  const std::string model = dir.file("tiny.gguf");
+  ASSERT_EQ(run_cli("synth --shape tiny --dtype q8_0 --out " + model).exit_code, 0);
+  auto r = run_cli("serve --model " + model + " --port 0 -c 512 --kv-memory 64K");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("fewer than one sequence of 512"), std::string::npos) << r.err;
+  r = run_cli("serve --model " + model + " --port 0 --kv-memory 150%");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--kv-memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("percentage"), std::string::npos) << r.err;
+}
+
 TEST(Cli, SynthWithARealVocabulary) {
   TS_SKIP_WITHOUT_SHARED(vocab, "tokenizers/ggml-vocab-gpt-2.gguf");
   testing::TempDir dir;

@@ -394,6 +394,33 @@ TEST_F(FleetManagerTest, BudgetPressureSuspendsAnIdleModelToMakeRoom) {
   EXPECT_LE(f->budget().used(), f->budget().capacity());
 }
 
+// Models without their own KV size share what the budget leaves after the weights, through the
+// engine's sizing rule (engine::size_kv_pool), and serve with the pool that gives them.
+TEST_F(FleetManagerTest, ModelsShareTheKvBudgetLeftAfterTheWeights) {
+  FleetOptions o;
+  o.load_on_start = false;
+  auto probe = make(2, o);
+  const ModelStatus p0 = *probe->status("m0");
+  const ModelStatus p1 = *probe->status("m1");
+  // Unbudgeted, a tiny model's 4 x 128 positions are far below its share of available memory.
+  const int64_t full = p0.active_bytes - p0.weight_bytes;
+  EXPECT_EQ(p1.active_bytes - p1.weight_bytes, full);
+  probe.reset();
+  o.active_budget_bytes = p0.weight_bytes + p1.weight_bytes + full;  // half a full pool each
+  o.load_on_start = true;
+  auto f = make(2, o);
+  ASSERT_TRUE(f->start().is_ok());
+  int64_t used = 0;
+  for (const char* m : {"m0", "m1"}) {
+    const ModelStatus s = *f->status(m);
+    EXPECT_EQ(s.active_bytes - s.weight_bytes, full / 2) << m;
+    EXPECT_EQ(s.state, ModelState::kActive) << m;
+    used += s.active_bytes;
+    EXPECT_EQ(run(*f, m)->finish.reason, engine::FinishReason::kLength) << m;
+  }
+  EXPECT_LE(used, o.active_budget_bytes);
+}
+
 TEST_F(FleetManagerTest, ModelThatCannotFitFailsItsRequestsInsteadOfHanging) {
   FleetOptions o;
   o.active_budget_bytes = 1024;  // nothing fits

@@ -5,17 +5,19 @@
 # drift falls on all of them):
 #   tessera-defaults      tessera serve -m M (nothing else but port and threads)
 #   tessera-pP-kvK        the sweep: --parallel P (SWEEP_PARALLEL, those within 4x of the streams)
-#                         and --kv-blocks K (0: from the memory budget; "fit": exactly what P
-#                         sequences of INPUT_LEN + OUTPUT_LEN need)
+#                         and --kv-blocks K (0: from the memory budget; "fit": what P sequences
+#                         of 1.25 x (INPUT_LEN + OUTPUT_LEN) need, at least one CTX sequence),
+#                         -c CTX as llama-server's slots
 #   llama-defaults        llama-server -m M --no-mmap (its defaults)
 #   llama-npS             llama-server -np S -c S x CTX --no-mmap
-# each driven by `tessera bench serve` closed loop at S concurrent streams, max(2S, MIN_PROMPTS)
-# requests of INPUT_LEN tokens, OUTPUT_LEN tokens each (--ignore-eos), after a warm-up.
+# each driven by `tessera bench serve` closed loop at S concurrent streams, max(PER_STREAM x S,
+# MIN_PROMPTS) requests of INPUT_LEN synthetic words (~1.2 tokens each), OUTPUT_LEN tokens each
+# (--ignore-eos), after a warm-up.
 # Prints a markdown table per shape: median TTFT and output tokens/s of each, the best sweep
 # setting, and the ratios the issue asks for (defaults vs best: TTFT <= 1.2x, output >= 0.9x).
 #   scripts/bench-serve-defaults.sh /path/to/llama-server [out-dir]
 # Env: SHAPES ("smollm2-135m tinyllama-1.1b"), DTYPE (q8_0), STREAMS ("1 16 64"), THREADS (nproc),
-#      INPUT_LEN (128), OUTPUT_LEN (128), MIN_PROMPTS (16), SWEEP_PARALLEL ("1 4 16 64"),
+#      INPUT_LEN (128), OUTPUT_LEN (128), MIN_PROMPTS (16), PER_STREAM (2), SWEEP_PARALLEL ("1 4 16 64"),
 #      SWEEP_KV ("0 fit"), CTX (1024, llama-server's context per slot with -np).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +26,7 @@ out="${2:-$HOME/.cache/tessera/bench/serve-defaults}"
 shapes="${SHAPES:-smollm2-135m tinyllama-1.1b}"; dtype="${DTYPE:-q8_0}"
 streams_list="${STREAMS:-1 16 64}"; threads="${THREADS:-$(nproc)}"
 in_len="${INPUT_LEN:-128}"; out_len="${OUTPUT_LEN:-128}"; min_prompts="${MIN_PROMPTS:-16}"
+per_stream="${PER_STREAM:-2}"
 sweep_parallel="${SWEEP_PARALLEL:-1 4 16 64}"; sweep_kv="${SWEEP_KV:-0 fit}"; ctx="${CTX:-1024}"
 tessera=build/release/tessera
 [ -x "$tessera" ] || ./scripts/build.sh release >/dev/null
@@ -51,7 +54,7 @@ for shape in $shapes; do
       [ "$p" -le $((4 * s)) ] && [ $((4 * p)) -ge "$s" ] || continue
       for k in $sweep_kv; do configs+=("tessera-p$p-kv$k"); done
     done
-    n=$((2 * s)); [ "$n" -ge "$min_prompts" ] || n=$min_prompts
+    n=$((per_stream * s)); [ "$n" -ge "$min_prompts" ] || n=$min_prompts
     # Rotate the order by the stream count so no configuration always runs first.
     rot=$(( s % ${#configs[@]} ))
     ordered=("${configs[@]:$rot}" "${configs[@]:0:$rot}")
@@ -62,9 +65,12 @@ for shape in $shapes; do
           "$tessera" serve -m "$model" --port "$port" -t "$threads" > "$out/$label.server.log" 2>&1 & ;;
         tessera-p*)
           p=${c#tessera-p}; p=${p%%-kv*}; k=${c##*-kv}
-          [ "$k" = fit ] && k=$(( p * ((in_len + out_len + 16 + 15) / 16) ))
+          if [ "$k" = fit ]; then
+            k=$(( p * ((5 * (in_len + out_len) / 4 + 15) / 16) ))
+            [ "$k" -ge $(( (ctx + 15) / 16 )) ] || k=$(( (ctx + 15) / 16 ))
+          fi
           "$tessera" serve -m "$model" --port "$port" -t "$threads" --parallel "$p" \
-            --kv-blocks "$k" -c $((in_len + out_len + 16)) > "$out/$label.server.log" 2>&1 & ;;
+            --kv-blocks "$k" -c "$ctx" > "$out/$label.server.log" 2>&1 & ;;
         llama-defaults)
           "$llama_server" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" --no-mmap \
             > "$out/$label.server.log" 2>&1 & ;;
@@ -84,9 +90,15 @@ for shape in $shapes; do
   done
 done
 
-python3 - "$out" "$shapes" "$streams_list" <<'PY'
+python3 - "$out" "$shapes" "$streams_list" "$out_len" <<'PY'
 import glob, json, os, sys
 out, shapes, streams = sys.argv[1], sys.argv[2].split(), [int(s) for s in sys.argv[3].split()]
+out_len = int(sys.argv[4])
+for path in sorted(glob.glob(os.path.join(out, "*", "summary.json"))):
+    x = json.load(open(path))
+    if x["failed"] or x["total_output_tokens"] != out_len * x["completed"]:
+        print(f"warning: {os.path.dirname(path)}: {x['failed']} failed, "
+              f"{x['total_output_tokens'] / max(1, x['completed']):.1f} output tokens per request")
 def load(label):
     try:
         with open(os.path.join(out, label, "summary.json")) as f:

@@ -73,7 +73,7 @@ struct ServeArgs {
   bool ignore_eos = false;
   bool no_usage = false;
   int threads = 0;
-  int parallel = 256;
+  int parallel = engine::EngineOptions{}.max_running;
   int64_t ctx_size = 0;
   bool no_progress = false;
   std::string chartjs;

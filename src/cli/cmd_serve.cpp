@@ -45,13 +45,13 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8080;
   int threads = 0;
-  int parallel = 256;
+  int parallel = engine::EngineOptions{}.max_running;
   int64_t ctx_size = 4096;
   int32_t kv_blocks = 0;
   std::string kv_memory;             // BYTES or PERCENT of (available memory - weights); empty: default
   int32_t block_size = 16;
   int32_t batch_tokens = 512;
-  int32_t max_queue = 1024;
+  int32_t max_queue = engine::EngineOptions{}.max_waiting;
   bool no_prefix_cache = false;
   std::string kv_type = "f16";
   std::string api_key;
@@ -132,15 +132,9 @@ Result<int64_t> parse_kv_memory(const std::string& text, int64_t weight_bytes) {
     if (used != text.size() - 1 || !(pct > 0 && pct <= 100)) {
       return invalid_argument("'" + text + "' is not a percentage in (0, 100]");
     }
-    const int64_t available = engine::available_memory_bytes();
-    if (available <= 0) return invalid_argument("available memory is unknown here: give bytes");
-    const int64_t b = engine::kv_memory_share(available, weight_bytes, pct / 100.0);
-    if (b <= 0) {
-      return invalid_argument(fmt::format(
-          "{:.0f} MiB available cannot hold the weights ({:.0f} MiB) and a KV pool",
-          static_cast<double>(available) / (1 << 20), static_cast<double>(weight_bytes) / (1 << 20)));
-    }
-    return b;
+    const int64_t b = engine::default_kv_memory_bytes(weight_bytes, pct / 100.0);
+    if (b <= 0) return invalid_argument("available memory is unknown here: give bytes");
+    return b;  // 1 when the weights leave nothing: the engine then names what one sequence needs
   }
   TS_ASSIGN_OR_RETURN(const int64_t b, parse_bytes(text));
   if (b <= 0) return invalid_argument("the KV memory must be > 0");

@@ -455,12 +455,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<model::Model> mod
   if (o.max_batch_tokens < 1) return invalid_argument("max_batch_tokens must be >= 1");
   TS_RETURN_IF_ERROR(validate_spec(o.spec));
   if (o.n_blocks == 0 && o.kv_memory_bytes == 0) {
-    // The default budget; unknown available memory leaves the pool at max_running full contexts.
-    if (const int64_t available = available_memory_bytes(); available > 0) {
-      o.kv_memory_bytes = std::max<int64_t>(
-          1, kv_memory_share(available, static_cast<int64_t>(model->file().tensor_bytes()),
-                             kDefaultKvMemoryShare));
-    }
+    o.kv_memory_bytes =
+        default_kv_memory_bytes(static_cast<int64_t>(model->file().tensor_bytes()));
   }
   TS_ASSIGN_OR_RETURN(const KvPoolSize size, size_kv_pool(c, o));
   o.ctx_size = size.ctx_size;

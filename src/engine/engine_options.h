@@ -50,7 +50,7 @@ struct EngineOptions {
   int32_t n_blocks = 0;
   // The KV pool's memory budget when n_blocks is 0: the pool takes what max_running sequences of
   // ctx_size positions need, up to this. 0: Engine::create takes default_kv_memory_bytes()
-  // (a share of the memory available at start, less the weights).
+  // (kv_manager.h: a share of the memory available at start, less the weights).
   int64_t kv_memory_bytes = 0;
   int32_t max_batch_tokens = 512; // rows per forward step (chunked prefill budget)
   bool prefix_cache = true;       // reuse cached full blocks of identical prompt prefixes

@@ -76,6 +76,12 @@ int64_t available_memory_bytes() {
   return kib * 1024;
 }
 
+int64_t default_kv_memory_bytes(int64_t weight_bytes, double share) {
+  const int64_t available = available_memory_bytes();
+  if (available <= 0) return 0;
+  return std::max<int64_t>(1, kv_memory_share(available, weight_bytes, share));
+}
+
 Result<KvManager> KvManager::create(const model::ModelConfig& config, const EngineOptions& o,
                                     const KvPoolSize& size) {
   TS_ASSIGN_OR_RETURN(model::KvCache kv,

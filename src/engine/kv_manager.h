@@ -50,6 +50,10 @@ inline constexpr double kDefaultKvMemoryShare = 0.5;
 int64_t kv_memory_share(int64_t available_bytes, int64_t weight_bytes, double share);
 // Memory the system can give without swapping (MemAvailable in /proc/meminfo); 0 when unknown.
 int64_t available_memory_bytes();
+// The KV budget for `weight_bytes` of weights: kv_memory_share(available_memory_bytes(),
+// weight_bytes, share), at least 1 (so a machine without room gets size_kv_pool's error naming
+// the budget, not an unbounded pool); 0 when available memory is unknown (no cap).
+int64_t default_kv_memory_bytes(int64_t weight_bytes, double share = kDefaultKvMemoryShare);
 
 class KvManager {
  public:

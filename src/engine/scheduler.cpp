@@ -32,6 +32,7 @@ void Scheduler::enqueue(std::unique_ptr<Sequence> s) {
 }
 
 void Scheduler::admit(StepPlan& plan) {
+  if (waiting_.empty()) return;
   // Every running sequence gets a row each step: no more of them than the token budget.
   const auto cap = static_cast<size_t>(std::min(opt_.max_running, opt_.max_batch_tokens));
   // Blocks the running sequences still need for the tokens they hold (prompts are prefilled

@@ -1,15 +1,20 @@
 // Scheduler: decides what one engine step runs. It owns the waiting queue and the running set
-// and turns them into a StepPlan: admission of waiting sequences (FCFS, while the KV pool holds
-// the next prompt with a block of growth left per running sequence, and while every running
-// sequence still gets a row of the token budget; max_running only caps it; cached prefix blocks
-// are taken first), one decode row per decoding sequence, prefill
-// chunks in admission order under the token budget, preemption of the lowest-priority, most
-// recently admitted sequence when the pool cannot hold the step (it goes back ahead of the
-// waiting sequences of its priority; the head of the queue is never skipped, so none starves), and a draft allowance per decoding sequence
-// (speculation), granted only from the token budget and KV blocks left over, and only while the
-// step's decode rows stay few enough to be memory-bound (SpecOptions::max_rows; the rows left
-// under that cap are shared evenly among the decoding sequences). It neither
-// runs the model nor samples; with a KvManager over a small config it is tested without a model.
+// and turns them into a StepPlan:
+// - admission of waiting sequences, by priority and first come first served within it, while the
+//   KV pool holds the next prompt with a block of growth left per running sequence and while
+//   every running sequence still gets a row of the token budget (max_running only caps it;
+//   cached prefix blocks are taken first; the head of the queue is never skipped, so none
+//   starves);
+// - one decode row per decoding sequence, then prefill chunks in admission order under the token
+//   budget;
+// - preemption of the lowest-priority, most recently admitted sequence when the pool cannot hold
+//   the step (it goes back ahead of the waiting sequences of its priority);
+// - a draft allowance per decoding sequence (speculation), granted only from the token budget
+//   and KV blocks left over, and only while the step's decode rows stay few enough to be
+//   memory-bound (SpecOptions::max_rows; the rows left under that cap are shared evenly among
+//   the decoding sequences).
+// It neither runs the model nor samples; with a KvManager over a small config it is tested
+// without a model.
 //
 //   waiting ──admit──> running ──plan──> StepPlan {seq, rows, drafts allowed} ──> engine/runner
 //      ▲                  │

@@ -180,12 +180,11 @@ void FleetManager::size_kv_pools() {
   // (engine::size_kv_pool) turns each budget into blocks.
   int64_t weights = 0;
   for (const auto& s : slots_) weights += s->weight_bytes;
-  const int64_t available = engine::available_memory_bytes();
   int64_t left = -1;  // unknown: such models keep max_running full contexts
   if (options_.active_budget_bytes > 0) {
     left = std::max<int64_t>(0, options_.active_budget_bytes - weights);
-  } else if (available > 0) {
-    left = engine::kv_memory_share(available, weights, engine::kDefaultKvMemoryShare);
+  } else if (const int64_t kv = engine::default_kv_memory_bytes(weights); kv > 0) {
+    left = kv;
   }
   const int64_t share = left >= 0 ? left / static_cast<int64_t>(slots_.size()) : -1;
   for (auto& s : slots_) {

@@ -65,6 +65,16 @@ struct Fixture {
     kv->publish_verified(s);
     kv->rollback(s);
   }
+  // Schedules and completes steps (no drafts accepted) until one preempts, for up to 20 steps;
+  // returns that step's plan (its `preempted` empty if none did).
+  StepPlan decode_until_preemption() {
+    StepPlan p;
+    for (int step = 0; step < 20 && p.preempted.empty(); ++step) {
+      p = sched->schedule();
+      for (const ScheduledSeq& e : p.seqs) complete(e, 0);
+    }
+    return p;
+  }
   // Releases and retires the running sequences that reached max_tokens; returns their ids.
   std::vector<RequestId> finish_done() {
     std::vector<Sequence*> done;
@@ -184,13 +194,8 @@ TEST(Scheduler, PreemptsTheLowestPriorityFirst) {
   StepPlan p = f.sched->schedule();
   ASSERT_EQ(p.seqs.size(), 2u);
   for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
-  int preempted = 0;
-  for (int step = 0; step < 20 && preempted == 0; ++step) {
-    p = f.sched->schedule();
-    preempted = static_cast<int>(p.preempted.size());
-    for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
-  }
-  ASSERT_EQ(preempted, 1);
+  p = f.decode_until_preemption();
+  ASSERT_EQ(p.preempted.size(), 1u);
   EXPECT_EQ(p.preempted[0], a);
   EXPECT_EQ(f.sched->running().front().get(), b);
   EXPECT_EQ(f.sched->waiting().front().get(), a);
@@ -259,13 +264,8 @@ TEST(Scheduler, PreemptsTheMostRecentlyAdmittedWhenThePoolRunsDry) {
   ASSERT_EQ(p.seqs.size(), 2u);  // 8 + 7 blocks
   for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
   // Each decodes until a needs a block the pool no longer has.
-  int preempted = 0;
-  for (int step = 0; step < 20 && preempted == 0; ++step) {
-    p = f.sched->schedule();
-    preempted = static_cast<int>(p.preempted.size());
-    for (const ScheduledSeq& e : p.seqs) f.complete(e, 0);
-  }
-  ASSERT_EQ(preempted, 1);
+  p = f.decode_until_preemption();
+  ASSERT_EQ(p.preempted.size(), 1u);
   EXPECT_EQ(p.preempted[0], b);
   EXPECT_EQ(b->n_computed, 0);
   EXPECT_TRUE(b->blocks.empty());

@@ -28,7 +28,16 @@ class FakeBackend final : public ModelBackend {
       std::lock_guard lock(mu_);
       for (auto& [id, flag] : cancel_flags_) flag->store(true);
     }
-    for (auto& t : threads_) t.join();
+    // The last owner of this backend may be a request's sink (the server's generation call keeps
+    // its backend), destroyed with the closure of the request's own thread once the body has
+    // returned: that thread cannot join itself, and has nothing left to do here but exit.
+    for (auto& t : threads_) {
+      if (t.get_id() == std::this_thread::get_id()) {
+        t.detach();
+      } else {
+        t.join();
+      }
+    }
   }
 
   void fail_submits_with(Status s) {

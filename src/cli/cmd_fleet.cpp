@@ -60,6 +60,7 @@ int run_fleet(const FleetArgs& a) {
     std::printf("%-40s %s\n", "MODEL", "STATE");
     for (const auto& m : j["data"]) {
       std::printf("%-40s %s\n", m.value("id", "").c_str(), m.value("state", "").c_str());
+      if (m.contains("error")) std::printf("  error: %s\n", m.value("error", "").c_str());
     }
   } else if (j.is_object()) {
     std::printf("%s: %s\n", j.value("id", "").c_str(), j.value("state", "").c_str());

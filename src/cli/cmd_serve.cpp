@@ -228,18 +228,44 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
   });
   for (const std::string& name : fleet->names()) {
     serve::ModelEntry entry = serve::fleet_entry(fleet, name);
-    entry.chat = make_chat_renderer(fleet->metadata(name), fleet->shared_tokenizer(name),
-                                    a.chat_template);
+    if (fleet->opened(name).is_ok()) {
+      entry.chat = make_chat_renderer(fleet->metadata(name), fleet->shared_tokenizer(name),
+                                      a.chat_template);
+    } else {
+      // The file did not open (the model is Failed; requests get 503 until a retry opens it):
+      // the template comes from the file once it does.
+      std::weak_ptr<fleet::FleetManager> weak = fleet;
+      entry.chat = [weak, name, tmpl = a.chat_template](
+                       const std::vector<serve::ChatTurn>& turns) -> Result<std::string> {
+        auto f = weak.lock();
+        if (!f) return Status(ErrorCode::kUnavailable, "the server is stopping");
+        TS_RETURN_IF_ERROR(f->opened(name));
+        serve::ChatRenderer r = make_chat_renderer(f->metadata(name), f->shared_tokenizer(name), tmpl);
+        if (!r) return invalid_argument("the model has no usable chat template");
+        return r(turns);
+      };
+    }
     entry.created = static_cast<int64_t>(std::time(nullptr));
     if (Status s = router.add(std::move(entry)); !s.is_ok()) return fail(s);
   }
   if (Status s = fleet->start(); !s.is_ok()) log_warn("fleet: {}", s.message());
-  server.set_serving();
+  size_t n_failed = 0;
   for (const auto& m : fleet->status()) {
+    if (m.state == fleet::ModelState::kFailed) {
+      ++n_failed;
+      std::printf("tessera serve: model '%s' failed: %s (requests get 503; retried on request)\n",
+                  m.name.c_str(), m.last_error.c_str());
+      continue;
+    }
     std::printf("tessera serve: model '%s' %s (%.1f MiB weights + KV, idle policy %s)\n",
                 m.name.c_str(), std::string(fleet::model_state_name(m.state)).c_str(),
                 static_cast<double>(m.active_bytes) / (1 << 20), m.idle_policy.c_str());
   }
+  if (n_failed == n_models) {
+    fleet->stop();
+    return fail("none of the fleet's models could be loaded");
+  }
+  server.set_serving();
   std::printf("tessera serve: fleet of %zu models on one device of %d threads, default idle policy %s, "
               "keep-alive %.0f s, budget %s\n",
               n_models, fo.device->n_threads(), a.idle_policy.c_str(), a.keep_alive_s,

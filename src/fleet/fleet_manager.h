@@ -1,8 +1,14 @@
-// FleetManager: many models served from one process, each moved along its ModelLifecycle
-// (model_state.h) by one manager. Per model it owns the model::Model (weights mmapped, loaded
-// once), its tokenizer (loaded once, usable in every state), a TieredRegion over the weights'
-// file mapping, and an engine::Engine only while Active. Bringing a model up reserves its active
-// bytes (weights + KV pool) in the MemoryBudget; taking it down releases them.
+// FleetManager: many models served from one process - the live fleet. It is a thread-safe shell
+// over the parts that do the work:
+//   FleetController (fleet_controller.h)  decisions and bookkeeping: lifecycles, the queue of
+//                                         requests waiting for a model, budgets, accounting,
+//                                         policies; single-threaded, no I/O (the simulator runs
+//                                         the same object over a cost model)
+//   LiveModelHost (live_model_host.h)     carries the moves out: model files, memory tiers,
+//                                         engines, kept prefix blocks, request payloads
+// The controller runs under one lock held only for bookkeeping; moves (prefault + engine, drain +
+// tier move: seconds) run outside it, one at a time, on the control thread or the caller of a
+// synchronous move. So submit, cancel, stats and status never wait for a move.
 //
 //   load     Unloaded|Evicted|Failed -> Loading -> Active   prefault weights, create the engine
 //   suspend  Active -> Suspending -> Suspended              drain + destroy the engine (frees the
@@ -10,28 +16,22 @@
 //                                                           used prefix-cache blocks in the host
 //                                                           tier), weights to the host tier
 //   resume   Suspended -> Resuming -> Active                prefault weights in parallel, engine
-//                                                           (the kept prefix blocks put back into
-//                                                           its prefix cache: warm prompts stay warm)
+//                                                           (the kept prefix blocks put back)
 //   evict    Suspended -> Evicted                           weights (and kept blocks) to disk
 //
-// submit() to an Active model forwards to its engine; to any other state it queues the request,
-// asks the control thread to bring the model up, and dispatches when Active. A queued request
-// that is not dispatched by its deadline, or whose model fails to come up, finishes with
-// FinishReason::kError and a kUnavailable status (the HTTP edge answers 503 + Retry-After):
-// a queued request never hangs.
-//
-// One control thread (start()) does every move the manager decides on: it wakes when a request
-// needs a model, or every tick (real time), and then runs tick(): expire queued requests, bring
-// up models that requests wait for (making room with ColdStartCostEviction when the budget is
-// short), apply the IdlePolicy, and evict suspended models to disk while the host tier is over
-// its budget. Decisions read time only from the injected Clock, so tests
-// drive tick() under a FakeClock without the thread.
-//
+// submit() to an Active model forwards to its engine; to any other state it queues the request
+// and the control thread brings the model up. A queued request not dispatched by its deadline,
+// or whose model fails to come up, finishes with kError + kUnavailable naming the cause (503 +
+// Retry-After at the HTTP edge): a queued request never hangs. A model whose file does not open
+// (corrupt, vanished, unsupported) does not stop the fleet: it is Failed with the error in
+// status(), its requests are refused at once while a retry backs off, and a later request or an
+// operator load retries it.
+// The control thread wakes when a request needs a model or every tick (real time) and runs
+// tick(). Decisions read time only from the injected Clock, so tests drive tick() under a
+// FakeClock without the thread.
 // Request ids are the manager's own (stable across engine re-creation); events carry them.
-// Thread-safety: every public method is thread-safe. Moves (load/suspend/resume/evict, tick)
-// are serialized by one control mutex and block the caller for the move's duration; submit,
-// cancel, stats and status never wait for a move. Event sinks run on engine threads (or, for
-// queued requests that fail, on the control thread or the caller of cancel()).
+// Thread-safety: every public method is thread-safe. Event sinks run on engine threads (or, for
+// queued requests that fail, on the thread that found them failed, outside every lock).
 #pragma once
 
 #include <atomic>
@@ -50,6 +50,7 @@
 #include "tessera/engine/request.h"
 #include "tessera/fleet/activity_tracker.h"
 #include "tessera/fleet/eviction_policy.h"
+#include "tessera/fleet/fleet_controller.h"
 #include "tessera/fleet/idle_policy.h"
 #include "tessera/fleet/lifecycle.h"
 #include "tessera/fleet/memory_budget.h"
@@ -57,6 +58,8 @@
 #include "tessera/model/tokenizer/tokenizer.h"
 
 namespace tessera::fleet {
+
+class LiveModelHost;
 
 struct FleetModelSpec {
   std::string name;                // unique, non-empty
@@ -126,8 +129,8 @@ class FleetManager {
   // the model repacks them into the kernels' layout (F16, Q8_0, Q4_0, Q4_K on CPUs with the
   // kernels): that image is made now, in an unlinked file in $TMPDIR (ImageFileRegion), and set
   // aside in the host tier, or on disk when a host budget is set (so starting many such models
-  // costs a pass over each file). Errors: kInvalidArgument
-  // for no models, empty or duplicate names; the model's load error, naming it.
+  // costs a pass over each file). A model whose files do not open starts Failed with the error
+  // (the others serve). Errors: kInvalidArgument for no models, empty or duplicate names.
   static Result<std::unique_ptr<FleetManager>> create(std::vector<FleetModelSpec> models,
                                                       FleetOptions options);
   ~FleetManager();  // stop()s; queued requests get kUnavailable, engines are stopped
@@ -170,14 +173,18 @@ class FleetManager {
   ModelState state(const std::string& name) const;  // kUnloaded for unknown names
   std::vector<std::string> names() const;
 
-  // Valid as long as the manager, in every state. Precondition: `name` is known (checked).
+  // Valid as long as the manager, in every state, once the model's file opened; null (tokenizer
+  // and metadata: a check fails) while it does not. Precondition: `name` is known (checked).
   const model::Tokenizer& tokenizer(const std::string& name) const;
   std::shared_ptr<const model::Tokenizer> shared_tokenizer(const std::string& name) const;
   const model::Metadata& metadata(const std::string& name) const;
+  // OK once the model's file opened; else kUnavailable naming why it did not (and when it is
+  // retried).
+  Status opened(const std::string& name) const;
   // Positions per sequence (the engine option, or the model's context).
   int64_t context_length(const std::string& name) const;
 
-  const MemoryBudget& budget() const { return budget_; }
+  const MemoryBudget& budget() const { return controller_->budget(); }
   // The shared compute device (FleetOptions::device); null when each engine has its own pool.
   std::shared_ptr<engine::DeviceScheduler> device() const { return options_.device; }
   const Clock& clock() const { return *clock_; }
@@ -186,44 +193,31 @@ class FleetManager {
   void add_listener(TransitionListener listener);
 
  private:
-  struct Slot;
-  struct Pending;
+  class LiveTimer;
   FleetManager(FleetOptions options);
-  Slot* find(const std::string& name) const;
-  // Resolves each model's KV budget and pool bytes (create(), once every weight size is known).
-  void size_kv_pools();
-  Status bring_up(Slot& s, std::string_view reason);   // caller holds control_mu_
-  Status take_down(Slot& s, std::string_view reason);  // Active -> Suspended; holds control_mu_
-  Status make_room(const Slot& s, int64_t bytes);      // holds control_mu_
-  Status push_to_disk(Slot& s, std::string_view reason);  // Suspended -> Evicted; holds control_mu_
-  int64_t host_bytes() const;                          // weights + kept blocks of Suspended models
-  void keep_prefix_blocks(Slot& s, const engine::Engine& e);  // holds control_mu_
-  void drop_kept_prefix(Slot& s);                             // holds control_mu_
-  void restore_prefix_blocks(Slot& s, engine::Engine& e);     // holds control_mu_
-  void enforce_host_budget(int64_t now_ns);            // holds control_mu_
-  void apply_idle_policy(int64_t now_ns);              // holds control_mu_
-  const IdlePolicy* idle_policy_of(const Slot& s) const;  // the model's, else the fleet's
-  void fail_pending(Slot& s, const Status& why);
-  void dispatch_pending(Slot& s);
-  void expire_pending(int64_t now_ns);
-  FleetView view(int64_t now_ns) const;
+  int32_t index(const std::string& name) const;  // -1 when unknown
+  // Runs `f` on the controller under its lock (finished requests fed in first), then the
+  // callbacks it deferred (sinks of refused requests) with the lock released.
+  template <typename F>
+  auto locked(F&& f);
+  // Carries out the moves the controller began, each outside the controller's lock, until none
+  // is left; with `settle`, ticks again while the controller asks for an immediate tick (a
+  // bring-up waiting for the room its suspensions make). Caller holds move_mu_.
+  void run_moves(bool settle);
+  Status operator_move(const std::string& name, Status (FleetController::*move)(int32_t, std::string_view),
+                       std::string_view reason, bool bring_up);
   void control_loop();
-  void request_bring_up(Slot& s);
-  engine::EventSink wrap_sink(Slot& s, engine::RequestId fleet_id, int64_t submit_ns,
-                              engine::EventSink sink);
-  void note_arrival(Slot& s, int64_t now_ns, bool cold);
-  void note_completion(Slot& s, int64_t now_ns, bool slo_met);
 
   FleetOptions options_;
   const Clock* clock_;
-  MemoryBudget budget_;
-  ColdStartCostEviction eviction_;
-  std::vector<std::unique_ptr<Slot>> slots_;
+  std::unique_ptr<LiveTimer> timer_;
+  std::unique_ptr<LiveModelHost> host_;
+  std::unique_ptr<FleetController> controller_;
+  std::vector<std::string> names_;
 
-  mutable std::mutex activity_mu_;  // leaf lock
-  ActivityTracker activity_;
-
-  std::mutex control_mu_;  // serializes moves and ticks
+  // Lock order: move_mu_ -> ctl_mu_ -> (host leaf locks, wake_mu_).
+  std::mutex move_mu_;  // serializes carrying out moves (seconds of I/O)
+  mutable std::mutex ctl_mu_;  // the controller and the host's controller-side state
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_ = false;

@@ -89,4 +89,29 @@ std::vector<Decision> HybridHistogramPolicy::decide(const FleetView& view,
   return out;
 }
 
+int64_t HybridHistogramPolicy::next_decision_ns(const FleetView& view,
+                                                const ActivityTracker& activity) const {
+  int64_t next = kNever;
+  for (const ModelView& m : view.models) {
+    if (m.pinned) continue;
+    const bool active = m.state == ModelState::kActive;
+    const bool away = m.state == ModelState::kSuspended || m.state == ModelState::kEvicted;
+    if (!active && !away) continue;
+    const ModelActivity* a = activity.find(m.name);
+    if (a != nullptr && a->busy()) continue;
+    const int64_t start = (a != nullptr && a->idle_since_ns >= 0) ? a->idle_since_ns
+                                                                   : m.state_since_ns;
+    const HybridWindows w = windows(a);
+    int64_t at = kNever;
+    if (active) {
+      at = (w.prewarm_ns > 0 && view.now_ns - start < w.prewarm_ns) ? view.now_ns
+                                                                    : start + w.keep_alive_ns;
+    } else if (w.prewarm_ns > 0 && view.now_ns - start < w.prewarm_ns) {
+      at = start + w.prewarm_ns;
+    }
+    next = std::min(next, std::max(at, view.now_ns));
+  }
+  return next;
+}
+
 }  // namespace tessera::fleet

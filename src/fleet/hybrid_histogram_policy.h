@@ -53,6 +53,9 @@ class HybridHistogramPolicy final : public IdlePolicy {
   std::vector<Decision> decide(const FleetView& view,
                                const ActivityTracker& activity) const override;
 
+  // The next window boundary (keep-alive end of an idle Active model, pre-warm start of a
+  // suspended one).
+  int64_t next_decision_ns(const FleetView& view, const ActivityTracker& activity) const override;
   // The windows for a model with this activity (nullptr: never seen, so the fallback).
   HybridWindows windows(const ModelActivity* activity) const;
   const HybridHistogramOptions& options() const { return options_; }

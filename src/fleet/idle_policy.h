@@ -4,6 +4,7 @@
 // Thread-safety: decide() is const and may be called from any thread given its inputs.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +25,15 @@ class IdlePolicy {
   // legal moves: kSuspend for Active models, kPrewarm for Suspended or Evicted ones.
   virtual std::vector<Decision> decide(const FleetView& view,
                                        const ActivityTracker& activity) const = 0;
+  // The earliest time after view.now_ns at which decide() may decide something new if no
+  // request arrives or finishes meanwhile (so a simulator ticks only then); kNever when nothing
+  // is due; -1 when the policy cannot tell (the caller ticks periodically).
+  static constexpr int64_t kNever = INT64_MAX;
+  virtual int64_t next_decision_ns(const FleetView& view, const ActivityTracker& activity) const {
+    (void)view;
+    (void)activity;
+    return -1;
+  }
 };
 
 // An idle policy by name, as `tessera serve --idle-policy/--keep-alive` and a fleet config's

@@ -19,6 +19,8 @@ class FixedKeepAlivePolicy final : public IdlePolicy {
   // kSuspend for each Active, unpinned model idle (idle_for_ns) for >= keep_alive_ns.
   std::vector<Decision> decide(const FleetView& view,
                                const ActivityTracker& activity) const override;
+  // When the next idle model reaches its keep-alive.
+  int64_t next_decision_ns(const FleetView& view, const ActivityTracker& activity) const override;
   int64_t keep_alive_ns() const { return keep_alive_ns_; }
 
  private:

@@ -10,7 +10,11 @@ namespace tessera::serve {
 namespace {
 
 nlohmann::json admin_json(const ModelEntry& e) {
-  return {{"id", e.name}, {"state", e.state ? e.state() : std::string("ready")}};
+  nlohmann::json j = {{"id", e.name}, {"state", e.state ? e.state() : std::string("ready")}};
+  if (e.error) {
+    if (std::string why = e.error(); !why.empty()) j["error"] = std::move(why);
+  }
+  return j;
 }
 
 }  // namespace

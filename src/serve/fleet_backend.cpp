@@ -9,20 +9,21 @@ namespace {
 class FleetBackend final : public ModelBackend {
  public:
   FleetBackend(std::shared_ptr<fleet::FleetManager> fleet, std::string name)
-      : fleet_(std::move(fleet)), name_(std::move(name)), tokenizer_(fleet_->shared_tokenizer(name_)) {}
+      : fleet_(std::move(fleet)), name_(std::move(name)) {}
 
   Result<engine::RequestId> submit(engine::Request request, engine::EventSink sink) override {
     return fleet_->submit(name_, std::move(request), std::move(sink));
   }
   void cancel(engine::RequestId id) override { fleet_->cancel(name_, id); }
   engine::EngineStats stats() const override { return fleet_->stats(name_); }
-  const model::Tokenizer& tokenizer() const override { return *tokenizer_; }
+  // Precondition: ready() (the model's file opened; it stays open).
+  const model::Tokenizer& tokenizer() const override { return fleet_->tokenizer(name_); }
   int64_t context_length() const override { return fleet_->context_length(name_); }
+  Status ready() const override { return fleet_->opened(name_); }
 
  private:
   std::shared_ptr<fleet::FleetManager> fleet_;
   std::string name_;
-  std::shared_ptr<const model::Tokenizer> tokenizer_;
 };
 
 }  // namespace
@@ -42,6 +43,12 @@ ModelEntry fleet_entry(std::shared_ptr<fleet::FleetManager> fleet, const std::st
   e.state = [weak, name]() -> std::string {
     auto f = weak.lock();
     return f ? std::string(fleet::model_state_name(f->state(name))) : "unloaded";
+  };
+  e.error = [weak, name]() -> std::string {
+    auto f = weak.lock();
+    if (!f) return {};
+    auto st = f->status(name);
+    return st.is_ok() && st->state == fleet::ModelState::kFailed ? st->last_error : std::string();
   };
   e.admin = [weak, name](const std::string& action) -> Status {
     auto f = weak.lock();

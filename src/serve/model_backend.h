@@ -32,6 +32,10 @@ class ModelBackend {
   virtual const model::Tokenizer& tokenizer() const = 0;
   // Positions per sequence (prompt + generated).
   virtual int64_t context_length() const = 0;
+  // OK when the model can take requests at all (its tokenizer and context are known); else why
+  // not (kUnavailable: a fleet model whose file did not open). Routes check it before
+  // tokenizer().
+  virtual Status ready() const { return Status(); }
 };
 
 // A backend over a local Engine (kept alive by the backend). Precondition: engine non-null.
@@ -50,6 +54,8 @@ struct ModelEntry {
   // Optional, for models with a lifecycle (fleet-managed): the state name for /v1/models and
   // /admin/models ("active", "suspended", ...). Empty: always ready, no state reported.
   std::function<std::string()> state;
+  // Optional: why the model is not serving (a Failed fleet model's error); empty when it is.
+  std::function<std::string()> error;
   // Optional: operator moves for /admin/models/{name}/{action} ("suspend", "resume"). Runs on
   // the connection's thread and may block for the move. Empty: the model has no admin actions.
   std::function<Status(const std::string& action)> admin;

@@ -13,6 +13,9 @@ nlohmann::json model_json(const ModelEntry& e) {
   nlohmann::json j = {
       {"id", e.name}, {"object", "model"}, {"created", e.created}, {"owned_by", e.owned_by}};
   if (e.state) j["state"] = e.state();
+  if (e.error) {
+    if (std::string why = e.error(); !why.empty()) j["error"] = std::move(why);
+  }
   return j;
 }
 

@@ -21,6 +21,10 @@ bool resolve_model(const RouteContext& ctx, const std::string& name, ResponseWri
     writer.respond(api_error_response(e));
     return false;
   }
+  if (Status s = entry->backend->ready(); !s.is_ok()) {
+    writer.respond(api_error_response(api_error_from_status(s, "model")));
+    return false;
+  }
   *out = std::move(entry).value();
   return true;
 }

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -120,8 +122,76 @@ TEST_F(FleetManagerTest, CreateRejectsDuplicateNamesAndNoModels) {
   auto dup = FleetManager::create({spec("a", path(0)), spec("a", path(1))}, {});
   ASSERT_FALSE(dup.is_ok());
   EXPECT_NE(dup.status().message().find("'a'"), std::string::npos);
-  auto missing = FleetManager::create({spec("x", dir_->file("missing.gguf"))}, {});
-  EXPECT_FALSE(missing.is_ok());
+}
+
+// One bad model does not stop the fleet: it is Failed with its error, its requests are refused
+// at once naming the cause while the retry backs off, the others serve, and once the file is
+// good a request after the back-off brings it up.
+TEST_F(FleetManagerTest, AModelThatDoesNotOpenIsFailedAndTheOthersServe) {
+  const std::string bad = dir_->file("truncated.gguf");
+  {
+    std::ifstream in(path(0), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream out(bad, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+  }
+  FleetOptions o;
+  o.clock = &clock_;
+  auto created = FleetManager::create({spec("good", path(1)), spec("bad", bad)}, o);
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  auto f = std::move(created).value();
+  EXPECT_FALSE(f->start().is_ok());  // start() reports the bad model...
+  EXPECT_EQ(f->state("good"), ModelState::kActive);  // ...and serves the good one
+  EXPECT_EQ(f->state("bad"), ModelState::kFailed);
+  const ModelStatus st = *f->status("bad");
+  EXPECT_NE(st.last_error.find("truncated.gguf"), std::string::npos) << st.last_error;
+  EXPECT_EQ(f->opened("bad").code(), ErrorCode::kUnavailable);
+  EXPECT_TRUE(f->opened("good").is_ok());
+  EXPECT_EQ(f->shared_tokenizer("bad"), nullptr);
+
+  auto refused = f->submit("bad", greedy(), [](engine::Event&&) { FAIL() << "refused: no events"; });
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("failed to load"), std::string::npos);
+  EXPECT_EQ(run(*f, "good")->finish.reason, engine::FinishReason::kLength);
+
+  // The file is repaired; after the back-off a request retries the load and is served.
+  std::filesystem::copy_file(path(2), bad, std::filesystem::copy_options::overwrite_existing);
+  clock_.advance_ns(6 * kSecond);
+  auto served = run(*f, "bad");
+  EXPECT_EQ(served->finish.reason, engine::FinishReason::kLength);
+  EXPECT_EQ(f->state("bad"), ModelState::kActive);
+  EXPECT_TRUE(f->opened("bad").is_ok());
+  EXPECT_GT(f->status("bad")->active_bytes, 0);
+  EXPECT_TRUE(f->status("bad")->last_error.empty());
+}
+
+// Consecutive failures double the back-off.
+TEST_F(FleetManagerTest, RetriesOfAFailedModelBackOff) {
+  FleetOptions o;
+  o.clock = &clock_;
+  o.load_on_start = false;
+  auto created = FleetManager::create({spec("gone", dir_->file("vanished.gguf"))}, o);
+  ASSERT_TRUE(created.is_ok());
+  auto f = std::move(created).value();
+  EXPECT_EQ(f->state("gone"), ModelState::kFailed);
+  auto refuse = [&] { return f->submit("gone", greedy(), [](engine::Event&&) {}); };
+  EXPECT_FALSE(refuse().is_ok());  // within the first back-off (5 s)
+  clock_.advance_ns(6 * kSecond);
+  auto c = std::make_shared<Collector>();
+  ASSERT_TRUE(f->submit("gone", greedy(), Collector::sink(c)).is_ok());  // queued: retry
+  f->tick();
+  ASSERT_TRUE(c->wait(std::chrono::seconds(5)));
+  EXPECT_EQ(c->finish.error.code(), ErrorCode::kUnavailable);
+  EXPECT_NE(c->finish.error.message().find("vanished.gguf"), std::string::npos);
+  clock_.advance_ns(6 * kSecond);  // the second back-off is 10 s
+  EXPECT_FALSE(refuse().is_ok());
+  clock_.advance_ns(5 * kSecond);
+  auto again = std::make_shared<Collector>();
+  EXPECT_TRUE(f->submit("gone", greedy(), Collector::sink(again)).is_ok());
+  f->tick();
+  ASSERT_TRUE(again->wait(std::chrono::seconds(5)));
+  EXPECT_EQ(f->status("gone")->loads, 3);
 }
 
 TEST_F(FleetManagerTest, SuspendReleasesEngineAndBudgetAndResumeGivesIdenticalTokens) {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "http_test_client.h"
 #include "tessera/fleet/fleet_manager.h"
 #include "tessera/model/synth.h"
@@ -34,12 +36,13 @@ class ServerFleetTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  void start(fleet::FleetOptions fo = {}) {
+  void start(fleet::FleetOptions fo = {}, const std::string& beta_path = "") {
     std::vector<fleet::FleetModelSpec> specs;
     for (const char* name : {"alpha", "beta"}) {
       fleet::FleetModelSpec s;
       s.name = name;
       s.path = dir_->file(std::string(name) + ".gguf");
+      if (s.name == "beta" && !beta_path.empty()) s.path = beta_path;
       s.engine.n_threads = 1;
       s.engine.ctx_size = 256;
       s.engine.max_running = 2;
@@ -133,6 +136,47 @@ TEST_F(ServerFleetTest, ModelThatCannotComeUpAnswers503WithRetryAfter) {
   auto r = c.request("POST", "/v1/completions", completion("beta"));
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_NE(r.headers.find("Retry-After"), r.headers.end());
+}
+
+// A model whose file is truncated does not stop the fleet: it is listed as failed with its error,
+// its requests answer 503 naming the cause, and the other model serves.
+TEST_F(ServerFleetTest, ATruncatedModelIsListedFailedAndTheOtherServes) {
+  const std::string bad = dir_->file("truncated.gguf");
+  {
+    std::ifstream in(dir_->file("beta.gguf"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream out(bad, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 3));
+  }
+  start({}, bad);
+  TestClient c(server_->port());
+  EXPECT_EQ(state_of(c, "alpha"), "active");
+  EXPECT_EQ(state_of(c, "beta"), "failed");
+  const json list = json::parse(c.request("GET", "/v1/models").body);
+  for (const auto& m : list["data"]) {
+    if (m["id"] == "beta") {
+      EXPECT_NE(m.value("error", "").find("truncated.gguf"), std::string::npos) << m.dump();
+    } else {
+      EXPECT_FALSE(m.contains("error")) << m.dump();
+    }
+  }
+  auto r = c.request("POST", "/v1/completions", completion("beta"));
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_NE(r.body.find("truncated.gguf"), std::string::npos) << r.body;
+  EXPECT_NE(r.headers.find("Retry-After"), r.headers.end());
+  auto chat = c.request("POST", "/v1/chat/completions",
+                        json({{"model", "beta"},
+                              {"messages", {{{"role", "user"}, {"content", "hi"}}}}})
+                            .dump());
+  EXPECT_EQ(chat.status, 503) << chat.body;
+  auto ok = c.request("POST", "/v1/completions", completion("alpha"));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  auto admin = json::parse(c.request("GET", "/admin/models").body);
+  bool seen = false;
+  for (const auto& m : admin["data"]) {
+    if (m["id"] == "beta") seen = m.value("error", "").find("truncated.gguf") != std::string::npos;
+  }
+  EXPECT_TRUE(seen) << admin.dump();
 }
 
 }  // namespace

@@ -1,0 +1,145 @@
+// LiveModelHost: the ModelHost of the live server. Per model it owns the model::Model (weights
+// mmapped, opened once; retried on a load if the file did not open), its tokenizer, a
+// TieredRegion over the weights, the prefix blocks kept across a suspension (kept_prefix.h) and
+// an engine::Engine while Active; and, per request, the payload (prompt, sink) and the fleet id
+// -> engine id map.
+// The controller's calls (begin_move, dispatch, reject, costs) only record or hand over: a move
+// is queued and carried out later by carry_out() (prefault + engine creation, or drain + tier
+// move: seconds of I/O) with no lock of the controller held, then completed by complete_move();
+// sinks of refused requests are deferred until the controller's lock is released.
+// Thread-safety: the ModelHost methods, stash(), take_*(), complete_move() and drain_finished()
+// are called under the owner's controller lock; carry_out() under the owner's move lock only;
+// engine(), cancel_running() and status getters from any thread. Sinks run on engine threads.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/base/clock.h"
+#include "tessera/engine/device_scheduler.h"
+#include "tessera/engine/engine.h"
+#include "tessera/fleet/kept_prefix.h"
+#include "tessera/fleet/memory_tier.h"
+#include "tessera/fleet/model_host.h"
+#include "tessera/model/model.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+
+namespace tessera::fleet {
+
+struct FleetModelSpec;
+class FleetController;
+
+struct LiveHostOptions {
+  int32_t io_threads = 4;
+  int64_t keep_prefix_bytes = int64_t{64} << 20;
+  int64_t drain_timeout_ns = 30'000'000'000;
+  bool images_on_disk = false;  // repacked images wait on disk (a host budget is set)
+  std::shared_ptr<engine::DeviceScheduler> device;
+  const Clock* clock = nullptr;
+};
+
+class LiveModelHost final : public ModelHost {
+ public:
+  struct Model {
+    std::string name, path, tokenizer_path;
+    engine::EngineOptions engine_options;
+    std::shared_ptr<model::Model> model;  // null while the file does not open
+    std::shared_ptr<const model::Tokenizer> tokenizer;
+    std::unique_ptr<TieredRegion> region;  // null when the weights are not one file mapping
+    int64_t weight_bytes = 0;
+    int64_t kv_bytes = 0;
+    std::string open_error;  // why the file did not open (empty when open)
+    KeptPrefix kept;
+    int64_t active_bytes() const { return weight_bytes + kv_bytes; }
+  };
+
+  explicit LiveModelHost(LiveHostOptions options);
+  ~LiveModelHost() override;
+
+  // Opens `spec`'s files (mmap, tokenizer, repacked image set aside); on failure the model is
+  // kept with open_error set. Call before the controller exists.
+  void add(const FleetModelSpec& spec);
+  int32_t size() const { return static_cast<int32_t>(models_.size()); }
+  Model& model(ModelIndex m) { return *models_[static_cast<size_t>(m)]; }
+  const Model& model(ModelIndex m) const { return *models_[static_cast<size_t>(m)]; }
+  void set_controller(FleetController* c) { controller_ = c; }
+  // Resolves each model's KV pool (after every add(); see FleetManager::create).
+  void size_kv_pools(int64_t active_budget_bytes);
+  // Thread-safe reads of what open() publishes (null / empty while the file does not open).
+  std::shared_ptr<model::Model> model_ptr(ModelIndex m) const;
+  std::shared_ptr<const model::Tokenizer> tokenizer_ptr(ModelIndex m) const;
+  std::string open_error(ModelIndex m) const;
+
+  // ModelHost.
+  void begin_move(ModelIndex m, Move move) override;
+  Status dispatch(ModelIndex m, engine::RequestId id) override;
+  void reject(ModelIndex m, engine::RequestId id, const Status& why) override;
+  ModelCosts costs(ModelIndex m) const override;
+
+  // The request's payload, before the controller admits it.
+  void stash(ModelIndex m, engine::RequestId id, engine::Request request, engine::EventSink sink,
+             int64_t submit_ns);
+  void forget(engine::RequestId id);  // a refused request: its sink is never called
+
+  std::optional<std::pair<ModelIndex, Move>> take_move();
+  Status carry_out(ModelIndex m, Move move);
+  // Installs the engine of a finished bring-up (or drops it on error), then tells the controller.
+  void complete_move(ModelIndex m, Move move, Status result);
+  std::vector<std::function<void()>> take_deferred();
+  // Feeds the controller the requests that finished on engine threads.
+  void drain_finished();
+  bool has_finished() const;
+
+  std::shared_ptr<engine::Engine> engine(ModelIndex m) const;
+  void cancel_running(ModelIndex m, engine::RequestId id);
+  // Takes every engine (for stop()).
+  std::vector<std::shared_ptr<engine::Engine>> take_engines();
+
+ private:
+  struct Payload {
+    ModelIndex model = 0;
+    engine::Request request;
+    engine::EventSink sink;
+    int64_t submit_ns = 0;
+  };
+  struct Finished {
+    ModelIndex model;
+    engine::RequestId id;
+    int64_t at_ns;
+    bool slo_met;
+  };
+  Status open(Model& s);
+  engine::EventSink wrap_sink(ModelIndex m, engine::RequestId id, int64_t submit_ns,
+                              engine::EventSink sink);
+
+  LiveHostOptions options_;
+  FleetController* controller_ = nullptr;
+  // Guards what open() publishes (model, tokenizer, region, sizes, open_error): a model that did
+  // not open at start is opened by a later load while other threads read.
+  mutable std::mutex open_mu_;
+  int64_t kv_share_ = -1;
+  std::vector<std::unique_ptr<Model>> models_;
+  // Controller-lock state.
+  std::vector<std::pair<ModelIndex, Move>> moves_;
+  std::vector<std::function<void()>> deferred_;
+  std::map<engine::RequestId, Payload> payloads_;
+  std::vector<std::shared_ptr<engine::Engine>> staged_;  // per model: being brought up / drained
+  // Engines of Active models (read by any thread).
+  mutable std::mutex engines_mu_;
+  std::vector<std::shared_ptr<engine::Engine>> engines_;
+  // Fleet id -> engine id of dispatched requests (leaf lock; sinks take it).
+  mutable std::mutex ids_mu_;
+  std::map<engine::RequestId, std::pair<ModelIndex, engine::RequestId>> running_;
+  // Requests finished on engine threads, not yet told to the controller (leaf lock).
+  mutable std::mutex finished_mu_;
+  std::vector<Finished> finished_;
+};
+
+}  // namespace tessera::fleet

@@ -23,16 +23,36 @@ bool parse_field(const std::string& s, double* v) {
   return parse_finite_double(s, *v);
 }
 
-// One gap with mean 1 and the window's shape.
-double unit_gap(const ServeGenWindow& w, Rng& rng) {
-  if (w.distribution == "Gamma") return draw_gamma(w.shape, rng) / w.shape;
-  if (w.distribution == "Weibull") {
-    const double mean = std::tgamma(1.0 + 1.0 / w.shape);
-    const double u = std::max(rng.uniform(), 1e-300);
-    return std::pow(-std::log(u), 1.0 / w.shape) / mean;
+enum class GapKind { kExponential, kGamma, kWeibull };
+
+// Draws gaps with mean 1 and one window's shape; the Weibull mean is computed once per window.
+class UnitGap {
+ public:
+  explicit UnitGap(const ServeGenWindow& w) : shape_(w.shape) {
+    if (w.distribution == "Gamma") {
+      kind_ = GapKind::kGamma;
+    } else if (w.distribution == "Weibull") {
+      kind_ = GapKind::kWeibull;
+      weibull_mean_ = std::tgamma(1.0 + 1.0 / w.shape);
+    }
   }
-  return draw_exponential(rng);
-}
+  double operator()(Rng& rng) const {
+    switch (kind_) {
+      case GapKind::kGamma: return draw_gamma(shape_, rng) / shape_;
+      case GapKind::kWeibull: {
+        const double u = std::max(rng.uniform(), 1e-300);
+        return std::pow(-std::log(u), 1.0 / shape_) / weibull_mean_;
+      }
+      case GapKind::kExponential: break;
+    }
+    return draw_exponential(rng);
+  }
+
+ private:
+  GapKind kind_ = GapKind::kExponential;
+  double shape_ = 1.0;
+  double weibull_mean_ = 1.0;
+};
 
 }  // namespace
 
@@ -70,6 +90,40 @@ Result<std::vector<ServeGenWindow>> load_servegen_client(const std::string& path
   return out;
 }
 
+int64_t append_window_arrivals(const ServeGenWindow& w, double rate_rps, double start_s,
+                               double length_s, Rng& rng, std::vector<double>& out) {
+  if (rate_rps <= 0.0) return 0;
+  // The window's count is its rate times its length (rounded at random, so sparse windows keep
+  // their mean); its burstiness comes from the gaps, drawn from the window's distribution and
+  // then scaled together so the count fits the window. (Drawing gaps until the window ends
+  // instead over-counts badly when the gaps are heavy-tailed: ServeGen's Weibull shapes go
+  // down to ~0.2, a coefficient of variation near 10.)
+  const double expected = rate_rps * length_s;
+  int64_t n = static_cast<int64_t>(std::floor(expected));
+  if (rng.uniform() < expected - static_cast<double>(n)) ++n;
+  if (n == 0) return 0;
+  // The n + 1 cumulative gaps go straight into `out` (no scratch vector per window), then are
+  // turned into times in place; the last one, the window's end, is dropped.
+  const size_t first = out.size();
+  const UnitGap gap(w);
+  double total = 0.0;
+  for (int64_t k = 0; k <= n; ++k) {
+    total += gap(rng);
+    out.push_back(total);
+  }
+  out.pop_back();
+  if (!(total > 0.0) || !std::isfinite(total)) {
+    // Every gap underflowed (a Gamma shape near 0) or overflowed: space the requests evenly.
+    for (int64_t k = 0; k < n; ++k) {
+      out[first + static_cast<size_t>(k)] =
+          start_s + length_s * static_cast<double>(k) / static_cast<double>(n + 1);
+    }
+    return n;
+  }
+  for (size_t k = first; k < out.size(); ++k) out[k] = start_s + length_s * out[k] / total;
+  return n;
+}
+
 double servegen_span_requests(const std::vector<ServeGenWindow>& windows,
                               const ServeGenReplayOptions& o) {
   double n = 0.0;
@@ -95,24 +149,7 @@ std::vector<double> servegen_arrivals(const std::vector<ServeGenWindow>& windows
     if (w.rate_rps <= 0.0) continue;
     const double rate = o.peak_rps * w.rate_rps / peak;  // replay requests per replay second
     const double start = static_cast<double>(i - begin) * replay_window;
-    // The window's count is its rate times its length (rounded at random, so sparse windows keep
-    // their mean); its burstiness comes from the gaps, drawn from the window's distribution and
-    // then scaled together so the count fits the window. (Drawing gaps until the window ends
-    // instead over-counts badly when the gaps are heavy-tailed: ServeGen's Weibull shapes go
-    // down to ~0.2, a coefficient of variation near 10.)
-    const double expected = rate * replay_window;
-    int64_t n = static_cast<int64_t>(std::floor(expected));
-    if (rng.uniform() < expected - static_cast<double>(n)) ++n;
-    if (n == 0) continue;
-    std::vector<double> cum(static_cast<size_t>(n) + 1);
-    double total = 0.0;
-    for (auto& c : cum) {
-      total += unit_gap(w, rng);
-      c = total;
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      out.push_back(start + replay_window * cum[static_cast<size_t>(k)] / total);
-    }
+    append_window_arrivals(w, rate, start, replay_window, rng, out);
   }
   return out;
 }

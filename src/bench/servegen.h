@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/base/rng.h"
 #include "tessera/base/status.h"
 
 namespace tessera::bench {
@@ -43,6 +44,15 @@ struct ServeGenReplayOptions {
 // traffic in the span.
 std::vector<double> servegen_arrivals(const std::vector<ServeGenWindow>& windows,
                                       const ServeGenReplayOptions& options);
+
+// One window's arrivals, the step servegen_arrivals() repeats per window and the simulator's
+// many-model workload calls directly: the count is rate_rps x length_s rounded at random (so
+// sparse windows keep their mean), and the times are placed by count + 1 gaps drawn from the
+// window's distribution (exponential when it names none) and scaled together to fit
+// [start_s, start_s + length_s). Appends the times, ascending, to `out` and returns how many.
+// Draws nothing from `rng` when rate_rps <= 0. Preconditions: length_s > 0.
+int64_t append_window_arrivals(const ServeGenWindow& window, double rate_rps, double start_s,
+                               double length_s, Rng& rng, std::vector<double>& out);
 
 // Requests in the span's windows (trace rates x window length), for picking clients.
 double servegen_span_requests(const std::vector<ServeGenWindow>& windows,

@@ -569,10 +569,9 @@ void FleetController::enforce_host_budget() {
 }
 
 int64_t FleetController::next_tick_ns() const {
-  const int64_t now = clock_->now_ns();
   int64_t next = IdlePolicy::kNever;
   for (const auto& e : models_) {
-    if (e->want_up) return now;
+    // (A wanted bring-up asks for its tick through the Timer when it can go.)
     const int64_t d = e->pending.earliest_deadline_ns();
     if (d >= 0) next = std::min(next, d);
   }

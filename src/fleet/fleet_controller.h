@@ -136,8 +136,9 @@ class FleetController {
 
   // One control pass at clock->now_ns().
   void tick();
-  // When the policies next want a tick (the earliest time a decision may change without new
-  // requests), or -1 when a policy cannot tell; at most one request deadline ahead.
+  // When the next tick is due without new events: the earliest queued request's deadline or
+  // policy decision (IdlePolicy::next_decision_ns); IdlePolicy::kNever when nothing is due; -1
+  // when a policy cannot tell. Bring-ups that can go now ask through the Timer instead.
   int64_t next_tick_ns() const;
 
   const MemoryBudget& budget() const { return budget_; }

@@ -1,0 +1,581 @@
+#include "tessera/sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "tessera/base/check.h"
+#include "tessera/base/clock.h"
+#include "tessera/fleet/fleet_controller.h"
+#include "tessera/fleet/hybrid_histogram_policy.h"
+#include "tessera/fleet/keep_alive_policy.h"
+#include "tessera/sim/event_queue.h"
+#include "tessera/sim/latency_histogram.h"
+#include "tessera/sim/replica_sim.h"
+#include "tessera/sim/sim_host.h"
+
+namespace tessera::sim {
+
+namespace {
+
+using fleet::ModelState;
+
+enum Kind : uint8_t { kArrival, kReplica, kMove, kTick };
+
+enum class Routing { kSpread, kPack };
+
+// A replica's cost stretched by the share of its node's compute that the busy models need
+// (pooled: models resident together time-share the accelerators).
+class StretchedCost final : public CostModel {
+ public:
+  explicit StretchedCost(std::shared_ptr<const CostModel> base) : base_(std::move(base)) {}
+  void set_stretch(double s) { stretch_ = s; }
+  std::string describe() const override { return base_->describe(); }
+  double step_s(const StepWork& w) const override { return base_->step_s(w) * stretch_; }
+  int64_t weight_bytes() const override { return base_->weight_bytes(); }
+  int64_t kv_bytes_per_token() const override { return base_->kv_bytes_per_token(); }
+  int64_t kv_capacity_tokens() const override { return base_->kv_capacity_tokens(); }
+  double load_s() const override { return base_->load_s(); }
+  double resume_s() const override { return base_->resume_s(); }
+  double suspend_s() const override { return base_->suspend_s(); }
+  int32_t accelerators() const override { return base_->accelerators(); }
+
+ private:
+  std::shared_ptr<const CostModel> base_;
+  double stretch_ = 1.0;
+};
+
+int64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+class Sim final : public SimHost::Driver {
+ public:
+  Sim(Workload& workload, const std::vector<SimModel>& models, const AcceleratorSpec& acc,
+      const SimOptions& o)
+      : workload_(workload), models_(models), acc_(acc), o_(o), clock_(0) {}
+
+  Result<SimResult> run();
+
+  // SimHost::Driver.
+  void start_move(int32_t slot, fleet::Move move, double seconds) override {
+    events_.push(now() + static_cast<int64_t>(std::llround(seconds * 1e9)), kMove, slot,
+                 static_cast<int64_t>(move));
+  }
+  Status dispatch(int32_t slot, engine::RequestId id) override;
+  void reject(int32_t slot, engine::RequestId id, const Status& why) override;
+
+ private:
+  struct Slot {
+    int32_t model = 0;
+    int32_t replica = 0;
+    int32_t node = 0;
+    fleet::ModelIndex local = 0;
+    int32_t tp = 1;
+    int64_t active_bytes = 0;
+    std::unique_ptr<StretchedCost> cost;
+    std::unique_ptr<ReplicaSim> replica_sim;
+    int32_t in_flight = 0;  // routed here, not finished
+    ModelState state = ModelState::kUnloaded;
+    int64_t scheduled_ns = -1;
+    bool busy = false;
+  };
+  struct Node {
+    std::unique_ptr<SimHost> host;
+    std::unique_ptr<fleet::FleetController> ctl;
+    int64_t tick_at = INT64_MAX;
+    int32_t accelerators = 0;  // pooled: the group; else 0
+    int64_t held_bytes = 0;
+    int32_t busy_tp = 0;
+  };
+  struct Req {
+    int64_t arrive = 0;
+    int64_t first = -1;
+    int32_t out = 1;
+    int32_t in = 1;
+    int32_t cached = 0;
+    int32_t slot = 0;
+  };
+  class NodeTimer final : public fleet::Timer {
+   public:
+    NodeTimer(Sim* sim, int32_t node) : sim_(sim), node_(node) {}
+    void wake_at(int64_t at_ns) override { sim_->schedule_tick(node_, at_ns); }
+
+   private:
+    Sim* sim_;
+    int32_t node_;
+  };
+
+  int64_t now() const { return clock_.now_ns(); }
+  Status build();
+  void schedule_tick(int32_t node, int64_t at_ns);
+  void reschedule_replica(int32_t slot);
+  int32_t route(int32_t model);
+  void on_arrival(const SimRequest& r);
+  void on_replica(int32_t slot);
+  void on_transition(int32_t node, const fleet::TransitionEvent& ev);
+  void set_in_use(int64_t t, int64_t accelerators_delta, int64_t bytes_delta);
+  void after_idle(int32_t slot);
+  void plan_tick(int32_t node);
+  void update_stretch(int32_t node);
+
+  Workload& workload_;
+  const std::vector<SimModel>& models_;
+  AcceleratorSpec acc_;
+  SimOptions o_;
+  FakeClock clock_;
+  EventQueue events_;
+  std::vector<Slot> slots_;
+  std::vector<std::vector<int32_t>> model_slots_;
+  std::vector<Node> nodes_;
+  std::vector<std::unique_ptr<NodeTimer>> timers_;
+  std::shared_ptr<const fleet::IdlePolicy> policy_;
+  Routing routing_ = Routing::kSpread;
+  bool pooled_ = false;
+  bool dedicated_ = false;
+  std::unordered_map<engine::RequestId, Req> live_;
+  engine::RequestId next_id_ = 1;
+  int64_t duration_ns_ = 0;
+  LatencyHistogram ttft_, tpot_;
+  SimResult result_;
+  // Accelerators (and active bytes) in use now, integrated over [0, duration).
+  int64_t in_use_ = 0;
+  int64_t held_bytes_ = 0;
+  int64_t acct_ns_ = 0;
+  double acc_seconds_ = 0.0;
+  double byte_seconds_ = 0.0;
+  std::vector<double> sample_acc_seconds_;
+};
+
+Status Sim::build() {
+  if (o_.policy == "dedicated") {
+    dedicated_ = true;
+  } else if (o_.policy == "keep-alive") {
+    policy_ = std::make_shared<fleet::FixedKeepAlivePolicy>(
+        static_cast<int64_t>(o_.keep_alive_s * 1e9));
+  } else if (o_.policy == "adaptive") {
+    fleet::HybridHistogramOptions h;
+    h.fallback_keep_alive_ns = static_cast<int64_t>(o_.keep_alive_s * 1e9);
+    policy_ = std::make_shared<fleet::HybridHistogramPolicy>(h);
+  } else if (o_.policy == "scaling" || o_.policy == "pooled") {
+    policy_ = std::make_shared<fleet::FixedKeepAlivePolicy>(
+        static_cast<int64_t>(o_.keep_alive_s * 1e9));
+    routing_ = Routing::kPack;
+    pooled_ = o_.policy == "pooled";
+  } else {
+    return invalid_argument(fmt::format(
+        "unknown policy '{}': expected dedicated, keep-alive, adaptive, scaling or pooled", o_.policy));
+  }
+  if (models_.size() != workload_.models().size()) {
+    return invalid_argument(fmt::format("{} simulated models for a workload of {}", models_.size(),
+                                        workload_.models().size()));
+  }
+  model_slots_.resize(models_.size());
+  for (size_t m = 0; m < models_.size(); ++m) {
+    const Deployment& d = models_[m].deployment;
+    if (d.replicas < 1 || !d.config.cost) {
+      return invalid_argument("model " + models_[m].name + " has no replicas or no cost model");
+    }
+    for (int32_t r = 0; r < d.replicas; ++r) {
+      Slot s;
+      s.model = static_cast<int32_t>(m);
+      s.replica = r;
+      s.tp = d.config.tp;
+      s.cost = std::make_unique<StretchedCost>(d.config.cost);
+      s.active_bytes = d.config.cost->weight_bytes() +
+                       d.config.cost->kv_capacity_tokens() * d.config.cost->kv_bytes_per_token();
+      s.replica_sim = std::make_unique<ReplicaSim>(*s.cost, d.config.limits());
+      model_slots_[m].push_back(static_cast<int32_t>(slots_.size()));
+      slots_.push_back(std::move(s));
+    }
+  }
+  // Nodes: one per model (own accelerators), or pooled groups filled first-fit by active bytes.
+  std::vector<std::vector<int32_t>> node_slots;
+  if (!pooled_) {
+    for (const auto& ms : model_slots_) node_slots.push_back(ms);
+  } else {
+    const double group_bytes = acc_.memory_bytes * o_.pool_accelerators;
+    std::vector<int32_t> order(slots_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return slots_[a].active_bytes > slots_[b].active_bytes;
+    });
+    std::vector<double> host_used;
+    for (int32_t s : order) {
+      if (static_cast<double>(slots_[s].active_bytes) > group_bytes || slots_[s].tp > o_.pool_accelerators) {
+        return invalid_argument(fmt::format("a replica of {} ({} accelerators, {:.1f} GB) does not fit "
+                                            "a pool node of {} {}",
+                                            models_[slots_[s].model].name, slots_[s].tp,
+                                            slots_[s].active_bytes * 1e-9, o_.pool_accelerators,
+                                            acc_.name));
+      }
+      const double w = static_cast<double>(slots_[s].cost->weight_bytes());
+      size_t n = 0;
+      for (; n < node_slots.size(); ++n) {
+        if (static_cast<int32_t>(node_slots[n].size()) < o_.pool_max_models &&
+            host_used[n] + w <= o_.host_memory_bytes) {
+          break;
+        }
+      }
+      if (n == node_slots.size()) {
+        node_slots.emplace_back();
+        host_used.push_back(0.0);
+      }
+      node_slots[n].push_back(s);
+      host_used[n] += w;
+    }
+  }
+  nodes_.resize(node_slots.size());
+  for (size_t n = 0; n < node_slots.size(); ++n) {
+    Node& node = nodes_[n];
+    node.host = std::make_unique<SimHost>(this);
+    timers_.push_back(std::make_unique<NodeTimer>(this, static_cast<int32_t>(n)));
+    std::vector<fleet::ControlledModel> cms;
+    for (int32_t s : node_slots[n]) {
+      Slot& slot = slots_[static_cast<size_t>(s)];
+      slot.node = static_cast<int32_t>(n);
+      slot.local = node.host->add(SimHost::Slot{s, slot.cost.get()});
+      fleet::ControlledModel cm;
+      cm.name = fmt::format("{}#{}", models_[slot.model].name, slot.replica);
+      cm.active_bytes = slot.active_bytes;
+      cm.weight_bytes = slot.cost->weight_bytes();
+      cm.ttft_slo_ns = o_.slo.ttft_ns;
+      cms.push_back(std::move(cm));
+    }
+    fleet::ControllerOptions co;
+    co.idle_policy = policy_;
+    co.request_deadline_ns = o_.request_deadline_ns;
+    if (pooled_) {
+      node.accelerators = o_.pool_accelerators;
+      co.active_budget_bytes = static_cast<int64_t>(acc_.memory_bytes * o_.pool_accelerators);
+    }
+    TS_ASSIGN_OR_RETURN(node.ctl, fleet::FleetController::create(std::move(cms), co, node.host.get(),
+                                                                 &clock_, timers_.back().get()));
+    const auto idx = static_cast<int32_t>(n);
+    node.ctl->add_listener([this, idx](const fleet::TransitionEvent& ev) { on_transition(idx, ev); });
+  }
+  return Status();
+}
+
+void Sim::set_in_use(int64_t t, int64_t accelerators_delta, int64_t bytes_delta) {
+  // Integrates the current level over [acct_ns_, t) clipped to [0, duration), then changes it.
+  const int64_t from = std::clamp<int64_t>(acct_ns_, 0, duration_ns_);
+  const int64_t to = std::clamp<int64_t>(t, 0, duration_ns_);
+  if (to > from) {
+    const double dt = static_cast<double>(to - from) * 1e-9;
+    acc_seconds_ += static_cast<double>(in_use_) * dt;
+    byte_seconds_ += static_cast<double>(held_bytes_) * dt;
+    // Per sample period.
+    const auto period = static_cast<int64_t>(o_.sample_period_s * 1e9);
+    int64_t a = from;
+    while (a < to) {
+      const int64_t bucket = a / period;
+      const int64_t end = std::min(to, (bucket + 1) * period);
+      if (static_cast<size_t>(bucket) >= sample_acc_seconds_.size()) {
+        sample_acc_seconds_.resize(static_cast<size_t>(bucket) + 1, 0.0);
+      }
+      sample_acc_seconds_[static_cast<size_t>(bucket)] +=
+          static_cast<double>(in_use_) * static_cast<double>(end - a) * 1e-9;
+      a = end;
+    }
+  }
+  acct_ns_ = std::max(acct_ns_, t);
+  in_use_ += accelerators_delta;
+  held_bytes_ += bytes_delta;
+}
+
+void Sim::on_transition(int32_t n, const fleet::TransitionEvent& ev) {
+  Node& node = nodes_[static_cast<size_t>(n)];
+  const fleet::ModelIndex local = node.ctl->find(ev.model);
+  Slot& s = slots_[static_cast<size_t>(node.host->slot(local).global)];
+  s.state = ev.to;
+  switch (ev.to) {
+    case ModelState::kLoading: ++result_.loads; break;
+    case ModelState::kResuming: ++result_.resumes; break;
+    case ModelState::kSuspending: ++result_.suspends; break;
+    case ModelState::kEvicted: ++result_.evictions; break;
+    default: break;
+  }
+  const bool was = fleet::holds_active_memory(ev.from);
+  const bool is = fleet::holds_active_memory(ev.to);
+  if (was != is) {
+    const int64_t sign = is ? 1 : -1;
+    if (!pooled_) {
+      set_in_use(ev.at_ns, sign * s.tp, sign * s.active_bytes);
+    } else {
+      const auto acc_bytes = static_cast<int64_t>(acc_.memory_bytes);
+      auto used = [&](int64_t bytes) {
+        return std::min<int64_t>(node.accelerators, (bytes + acc_bytes - 1) / acc_bytes);
+      };
+      const int64_t before = used(node.held_bytes);
+      node.held_bytes += sign * s.active_bytes;
+      set_in_use(ev.at_ns, used(node.held_bytes) - before, sign * s.active_bytes);
+    }
+  }
+  if (o_.record_transitions ||
+      static_cast<int64_t>(result_.transitions.size()) < o_.max_trace_events) {
+    result_.transitions.push_back(SimTransition{ev.at_ns * 1e-9, ev.model,
+                                                std::string(fleet::model_state_name(ev.from)),
+                                                std::string(fleet::model_state_name(ev.to)),
+                                                ev.reason});
+  }
+}
+
+void Sim::schedule_tick(int32_t n, int64_t at_ns) {
+  Node& node = nodes_[static_cast<size_t>(n)];
+  at_ns = std::max(at_ns, now());
+  if (at_ns >= node.tick_at) return;
+  node.tick_at = at_ns;
+  events_.push(at_ns, kTick, n);
+}
+
+void Sim::reschedule_replica(int32_t slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  const int64_t t = s.replica_sim->next_event_ns();
+  if (t == ReplicaSim::kNever || t == s.scheduled_ns) return;
+  s.scheduled_ns = t;
+  events_.push(t, kReplica, slot);
+}
+
+void Sim::update_stretch(int32_t n) {
+  if (!pooled_) return;
+  Node& node = nodes_[static_cast<size_t>(n)];
+  const double stretch = std::max(1.0, static_cast<double>(node.busy_tp) / node.accelerators);
+  for (int32_t m = 0; m < node.host->slots(); ++m) {
+    slots_[static_cast<size_t>(node.host->slot(m).global)].cost->set_stretch(stretch);
+  }
+}
+
+Status Sim::dispatch(int32_t slot, engine::RequestId id) {
+  auto it = live_.find(id);
+  TS_CHECK(it != live_.end());
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (!s.busy) {
+    s.busy = true;
+    nodes_[static_cast<size_t>(s.node)].busy_tp += s.tp;
+    update_stretch(s.node);
+  }
+  s.replica_sim->add(id, now(), it->second.in, it->second.out, it->second.cached);
+  reschedule_replica(slot);
+  return Status();
+}
+
+void Sim::reject(int32_t slot, engine::RequestId id, const Status& /*why*/) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  ++result_.refused;
+  ttft_.add(static_cast<double>(now() - it->second.arrive) * 1e-9);
+  live_.erase(it);
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  --s.in_flight;
+  if (s.in_flight == 0) after_idle(slot);
+}
+
+int32_t Sim::route(int32_t model) {
+  const auto& ss = model_slots_[static_cast<size_t>(model)];
+  const int32_t cap = models_[static_cast<size_t>(model)].deployment.config.max_running;
+  int32_t best = -1;
+  for (int32_t i : ss) {
+    const Slot& s = slots_[static_cast<size_t>(i)];
+    if (s.state != ModelState::kActive || s.in_flight >= cap) continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    const int32_t b = slots_[static_cast<size_t>(best)].in_flight;
+    if (routing_ == Routing::kSpread ? s.in_flight < b : s.in_flight > b) best = i;
+  }
+  if (best >= 0) return best;
+  for (int32_t i : ss) {  // one on its way up with room
+    const Slot& s = slots_[static_cast<size_t>(i)];
+    if ((s.state == ModelState::kLoading || s.state == ModelState::kResuming) && s.in_flight < cap) {
+      return i;
+    }
+  }
+  // Bring another up: the cheapest to bring back first (suspended, then cold).
+  for (ModelState want : {ModelState::kSuspended, ModelState::kSuspending, ModelState::kEvicted,
+                          ModelState::kUnloaded, ModelState::kFailed}) {
+    for (int32_t i : ss) {
+      if (slots_[static_cast<size_t>(i)].state == want) return i;
+    }
+  }
+  // Everything is up and full: the least loaded queues it.
+  best = ss.front();
+  for (int32_t i : ss) {
+    if (slots_[static_cast<size_t>(i)].in_flight < slots_[static_cast<size_t>(best)].in_flight) best = i;
+  }
+  return best;
+}
+
+void Sim::on_arrival(const SimRequest& r) {
+  ++result_.requests;
+  const int32_t slot = route(r.model);
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  const engine::RequestId id = next_id_++;
+  live_[id] = Req{now(), -1, std::max(1, r.output_tokens), std::max(1, r.input_tokens),
+                  std::max(0, r.prefix_tokens), slot};
+  ++s.in_flight;
+  Node& node = nodes_[static_cast<size_t>(s.node)];
+  Status why;
+  if (node.ctl->submit(s.local, id, &why) == fleet::Admission::kRefused) {
+    // The controller counted it; the request is gone.
+    auto it = live_.find(id);
+    if (it != live_.end()) {
+      ++result_.refused;
+      live_.erase(it);
+    }
+    --s.in_flight;
+  }
+}
+
+void Sim::after_idle(int32_t slot) {
+  // The slot went idle: its idle policy's clock starts.
+  plan_tick(slots_[static_cast<size_t>(slot)].node);
+}
+
+void Sim::plan_tick(int32_t n) {
+  // The next tick the node's controller needs with no new event (a policy's next decision or a
+  // queued request's deadline); a policy that cannot tell is ticked periodically.
+  const int64_t t = nodes_[static_cast<size_t>(n)].ctl->next_tick_ns();
+  if (t < 0) {
+    schedule_tick(n, now() + static_cast<int64_t>(o_.tick_fallback_s * 1e9));
+  } else if (t != fleet::IdlePolicy::kNever) {
+    schedule_tick(n, std::max(t, now() + 1));
+  }
+}
+
+void Sim::on_replica(int32_t slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  s.scheduled_ns = -1;
+  std::vector<ReplicaEvent> out;
+  s.replica_sim->advance(now(), out);
+  Node& node = nodes_[static_cast<size_t>(s.node)];
+  for (const ReplicaEvent& e : out) {
+    auto it = live_.find(e.id);
+    if (it == live_.end()) continue;
+    Req& q = it->second;
+    if (e.kind == ReplicaEvent::kFirstToken) {
+      q.first = e.t_ns;
+      continue;
+    }
+    const int64_t first = q.first >= 0 ? q.first : e.t_ns;
+    const double ttft = static_cast<double>(first - q.arrive) * 1e-9;
+    ttft_.add(ttft);
+    if (q.out > 1) tpot_.add(static_cast<double>(e.t_ns - first) * 1e-9 / (q.out - 1));
+    const bool met = first - q.arrive <= o_.slo.ttft_ns;
+    ++result_.served;
+    if (met) ++result_.slo_met;
+    node.ctl->finished(s.local, e.id, met, e.t_ns);
+    live_.erase(it);
+    --s.in_flight;
+  }
+  if (s.replica_sim->idle() && s.busy) {
+    s.busy = false;
+    node.busy_tp -= s.tp;
+    update_stretch(s.node);
+  }
+  if (s.in_flight == 0) after_idle(slot);
+  reschedule_replica(slot);
+}
+
+Result<SimResult> Sim::run() {
+  const auto wall0 = std::chrono::steady_clock::now();
+  TS_RETURN_IF_ERROR(build());
+  duration_ns_ = static_cast<int64_t>(workload_.duration_s() * 1e9);
+  const auto warmup = static_cast<int64_t>(o_.warmup_s * 1e9);
+  clock_.set_ns(-warmup);
+  acct_ns_ = -warmup;
+  // First replicas (dedicated: all of them) load before traffic starts.
+  for (size_t m = 0; m < model_slots_.size(); ++m) {
+    for (int32_t i : model_slots_[m]) {
+      const Slot& s = slots_[static_cast<size_t>(i)];
+      if (!dedicated_ && s.replica > 0) break;
+      (void)nodes_[static_cast<size_t>(s.node)].ctl->load(s.local, "start");
+    }
+  }
+  SimRequest next;
+  bool have = workload_.next(next);
+  if (have) events_.push(next.t_ns, kArrival, 0);
+  const int64_t end = duration_ns_ + static_cast<int64_t>(o_.tail_s * 1e9);
+  int64_t n_events = 0;
+  while (!events_.empty()) {
+    const SimEvent e = events_.pop();
+    if (e.t_ns > end) break;
+    clock_.set_ns(std::max(now(), e.t_ns));
+    ++n_events;
+    switch (e.kind) {
+      case kArrival:
+        on_arrival(next);
+        have = workload_.next(next);
+        if (have) events_.push(std::max(next.t_ns, now()), kArrival, 0);
+        break;
+      case kReplica:
+        if (slots_[static_cast<size_t>(e.a)].scheduled_ns == e.t_ns) on_replica(e.a);
+        break;
+      case kMove: {
+        const Slot& s = slots_[static_cast<size_t>(e.a)];
+        nodes_[static_cast<size_t>(s.node)].ctl->move_done(s.local, Status());
+        plan_tick(s.node);
+        break;
+      }
+      case kTick: {
+        Node& node = nodes_[static_cast<size_t>(e.a)];
+        if (node.tick_at != e.t_ns) break;
+        node.tick_at = INT64_MAX;
+        node.ctl->tick();
+        plan_tick(e.a);
+        break;
+      }
+      default: break;
+    }
+  }
+  // Requests still in flight at the end count as missing the SLO.
+  result_.refused += static_cast<int64_t>(live_.size());
+  set_in_use(std::max(now(), duration_ns_), 0, 0);
+  result_.policy = o_.policy;
+  result_.duration_s = static_cast<double>(duration_ns_) * 1e-9;
+  result_.models = static_cast<int64_t>(models_.size());
+  result_.slots = static_cast<int64_t>(slots_.size());
+  for (const SimModel& m : models_) result_.dedicated_accelerators += m.deployment.accelerators();
+  result_.dedicated_accelerator_hours =
+      static_cast<double>(result_.dedicated_accelerators) * result_.duration_s / 3600.0;
+  result_.accelerator_hours = acc_seconds_ / 3600.0;
+  result_.memory_gb_hours = byte_seconds_ * 1e-9 / 3600.0;
+  double busy = 0.0;
+  for (const Slot& s : slots_) busy += s.replica_sim->busy_s() * s.tp;
+  result_.busy_accelerator_hours = busy / 3600.0;
+  for (const Node& n : nodes_) {
+    for (int32_t m = 0; m < n.ctl->size(); ++m) result_.cold_starts += n.ctl->status(m).cold_starts;
+  }
+  result_.ttft_p50_s = ttft_.quantile(0.50);
+  result_.ttft_p99_s = ttft_.quantile(0.99);
+  result_.ttft_mean_s = ttft_.mean();
+  result_.tpot_p50_s = tpot_.quantile(0.50);
+  result_.tpot_p99_s = tpot_.quantile(0.99);
+  for (double a : sample_acc_seconds_) result_.accelerators_in_use.push_back(a / o_.sample_period_s);
+  result_.events = n_events;
+  result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  result_.peak_rss_bytes = peak_rss_bytes();
+  return std::move(result_);
+}
+
+}  // namespace
+
+Result<SimResult> run_simulation(Workload& workload, const std::vector<SimModel>& models,
+                                 const AcceleratorSpec& accelerator, const SimOptions& options) {
+  Sim sim(workload, models, accelerator, options);
+  return sim.run();
+}
+
+}  // namespace tessera::sim

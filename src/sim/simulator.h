@@ -1,0 +1,99 @@
+// Simulator: a discrete-event simulation of a fleet serving many models, driving the live
+// fleet's own FleetController and idle policies (fleet/) over SimHost, with each model replica
+// simulated by ReplicaSim under its cost model, and traffic from a Workload.
+//
+// A model has up to `replicas` replica slots (its deployment, deployment_search.h); each slot is
+// one model in a FleetController (lifecycle, queue, policies, budgets). How slots share hardware
+// and which slot a request goes to make the policies compared:
+//   dedicated   every slot Active all day on its own accelerators (the baseline)
+//   keep-alive  own accelerators; a slot idle for keep_alive_s is suspended (released) and
+//               resumed by the next request; requests spread over the model's Active slots
+//   adaptive    as keep-alive under the hybrid-histogram policy (pre-warm + learned keep-alive)
+//   scaling     demand-driven replicas: requests pack onto the fewest Active slots below their
+//               batch limit, a slot comes up when all are full, and idle slots go after the
+//               keep-alive (scale-to-zero included)
+//   pooled      scaling, and the slots of many models share accelerator groups (nodes of
+//               pool_accelerators): one controller per node with the group's memory as its
+//               active budget evicts by expected cold-start cost (ColdStartCostEviction); models
+//               resident together time-share the group token by token (as Aegaeon does),
+//               approximated by stretching each step by the share of the group's compute that
+//               the busy models need
+// Accelerator-hours count the accelerators held: a slot's tp while it holds active memory
+// (Loading, Active, Suspending, Resuming); a pooled node's ceil(active bytes / accelerator memory)
+// of its group. Time runs from -warmup (first replicas load before traffic starts at 0, not
+// counted) to the workload's end plus a drain tail; accounting covers [0, duration).
+// Thread-safety: run_simulation() is a pure function of its inputs (deterministic).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/sim/accelerator.h"
+#include "tessera/sim/deployment_search.h"
+#include "tessera/sim/workload.h"
+
+namespace tessera::sim {
+
+struct SimModel {
+  std::string name;
+  std::string shape;     // for reports
+  Deployment deployment; // serving config and the replicas it may use (dedicated: all of them)
+};
+
+struct SimOptions {
+  std::string policy = "keep-alive";  // dedicated | keep-alive | adaptive | scaling | pooled
+  double keep_alive_s = 300.0;        // keep-alive, scaling, pooled; adaptive's fallback
+  SloTargets slo;
+  int32_t pool_accelerators = 8;      // pooled: accelerators per node
+  int32_t pool_max_models = 32;       // pooled: slots per node at most
+  double host_memory_bytes = 2e12;    // per node (pooled) for suspended weights
+  int64_t request_deadline_ns = 60'000'000'000;
+  double tick_fallback_s = 10.0;      // when a policy cannot tell when it next decides
+  double sample_period_s = 600.0;     // accelerators-in-use time series
+  double warmup_s = 600.0;
+  double tail_s = 600.0;              // after the last arrival, for in-flight requests
+  int64_t max_trace_events = 0;       // Chrome trace of lifecycle moves (0: none)
+  bool record_transitions = false;    // keep every lifecycle transition (tests, small runs)
+};
+
+// One lifecycle move as the Chrome trace (and tests) see it.
+struct SimTransition {
+  double t_s = 0.0;
+  std::string slot;  // "model#replica"
+  std::string from, to, reason;
+};
+
+struct SimResult {
+  std::string policy;
+  double duration_s = 0.0;
+  int64_t models = 0, slots = 0;
+  int64_t dedicated_accelerators = 0;  // sum over models of replicas x tp
+  double accelerator_hours = 0.0;
+  double dedicated_accelerator_hours = 0.0;  // dedicated_accelerators x duration
+  double busy_accelerator_hours = 0.0;       // accelerators x time their replica computed
+  double utilization() const {
+    return accelerator_hours > 0 ? busy_accelerator_hours / accelerator_hours : 0.0;
+  }
+  double memory_gb_hours = 0.0;              // active bytes held x time
+  int64_t requests = 0, served = 0, refused = 0, slo_met = 0;
+  double slo_attainment() const {
+    return requests > 0 ? static_cast<double>(slo_met) / static_cast<double>(requests) : 0.0;
+  }
+  double ttft_p50_s = 0, ttft_p99_s = 0, ttft_mean_s = 0;
+  double tpot_p50_s = 0, tpot_p99_s = 0;
+  int64_t cold_starts = 0, loads = 0, resumes = 0, suspends = 0, evictions = 0;
+  int64_t events = 0;
+  double wall_s = 0.0;
+  int64_t peak_rss_bytes = 0;
+  std::vector<double> accelerators_in_use;  // mean over each sample period
+  std::vector<SimTransition> transitions;   // record_transitions / max_trace_events
+};
+
+// Errors: kInvalidArgument for an unknown policy, models that do not match the workload's, a
+// model with no replicas or a slot that does not fit a pool node.
+Result<SimResult> run_simulation(Workload& workload, const std::vector<SimModel>& models,
+                                 const AcceleratorSpec& accelerator, const SimOptions& options);
+
+}  // namespace tessera::sim

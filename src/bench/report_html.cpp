@@ -3,29 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tessera/bench/html_text.h"
 #include "tessera/bench/serve_printer.h"
 
 namespace tessera::bench {
 namespace {
 
-// Escapes text for HTML element content and for embedding inside <script> (no "</").
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-std::string script_safe(std::string s) {
-  for (size_t p = 0; (p = s.find("</", p)) != std::string::npos; p += 3) s.replace(p, 2, "<\\/");
-  return s;
-}
 
 nlohmann::json cdf(std::vector<double> v_ms) {
   nlohmann::json pts = nlohmann::json::array();

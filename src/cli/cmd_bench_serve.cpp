@@ -33,9 +33,6 @@
 #include "tessera/bench/trace.h"
 #include "tessera/engine/engine.h"
 
-#ifndef TESSERA_CHARTJS_DEFAULT
-#define TESSERA_CHARTJS_DEFAULT ""
-#endif
 
 namespace tessera::cli {
 namespace {
@@ -208,14 +205,6 @@ Result<double> parse_rate(const std::string& s) {
   return v[0];
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int run_bench_serve(const ServeArgs& a) {
   const bool sweep = a.scenario == "sweep";
   bench::TestSettings base;
@@ -364,12 +353,8 @@ int run_bench_serve(const ServeArgs& a) {
       mlperf += bench::format_mlperf_summary(p, target->name) + "\n";
     }
     if (st.is_ok()) st = bench::write_text_file(dir + "mlperf_log_summary.txt", mlperf);
-    std::string chartjs_path = a.chartjs;
-    if (chartjs_path.empty()) {
-      const char* env = std::getenv("TESSERA_CHARTJS");
-      chartjs_path = env ? env : TESSERA_CHARTJS_DEFAULT;
-    }
-    const std::string chartjs = chartjs_path.empty() ? "" : read_file(chartjs_path);
+    std::string chartjs_path;
+    const std::string chartjs = load_chart_js(a.chartjs, &chartjs_path);
     if (chartjs.empty()) {
       std::fprintf(stderr,
                    "tessera: chart.js not found (%s): report.html has tables only; run "

@@ -1,11 +1,19 @@
 #include "common.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include <cstdio>
 
 #include "tessera/model/architecture.h"
 #include "tessera/model/format/model_file.h"
+
+#ifndef TESSERA_CHARTJS_DEFAULT
+#define TESSERA_CHARTJS_DEFAULT ""
+#endif
 
 namespace tessera::cli {
 
@@ -32,6 +40,21 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_path,
   }
   out.tokenizer = std::move(t).value();
   return out;
+}
+
+std::string load_chart_js(const std::string& flag_path, std::string* used) {
+  std::string path = flag_path;
+  if (path.empty()) {
+    const char* env = std::getenv("TESSERA_CHARTJS");
+    path = env != nullptr ? env : TESSERA_CHARTJS_DEFAULT;
+  }
+  if (used != nullptr) *used = path;
+  if (path.empty()) return "";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace tessera::cli

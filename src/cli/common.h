@@ -25,4 +25,9 @@ struct LoadedModel {
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_path,
                                              const std::string& tokenizer_path);
 
+// Chart.js (UMD) to inline in an HTML report: from `flag_path`, else $TESSERA_CHARTJS, else the
+// npm cache scripts/fetch-chartjs.sh fills. Empty when none is readable; `*used` (optional) gets
+// the path tried.
+std::string load_chart_js(const std::string& flag_path, std::string* used = nullptr);
+
 }  // namespace tessera::cli

@@ -8,8 +8,9 @@ ModelActivity& ActivityTracker::get(const std::string& model) {
   return it->second;
 }
 
-void ActivityTracker::on_arrival(const std::string& model, int64_t t_ns) {
-  ModelActivity& a = get(model);
+void ActivityTracker::on_arrival(const std::string& model, int64_t t_ns) { arrive(get(model), t_ns); }
+
+void ActivityTracker::arrive(ModelActivity& a, int64_t t_ns) {
   if (a.in_flight == 0 && a.idle_since_ns >= 0) a.idle.add(t_ns - a.idle_since_ns);
   ++a.in_flight;
   ++a.n_arrivals;
@@ -19,8 +20,11 @@ void ActivityTracker::on_arrival(const std::string& model, int64_t t_ns) {
 
 void ActivityTracker::on_completion(const std::string& model, int64_t t_ns) {
   auto it = models_.find(model);
-  if (it == models_.end() || it->second.in_flight == 0) return;
-  ModelActivity& a = it->second;
+  if (it != models_.end()) complete(it->second, t_ns);
+}
+
+void ActivityTracker::complete(ModelActivity& a, int64_t t_ns) {
+  if (a.in_flight == 0) return;  // unmatched
   if (--a.in_flight == 0) a.idle_since_ns = t_ns;
 }
 

@@ -38,6 +38,13 @@ class ActivityTracker {
   // A request for `model` finished (any outcome) at `t_ns`. Unmatched completions are ignored.
   void on_completion(const std::string& model, int64_t t_ns);
 
+  // The model's activity record, created if new; the reference stays valid for the tracker's
+  // lifetime, so a caller that observes one model often (the controller) keeps it and calls the
+  // two below instead of looking the name up each time.
+  ModelActivity& track(const std::string& model) { return get(model); }
+  static void arrive(ModelActivity& a, int64_t t_ns);
+  static void complete(ModelActivity& a, int64_t t_ns);
+
   // The model's activity, or nullptr if it has never been observed.
   const ModelActivity* find(const std::string& model) const;
   const HistogramOptions& histogram_options() const { return options_; }

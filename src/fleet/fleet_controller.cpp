@@ -24,6 +24,7 @@ std::string_view move_name(Move m) {
 struct FleetController::Entry {
   ControlledModel spec;
   std::unique_ptr<ModelLifecycle> lifecycle;
+  ModelActivity* activity = nullptr;  // its record in activity_ (stable)
   bool moving = false;
   Move move = Move::kLoad;
   int64_t move_started_ns = 0;
@@ -99,6 +100,10 @@ Result<std::unique_ptr<FleetController>> FleetController::create(
       entry->holding = holds_active_memory(ev.to);
     });
     e->acct_ns = clock->now_ns();
+    e->activity = &c->activity_.track(spec.name);
+    ModelView v;
+    v.name = spec.name;
+    c->view_.models.push_back(std::move(v));
     e->spec = std::move(spec);
     c->models_.push_back(std::move(e));
   }
@@ -163,17 +168,16 @@ const IdlePolicy* FleetController::policy_of(const Entry& e) const {
   return e.spec.idle_policy ? e.spec.idle_policy.get() : options_.idle_policy.get();
 }
 
-FleetView FleetController::view() const {
-  FleetView v;
+const FleetView& FleetController::view() const {
+  // Refreshed in place (the names were set once): the simulator asks for it on every tick.
+  FleetView& v = view_;
   v.now_ns = clock_->now_ns();
   v.active_budget_bytes = budget_.capacity();
   v.host_budget_bytes = options_.host_budget_bytes;
-  v.models.reserve(models_.size());
   for (size_t i = 0; i < models_.size(); ++i) {
     const Entry& e = *models_[i];
     const ModelCosts c = host_->costs(static_cast<ModelIndex>(i));
-    ModelView m;
-    m.name = e.spec.name;
+    ModelView& m = v.models[i];
     m.state = e.lifecycle->state();
     m.state_since_ns = e.lifecycle->state_since_ns();
     m.active_bytes = e.spec.active_bytes;
@@ -182,20 +186,19 @@ FleetView FleetController::view() const {
     m.reload_cost_s = std::max(m.resume_cost_s, c.reload_estimate_s);
     // A model with a move in flight is not the policies' to move again.
     m.pinned = e.spec.pinned || e.moving;
-    v.models.push_back(std::move(m));
   }
   return v;
 }
 
 void FleetController::note_arrival(Entry& e, int64_t now_ns, bool cold) {
-  activity_.on_arrival(e.spec.name, now_ns);
+  ActivityTracker::arrive(*e.activity, now_ns);
   e.integrate(now_ns);
   ++e.in_flight;
   if (cold) ++e.cold_starts;
 }
 
 void FleetController::note_completion(Entry& e, int64_t now_ns, bool slo_met) {
-  activity_.on_completion(e.spec.name, now_ns);
+  ActivityTracker::complete(*e.activity, now_ns);
   e.integrate(now_ns);
   e.in_flight = std::max(0, e.in_flight - 1);
   ++e.finished;
@@ -515,7 +518,7 @@ void FleetController::apply_idle_policies() {
   if (policies.empty()) return;
   std::vector<Decision> decisions;
   {
-    const FleetView v = view();
+    const FleetView& v = view();
     for (const IdlePolicy* p : policies) {
       for (Decision& d : p->decide(v, activity_)) {
         const ModelIndex m = find(d.model);
@@ -583,7 +586,7 @@ int64_t FleetController::next_tick_ns() const {
     }
   }
   if (!policies.empty()) {
-    const FleetView v = view();
+    const FleetView& v = view();
     for (const IdlePolicy* p : policies) {
       const int64_t t = p->next_decision_ns(v, activity_);
       if (t < 0) return -1;

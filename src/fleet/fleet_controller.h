@@ -143,7 +143,8 @@ class FleetController {
 
   const MemoryBudget& budget() const { return budget_; }
   const ActivityTracker& activity() const { return activity_; }
-  FleetView view() const;
+  // A snapshot at now (valid until the next call into the controller).
+  const FleetView& view() const;
   const ControllerOptions& options() const { return options_; }
 
  private:
@@ -176,6 +177,7 @@ class FleetController {
   ColdStartCostEviction eviction_;
   ActivityTracker activity_;
   std::vector<std::unique_ptr<Entry>> models_;
+  mutable FleetView view_;
 };
 
 }  // namespace tessera::fleet

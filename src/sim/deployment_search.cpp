@@ -22,6 +22,7 @@ namespace {
 struct ProbeResult {
   double ttft_p99_s = 0.0;
   double tpot_mean_s = 0.0;
+  double in_flight = 0.0;  // mean requests in flight (sum of latencies / span)
 };
 
 ProbeResult probe_rate(const CostModel& cost, const ReplicaLimits& limits,
@@ -38,21 +39,29 @@ ProbeResult probe_rate(const CostModel& cost, const ReplicaLimits& limits,
   std::vector<double> ttft;
   double tpot_sum = 0.0;
   int64_t tpot_n = 0;
+  double latency_sum = 0.0;
+  int64_t last_finish = 0;
   auto handle = [&] {
     for (const ReplicaEvent& e : events) {
       Req& q = reqs[e.id];
       if (e.kind == ReplicaEvent::kFirstToken) {
         q.first = e.t_ns;
         ttft.push_back(static_cast<double>(q.first - q.arrive) * 1e-9);
-      } else if (q.out > 1) {
-        tpot_sum += static_cast<double>(e.t_ns - q.first) * 1e-9 / (q.out - 1);
-        ++tpot_n;
+      } else {
+        latency_sum += static_cast<double>(e.t_ns - q.arrive) * 1e-9;
+        last_finish = std::max(last_finish, e.t_ns);
+        if (q.out > 1) {
+          tpot_sum += static_cast<double>(e.t_ns - q.first) * 1e-9 / (q.out - 1);
+          ++tpot_n;
+        }
       }
     }
     events.clear();
   };
   for (size_t i = 0; i < reqs.size(); ++i) {
-    t += bench::draw_exponential(rng) / rate;
+    // Gamma gaps with mean 1/rate and CV probe.cv (shape 1/cv^2).
+    const double shape = 1.0 / (probe.cv * probe.cv);
+    t += (probe.cv == 1.0 ? bench::draw_exponential(rng) : bench::draw_gamma(shape, rng) / shape) / rate;
     const auto now = static_cast<int64_t>(t * 1e9);
     while (r.next_event_ns() <= now) {
       r.advance(r.next_event_ns(), events);
@@ -74,6 +83,7 @@ ProbeResult probe_rate(const CostModel& cost, const ReplicaLimits& limits,
     p.ttft_p99_s = ttft[k];
   }
   p.tpot_mean_s = tpot_n > 0 ? tpot_sum / static_cast<double>(tpot_n) : 0.0;
+  p.in_flight = last_finish > 0 ? latency_sum / (static_cast<double>(last_finish) * 1e-9) : 0.0;
   return p;
 }
 
@@ -86,7 +96,7 @@ bool meets(const ProbeResult& p, const SloTargets& slo) {
 
 double replica_capacity_rps(const CostModel& cost, const ReplicaLimits& limits,
                             const LengthSampler& lengths, const SloTargets& slo,
-                            const ProbeOptions& probe) {
+                            const ProbeOptions& probe, double* in_flight) {
   // A rate so low that requests never overlap: if that misses, nothing meets the SLO.
   double lo = 1e-3;
   if (!meets(probe_rate(cost, limits, lengths, lo, probe), slo)) return 0.0;
@@ -102,6 +112,9 @@ double replica_capacity_rps(const CostModel& cost, const ReplicaLimits& limits,
     } else {
       hi = mid;
     }
+  }
+  if (in_flight != nullptr) {
+    *in_flight = std::max(1.0, probe_rate(cost, limits, lengths, lo, probe).in_flight);
   }
   return lo;
 }
@@ -125,7 +138,7 @@ Result<std::vector<ServingConfig>> search_configs(const ModelShape& shape,
       sc.tp = tp;
       sc.max_running = b;
       sc.cost = c;
-      sc.capacity_rps = replica_capacity_rps(*c, sc.limits(), lengths, slo, probe);
+      sc.capacity_rps = replica_capacity_rps(*c, sc.limits(), lengths, slo, probe, &sc.target_in_flight);
       if (sc.capacity_rps > 0) out.push_back(std::move(sc));
     }
   }
@@ -153,7 +166,8 @@ Result<ServingConfig> naive_config(const ModelShape& shape, const AcceleratorSpe
     sc.tp = tp;
     sc.max_running = 256;
     sc.cost = std::shared_ptr<const CostModel>(std::move(cost).value());
-    sc.capacity_rps = replica_capacity_rps(*sc.cost, sc.limits(), lengths, slo, probe);
+    sc.capacity_rps =
+        replica_capacity_rps(*sc.cost, sc.limits(), lengths, slo, probe, &sc.target_in_flight);
     if (sc.capacity_rps <= 0) {
       return invalid_argument(fmt::format("{} on {} at tp {}: a lone request misses the SLO",
                                           shape.name, accelerator.name, tp));

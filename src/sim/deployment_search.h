@@ -2,8 +2,9 @@
 // an accelerator kind, find the serving configuration - tensor-parallel degree and batch limit
 // (max running requests) - and the replica count that meet the SLO at a model's peak rate with
 // the fewest accelerators. A configuration's capacity is measured, not guessed: ReplicaSim runs
-// Poisson traffic with the workload's request lengths at increasing rates, and the capacity is
-// the highest rate whose p99 TTFT and mean TPOT stay within the SLO (bisection).
+// bursty traffic (gamma gaps, ProbeOptions::cv) with the workload's request lengths at
+// increasing rates, and the capacity is the highest rate whose p99 TTFT and mean TPOT stay within
+// the SLO (bisection).
 // Thread-safety: pure functions; CapacityCache is not synchronized (one owner thread).
 #pragma once
 
@@ -31,21 +32,28 @@ struct ServingConfig {
   int32_t tp = 1;
   int32_t max_running = 256;
   double capacity_rps = 0.0;  // one replica, within the SLO
+  // Requests in flight on one replica at that rate (Little's law over the probe): a router sends
+  // a replica no more than this before it brings up another.
+  double target_in_flight = 1.0;
   std::shared_ptr<const CostModel> cost;
   ReplicaLimits limits() const;
 };
 
 struct ProbeOptions {
   int32_t requests = 1500;  // per rate probed
+  // Coefficient of variation of the probe's inter-arrival gaps (gamma; 1 is Poisson). ServeGen's
+  // windows have a median CV of 1.2 and a rate-weighted median of 3.1: capacity measured under
+  // Poisson overstates what a replica holds within the SLO under real bursts.
+  double cv = 3.0;
   int32_t bisection_steps = 12;
   uint64_t seed = 1;
 };
 
-// The highest Poisson rate (requests/s) one replica serves within `slo`; 0 when even a lone
-// request misses it.
+// The highest rate (requests/s, gaps of CV probe.cv) one replica serves within `slo`; 0 when
+// even a lone request misses it.
 double replica_capacity_rps(const CostModel& cost, const ReplicaLimits& limits,
                             const LengthSampler& lengths, const SloTargets& slo,
-                            const ProbeOptions& probe = {});
+                            const ProbeOptions& probe = {}, double* in_flight = nullptr);
 
 // Every (tp, max_running) that fits the accelerator, each with its capacity, cheapest
 // accelerators-per-rps first. `tps` and `batch_limits` are the candidates.

@@ -5,33 +5,17 @@
 #include <cstdint>
 #include <map>
 
+#include "tessera/bench/html_text.h"
 #include "tessera/bench/table.h"
 
 namespace tessera::sim {
 namespace {
 
 using nlohmann::json;
+using bench::html_escape;
+using bench::script_safe;
 using bench::strprintf;
 
-// The same escaping as bench/report_html.cpp's private helpers (which this layer cannot reach):
-// text for element content and attributes, and code or data inside <script> (no "</").
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-std::string script_safe(std::string s) {
-  for (size_t p = 0; (p = s.find("</", p)) != std::string::npos; p += 3) s.replace(p, 2, "<\\/");
-  return s;
-}
 // JSON for a <script type="application/json"> block: '<' only occurs inside JSON strings, where
 // \u003c reads back as the same character, so no "</script" or "<!--" can end the block early.
 std::string json_in_script(const json& j) {

@@ -71,7 +71,7 @@ class Sim final : public SimHost::Driver {
   // SimHost::Driver.
   void start_move(int32_t slot, fleet::Move move, double seconds) override {
     events_.push(now() + static_cast<int64_t>(std::llround(seconds * 1e9)), kMove, slot,
-                 static_cast<int64_t>(move));
+                 static_cast<int32_t>(move));
   }
   Status dispatch(int32_t slot, engine::RequestId id) override;
   void reject(int32_t slot, engine::RequestId id, const Status& why) override;
@@ -106,6 +106,7 @@ class Sim final : public SimHost::Driver {
     int32_t in = 1;
     int32_t cached = 0;
     int32_t slot = 0;
+    bool live = false;
   };
   class NodeTimer final : public fleet::Timer {
    public:
@@ -144,8 +145,33 @@ class Sim final : public SimHost::Driver {
   Routing routing_ = Routing::kSpread;
   bool pooled_ = false;
   bool dedicated_ = false;
-  std::unordered_map<engine::RequestId, Req> live_;
-  engine::RequestId next_id_ = 1;
+  // Requests in flight, in a slab: a request's id is its index + 1 (ids are reused once it ends).
+  std::vector<Req> reqs_;
+  std::vector<engine::RequestId> free_ids_;
+  int64_t live_ = 0;
+  Req* find_req(engine::RequestId id) {
+    if (id == 0 || id > reqs_.size() || !reqs_[id - 1].live) return nullptr;
+    return &reqs_[id - 1];
+  }
+  engine::RequestId new_req(const Req& r) {
+    engine::RequestId id;
+    if (!free_ids_.empty()) {
+      id = free_ids_.back();
+      free_ids_.pop_back();
+      reqs_[id - 1] = r;
+    } else {
+      reqs_.push_back(r);
+      id = reqs_.size();
+    }
+    reqs_[id - 1].live = true;
+    ++live_;
+    return id;
+  }
+  void end_req(engine::RequestId id) {
+    reqs_[id - 1].live = false;
+    free_ids_.push_back(id);
+    --live_;
+  }
   int64_t duration_ns_ = 0;
   LatencyHistogram ttft_, tpot_;
   SimResult result_;
@@ -211,7 +237,7 @@ Status Sim::build() {
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
       return slots_[a].active_bytes > slots_[b].active_bytes;
     });
-    std::vector<double> host_used;
+    std::vector<double> host_used, active_used;
     for (int32_t s : order) {
       if (static_cast<double>(slots_[s].active_bytes) > group_bytes || slots_[s].tp > o_.pool_accelerators) {
         return invalid_argument(fmt::format("a replica of {} ({} accelerators, {:.1f} GB) does not fit "
@@ -221,19 +247,23 @@ Status Sim::build() {
                                             acc_.name));
       }
       const double w = static_cast<double>(slots_[s].cost->weight_bytes());
+      const auto act = static_cast<double>(slots_[s].active_bytes);
       size_t n = 0;
       for (; n < node_slots.size(); ++n) {
         if (static_cast<int32_t>(node_slots[n].size()) < o_.pool_max_models &&
-            host_used[n] + w <= o_.host_memory_bytes) {
+            host_used[n] + w <= o_.host_memory_bytes &&
+            active_used[n] + act <= o_.pool_overcommit * group_bytes) {
           break;
         }
       }
       if (n == node_slots.size()) {
         node_slots.emplace_back();
         host_used.push_back(0.0);
+        active_used.push_back(0.0);
       }
       node_slots[n].push_back(s);
       host_used[n] += w;
+      active_used[n] += act;
     }
   }
   nodes_.resize(node_slots.size());
@@ -358,25 +388,25 @@ void Sim::update_stretch(int32_t n) {
 }
 
 Status Sim::dispatch(int32_t slot, engine::RequestId id) {
-  auto it = live_.find(id);
-  TS_CHECK(it != live_.end());
+  const Req* q = find_req(id);
+  TS_CHECK(q != nullptr);
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (!s.busy) {
     s.busy = true;
     nodes_[static_cast<size_t>(s.node)].busy_tp += s.tp;
     update_stretch(s.node);
   }
-  s.replica_sim->add(id, now(), it->second.in, it->second.out, it->second.cached);
+  s.replica_sim->add(id, now(), q->in, q->out, q->cached);
   reschedule_replica(slot);
   return Status();
 }
 
 void Sim::reject(int32_t slot, engine::RequestId id, const Status& /*why*/) {
-  auto it = live_.find(id);
-  if (it == live_.end()) return;
+  const Req* q = find_req(id);
+  if (q == nullptr) return;
   ++result_.refused;
-  ttft_.add(static_cast<double>(now() - it->second.arrive) * 1e-9);
-  live_.erase(it);
+  ttft_.add(static_cast<double>(now() - q->arrive) * 1e-9);
+  end_req(id);
   Slot& s = slots_[static_cast<size_t>(slot)];
   --s.in_flight;
   if (s.in_flight == 0) after_idle(slot);
@@ -384,7 +414,10 @@ void Sim::reject(int32_t slot, engine::RequestId id, const Status& /*why*/) {
 
 int32_t Sim::route(int32_t model) {
   const auto& ss = model_slots_[static_cast<size_t>(model)];
-  const int32_t cap = models_[static_cast<size_t>(model)].deployment.config.max_running;
+  // A replica takes requests up to what it serves within the SLO; past that another comes up.
+  const ServingConfig& config = models_[static_cast<size_t>(model)].deployment.config;
+  const auto cap = static_cast<int32_t>(std::clamp<double>(std::ceil(config.target_in_flight), 1.0,
+                                                           config.max_running));
   int32_t best = -1;
   for (int32_t i : ss) {
     const Slot& s = slots_[static_cast<size_t>(i)];
@@ -422,18 +455,17 @@ void Sim::on_arrival(const SimRequest& r) {
   ++result_.requests;
   const int32_t slot = route(r.model);
   Slot& s = slots_[static_cast<size_t>(slot)];
-  const engine::RequestId id = next_id_++;
-  live_[id] = Req{now(), -1, std::max(1, r.output_tokens), std::max(1, r.input_tokens),
-                  std::max(0, r.prefix_tokens), slot};
+  const engine::RequestId id = new_req(Req{now(), -1, std::max(1, r.output_tokens),
+                                            std::max(1, r.input_tokens),
+                                            std::max(0, r.prefix_tokens), slot, false});
   ++s.in_flight;
   Node& node = nodes_[static_cast<size_t>(s.node)];
   Status why;
   if (node.ctl->submit(s.local, id, &why) == fleet::Admission::kRefused) {
     // The controller counted it; the request is gone.
-    auto it = live_.find(id);
-    if (it != live_.end()) {
+    if (find_req(id) != nullptr) {
       ++result_.refused;
-      live_.erase(it);
+      end_req(id);
     }
     --s.in_flight;
   }
@@ -462,9 +494,9 @@ void Sim::on_replica(int32_t slot) {
   s.replica_sim->advance(now(), out);
   Node& node = nodes_[static_cast<size_t>(s.node)];
   for (const ReplicaEvent& e : out) {
-    auto it = live_.find(e.id);
-    if (it == live_.end()) continue;
-    Req& q = it->second;
+    Req* qp = find_req(e.id);
+    if (qp == nullptr) continue;
+    Req& q = *qp;
     if (e.kind == ReplicaEvent::kFirstToken) {
       q.first = e.t_ns;
       continue;
@@ -477,7 +509,7 @@ void Sim::on_replica(int32_t slot) {
     ++result_.served;
     if (met) ++result_.slo_met;
     node.ctl->finished(s.local, e.id, met, e.t_ns);
-    live_.erase(it);
+    end_req(e.id);
     --s.in_flight;
   }
   if (s.replica_sim->idle() && s.busy) {
@@ -541,7 +573,7 @@ Result<SimResult> Sim::run() {
     }
   }
   // Requests still in flight at the end count as missing the SLO.
-  result_.refused += static_cast<int64_t>(live_.size());
+  result_.refused += live_;
   set_in_use(std::max(now(), duration_ns_), 0, 0);
   result_.policy = o_.policy;
   result_.duration_s = static_cast<double>(duration_ns_) * 1e-9;

@@ -48,6 +48,9 @@ struct SimOptions {
   SloTargets slo;
   int32_t pool_accelerators = 8;      // pooled: accelerators per node
   int32_t pool_max_models = 32;       // pooled: slots per node at most
+  // pooled: the active bytes of the slots placed on a node, over the node's memory, at most
+  // (how many models share it, only some of them resident at a time).
+  double pool_overcommit = 2.0;
   double host_memory_bytes = 2e12;    // per node (pooled) for suspended weights
   int64_t request_deadline_ns = 60'000'000'000;
   double tick_fallback_s = 10.0;      // when a policy cannot tell when it next decides

@@ -281,6 +281,7 @@ TEST(SimulatorTest, PooledNodesStayWithinTheirMemory) {
   o.policy = "pooled";
   o.pool_accelerators = 2;
   o.pool_max_models = 10;
+  o.pool_overcommit = 10.0;  // all ten on one node
   o.keep_alive_s = 30;
   o.warmup_s = 0;
   o.record_transitions = true;

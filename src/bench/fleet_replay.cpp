@@ -9,8 +9,7 @@
 #include "tessera/base/clock.h"
 #include "tessera/base/rng.h"
 #include "tessera/bench/stats.h"
-#include "tessera/fleet/hybrid_histogram_policy.h"
-#include "tessera/fleet/keep_alive_policy.h"
+#include "tessera/fleet/idle_policy.h"
 
 namespace tessera::bench {
 
@@ -34,16 +33,12 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     return static_cast<int64_t>(trace_s / o.time_scale * 1e9);
   };
   fo.histogram.bin_width_ns = std::max<int64_t>(scaled_ns(60.0), 1'000'000);  // 1 trace minute
-  if (o.policy == "fixed") {
-    fo.idle_policy = std::make_shared<fleet::FixedKeepAlivePolicy>(scaled_ns(o.keep_alive_s));
-  } else if (o.policy == "adaptive") {
-    fleet::HybridHistogramOptions ho;
-    ho.fallback_keep_alive_ns = scaled_ns(o.keep_alive_s);
-    fo.idle_policy = std::make_shared<fleet::HybridHistogramPolicy>(ho);
-  } else if (o.policy != "always-on") {
+  if (o.policy != "always-on" && o.policy != "fixed" && o.policy != "adaptive") {
     return invalid_argument("fleet replay: policy must be always-on, fixed or adaptive, not '" +
                             o.policy + "'");
   }
+  TS_ASSIGN_OR_RETURN(fo.idle_policy,
+                      fleet::make_idle_policy({o.policy, o.keep_alive_s / o.time_scale}));
   if (o.shared_device) {
     engine::DeviceSchedulerOptions dso;
     dso.n_threads = o.threads;

@@ -125,7 +125,9 @@ Result<ResumeBenchResult> run_resume_bench(const ResumeBenchOptions& o) {
   for (int rep = 0; rep < o.reps; ++rep) {
     TS_ASSIGN_OR_RETURN(double warm, time_first_token(*f, name, o.prompt_tokens, n_vocab));
     res.warm_ttft_s.push_back(warm);
+    const int64_t s0 = real_clock()->now_ns();
     TS_RETURN_IF_ERROR(f->suspend(name, "bench"));
+    res.suspend_s.push_back(static_cast<double>(real_clock()->now_ns() - s0) * 1e-9);
     TS_ASSIGN_OR_RETURN(double host, time_first_token(*f, name, o.prompt_tokens, n_vocab));
     res.host_ttft_s.push_back(host);
     res.host_resume_s.push_back(f->status(name)->last_bring_up_s);

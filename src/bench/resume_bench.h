@@ -39,6 +39,7 @@ struct ResumeBenchResult {
   std::vector<double> warm_ttft_s;      // per repetition
   std::vector<double> host_ttft_s;
   std::vector<double> host_resume_s;    // Resuming -> Active, inside host_ttft_s
+  std::vector<double> suspend_s;        // an idle model's suspend() (prefix export, tier move)
   std::vector<double> disk_ttft_s;
   std::vector<double> disk_resume_s;    // Loading -> Active after evict
   std::vector<double> disk_read_s;      // one cold sequential read of the file

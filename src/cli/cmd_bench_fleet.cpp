@@ -3,6 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <tuple>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -34,6 +38,7 @@ struct FleetBenchArgs {
   int parallel = 2;
   bool no_shared_device = false;
   bool json = false;
+  std::string arrivals_out;  // the schedule replayed, for `tessera sim --schedule`
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -128,6 +133,21 @@ int run_bench_fleet(FleetBenchArgs a) {
     fm.arrivals_s = bench::servegen_arrivals((*clients)[m].second, ro);
     fm.source = (*clients)[m].first;
     a.run.models.push_back(std::move(fm));
+  }
+  if (!a.arrivals_out.empty()) {
+    // Every request in time order: what `tessera sim --schedule` replays to compare with this run.
+    std::vector<std::tuple<double, size_t>> all;
+    for (size_t m = 0; m < a.run.models.size(); ++m) {
+      for (double t : a.run.models[m].arrivals_s) all.emplace_back(t, m);
+    }
+    std::sort(all.begin(), all.end());
+    std::ofstream out(a.arrivals_out);
+    out << "model,t_s,input_tokens,output_tokens\n";
+    for (const auto& [t, m] : all) {
+      out << a.run.models[m].spec.name << "," << fmt::format("{:.6f}", t) << ","
+          << a.run.prompt_tokens << "," << a.run.max_tokens << "\n";
+    }
+    if (!out) return fail("cannot write " + a.arrivals_out);
   }
   if (!a.json) {
     std::printf("fleet replay: %zu models, ServeGen %s windows %lld..%lld (10 min each) compressed "
@@ -245,6 +265,9 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
   c->add_flag("--no-shared-device", a->no_shared_device,
               "Give each model its own thread pool instead of one shared device (comparison)");
   c->add_flag("--json", a->json, "Print a JSON record");
+  c->add_option("--arrivals-out", a->arrivals_out,
+                "Write the arrival schedule (model,t_s,input_tokens,output_tokens) for `tessera sim "
+                "--schedule`");
   c->callback([&run, a] { run = [a] { return run_bench_fleet(*a); }; });
 }
 

@@ -46,6 +46,7 @@ int run_bench_resume(ResumeArgs a) {
         {"warm_ttft_s", res.warm_ttft_s},
         {"host_ttft_s", res.host_ttft_s},
         {"host_resume_s", res.host_resume_s},
+        {"suspend_s", res.suspend_s},
         {"disk_ttft_s", res.disk_ttft_s},
         {"disk_resume_s", res.disk_resume_s},
         {"disk_read_s", res.disk_read_s},

@@ -22,6 +22,7 @@
 #include "tessera/sim/deployment_search.h"
 #include "tessera/sim/sim_report.h"
 #include "tessera/sim/simulator.h"
+#include "tessera/sim/workload_schedule.h"
 #include "tessera/sim/workload_servegen.h"
 #include "tessera/sim/workload_trace.h"
 
@@ -32,6 +33,7 @@ namespace {
 struct SimArgs {
   std::string servegen = "../shared/traces/servegen";
   std::string trace;  // a recorded trace instead of ServeGen
+  std::string schedule;  // an exact schedule (`bench fleet --arrivals-out`) instead
   int64_t models = 1000;
   double hours = 6.0;
   double rate_scale = 0.01;
@@ -49,8 +51,12 @@ struct SimArgs {
   std::string bench_record;   // measured costs: `bench model --json`
   std::string resume_record;  // and `bench resume --json`
   int32_t max_running = 0;    // measured costs: the engine's batch limit
+  bool shared_device = false;
+  int64_t active_bytes = 0;   // measured costs: weights + KV pool of one replica (the KV from it)
+  double schedule_s = 0.0;  // --schedule: the span (0: to the last arrival)
   std::string policies = "all";
   double keep_alive_s = 300.0;
+  double histogram_bin_s = 60.0;
   double headroom = 1.0;
   double ttft_slo_s = 2.0;
   double tpot_slo_s = 0.1;
@@ -81,6 +87,7 @@ Result<std::unique_ptr<sim::Workload>> make_workload(const SimArgs& a) {
   }
   lengths.max_input_tokens = a.max_input;
   lengths.max_output_tokens = a.max_output;
+  if (!a.schedule.empty()) return sim::make_schedule_workload(a.schedule, a.schedule_s);
   if (!a.trace.empty()) {
     sim::TraceWorkloadOptions t;
     t.path = a.trace;
@@ -161,8 +168,20 @@ int run_sim(const SimArgs& a) {
       if (!rr.is_ok()) return fail(rr.status());
       if (Status s = sim::apply_resume_record(*rr, mo); !s.is_ok()) return fail(s);
     }
+    // The KV pool: the tokens that make up --active-bytes past the weights, else 64k.
+    mo.kv_capacity_tokens = 65536;
     auto cost = sim::measured_cost_from_json(*rec, mo);
     if (!cost.is_ok()) return fail(cost.status().with_context(a.bench_record));
+    if (a.active_bytes > 0) {
+      const int64_t kv = a.active_bytes - (*cost)->weight_bytes();
+      if (kv <= 0 || (*cost)->kv_bytes_per_token() <= 0) {
+        return fail(fmt::format("--active-bytes {} is not above the weights ({} bytes)",
+                                a.active_bytes, (*cost)->weight_bytes()));
+      }
+      mo.kv_capacity_tokens = std::max<int64_t>(1, kv / (*cost)->kv_bytes_per_token());
+      cost = sim::measured_cost_from_json(*rec, mo);
+      if (!cost.is_ok()) return fail(cost.status().with_context(a.bench_record));
+    }
     sim::ServingConfig c;
     c.tp = 1;
     c.max_running = a.max_running > 0 ? a.max_running : 256;
@@ -216,6 +235,8 @@ int run_sim(const SimArgs& a) {
     sim::SimOptions so;
     so.policy = p == "search" ? "dedicated" : p;
     so.keep_alive_s = a.keep_alive_s;
+    so.shared_device = a.shared_device;
+    so.histogram.bin_width_ns = std::max<int64_t>(1'000'000, static_cast<int64_t>(a.histogram_bin_s * 1e9));
     so.slo = slo;
     so.pool_accelerators = a.pool_accelerators;
     so.pool_max_models = a.pool_max_models;
@@ -282,6 +303,10 @@ void add_sim_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--servegen", a->servegen, "ServeGen traces (a root or one category folder)")
       ->capture_default_str();
   cmd->add_option("--trace", a->trace, "Replay one recorded trace (azure, mooncake, splitwise) instead");
+  cmd->add_option("--schedule", a->schedule,
+                  "Replay an exact schedule (`tessera bench fleet --arrivals-out`) instead");
+  cmd->add_option("--schedule-span", a->schedule_s,
+                  "--schedule: seconds simulated (0: to the last arrival + 1 s)");
   cmd->add_option("--models", a->models, "Models (ServeGen clients replayed with day offsets)")
       ->capture_default_str();
   cmd->add_option("--hours", a->hours, "Simulated hours")->capture_default_str();
@@ -301,9 +326,15 @@ void add_sim_command(CLI::App& app, RunFn& run) {
                   "This machine's costs: a `tessera bench model --json` record (every model one replica)");
   cmd->add_option("--resume-record", a->resume_record, "With --bench-record: a `bench resume --json` record");
   cmd->add_option("--max-running", a->max_running, "With --bench-record: the engine's batch limit");
+  cmd->add_flag("--shared-device", a->shared_device,
+                "Every replica time-shares one device (as `serve --models` does on one machine)");
+  cmd->add_option("--active-bytes", a->active_bytes,
+                  "With --bench-record: weights + KV pool of a replica (as the live fleet reports)");
   cmd->add_option("--policy", a->policies,
                   "all, or a comma list of dedicated, search, keep-alive, adaptive, scaling, pooled")
       ->capture_default_str();
+  cmd->add_option("--histogram-bin", a->histogram_bin_s,
+                  "adaptive: idle-time histogram bin, seconds (240 bins)")->capture_default_str();
   cmd->add_option("--headroom", a->headroom,
                   "Replicas are sized for this multiple of a model's busiest 10-minute rate")
       ->capture_default_str();

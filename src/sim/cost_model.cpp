@@ -360,6 +360,9 @@ Status apply_resume_record(const nlohmann::json& rec, MeasuredCostOptions& optio
   }
   options.weight_bytes = rec["weight_bytes"].get<int64_t>();
   options.resume_s = median_of(rec["host_resume_s"]);
+  if (rec.contains("suspend_s") && rec["suspend_s"].is_array() && !rec["suspend_s"].empty()) {
+    options.suspend_s = median_of(rec["suspend_s"]);
+  }
   if (rec.contains("disk_resume_s") && rec["disk_resume_s"].is_array() &&
       !rec["disk_resume_s"].empty()) {
     options.load_s = median_of(rec["disk_resume_s"]);

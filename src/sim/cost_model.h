@@ -153,8 +153,9 @@ struct MeasuredCostOptions {
 Result<std::unique_ptr<CostModel>> measured_cost_from_json(const nlohmann::json& bench_model_record,
                                                            const MeasuredCostOptions& options);
 
-// Fills weight_bytes, resume_s (median host_resume_s) and load_s (median disk_resume_s, when the
-// disk tier ran) from a `tessera bench resume --json` record; suspend_s is left as it is.
+// Fills weight_bytes, resume_s (median host_resume_s), suspend_s (median suspend_s, when recorded)
+// and load_s (median disk_resume_s, when the disk tier ran) from a `tessera bench resume --json`
+// record.
 // Errors: kInvalidArgument when weight_bytes or host_resume_s is missing or empty.
 Status apply_resume_record(const nlohmann::json& bench_resume_record, MeasuredCostOptions& options);
 

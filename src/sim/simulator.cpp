@@ -13,8 +13,7 @@
 #include "tessera/base/check.h"
 #include "tessera/base/clock.h"
 #include "tessera/fleet/fleet_controller.h"
-#include "tessera/fleet/hybrid_histogram_policy.h"
-#include "tessera/fleet/keep_alive_policy.h"
+#include "tessera/fleet/idle_policy.h"
 #include "tessera/sim/event_queue.h"
 #include "tessera/sim/latency_histogram.h"
 #include "tessera/sim/replica_sim.h"
@@ -145,6 +144,7 @@ class Sim final : public SimHost::Driver {
   Routing routing_ = Routing::kSpread;
   bool pooled_ = false;
   bool dedicated_ = false;
+  int32_t busy_slots_ = 0;
   // Requests in flight, in a slab: a request's id is its index + 1 (ids are reused once it ends).
   std::vector<Req> reqs_;
   std::vector<engine::RequestId> free_ids_;
@@ -185,18 +185,19 @@ class Sim final : public SimHost::Driver {
 };
 
 Status Sim::build() {
+  // The idle policies come from the one factory the live server uses (fleet/idle_policy.h).
+  auto make = [&](const char* kind) -> Status {
+    TS_ASSIGN_OR_RETURN(policy_, fleet::make_idle_policy(fleet::IdlePolicySettings{kind, o_.keep_alive_s}));
+    return Status();
+  };
   if (o_.policy == "dedicated") {
     dedicated_ = true;
   } else if (o_.policy == "keep-alive") {
-    policy_ = std::make_shared<fleet::FixedKeepAlivePolicy>(
-        static_cast<int64_t>(o_.keep_alive_s * 1e9));
+    TS_RETURN_IF_ERROR(make("fixed"));
   } else if (o_.policy == "adaptive") {
-    fleet::HybridHistogramOptions h;
-    h.fallback_keep_alive_ns = static_cast<int64_t>(o_.keep_alive_s * 1e9);
-    policy_ = std::make_shared<fleet::HybridHistogramPolicy>(h);
+    TS_RETURN_IF_ERROR(make("adaptive"));
   } else if (o_.policy == "scaling" || o_.policy == "pooled") {
-    policy_ = std::make_shared<fleet::FixedKeepAlivePolicy>(
-        static_cast<int64_t>(o_.keep_alive_s * 1e9));
+    TS_RETURN_IF_ERROR(make("fixed"));
     routing_ = Routing::kPack;
     pooled_ = o_.policy == "pooled";
   } else {
@@ -285,6 +286,7 @@ Status Sim::build() {
     }
     fleet::ControllerOptions co;
     co.idle_policy = policy_;
+    co.histogram = o_.histogram;
     co.request_deadline_ns = o_.request_deadline_ns;
     if (pooled_) {
       node.accelerators = o_.pool_accelerators;
@@ -379,6 +381,13 @@ void Sim::reschedule_replica(int32_t slot) {
 }
 
 void Sim::update_stretch(int32_t n) {
+  if (o_.shared_device) {
+    // One device time-shared iteration by iteration (engine::DeviceScheduler): with k replicas
+    // busy each gets every k-th iteration, so its steps take k times as long.
+    const double stretch = std::max(1, busy_slots_);
+    for (Slot& s : slots_) s.cost->set_stretch(stretch);
+    return;
+  }
   if (!pooled_) return;
   Node& node = nodes_[static_cast<size_t>(n)];
   const double stretch = std::max(1.0, static_cast<double>(node.busy_tp) / node.accelerators);
@@ -394,6 +403,7 @@ Status Sim::dispatch(int32_t slot, engine::RequestId id) {
   if (!s.busy) {
     s.busy = true;
     nodes_[static_cast<size_t>(s.node)].busy_tp += s.tp;
+    ++busy_slots_;
     update_stretch(s.node);
   }
   s.replica_sim->add(id, now(), q->in, q->out, q->cached);
@@ -515,6 +525,7 @@ void Sim::on_replica(int32_t slot) {
   if (s.replica_sim->idle() && s.busy) {
     s.busy = false;
     node.busy_tp -= s.tp;
+    --busy_slots_;
     update_stretch(s.node);
   }
   if (s.in_flight == 0) after_idle(slot);
@@ -525,7 +536,14 @@ Result<SimResult> Sim::run() {
   const auto wall0 = std::chrono::steady_clock::now();
   TS_RETURN_IF_ERROR(build());
   duration_ns_ = static_cast<int64_t>(workload_.duration_s() * 1e9);
-  const auto warmup = static_cast<int64_t>(o_.warmup_s * 1e9);
+  // Warm start: the first replicas' loads begin early enough to be done at 0 (the longest load),
+  // so traffic meets them Active as a freshly started server's would.
+  double warmup_s = o_.warmup_s;
+  if (warmup_s < 0) {
+    warmup_s = 0.0;
+    for (const Slot& s : slots_) warmup_s = std::max(warmup_s, s.cost->load_s());
+  }
+  const auto warmup = static_cast<int64_t>(std::ceil(warmup_s * 1e9));
   clock_.set_ns(-warmup);
   acct_ns_ = -warmup;
   // First replicas (dedicated: all of them) load before traffic starts.

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tessera/base/status.h"
+#include "tessera/fleet/idle_time_histogram.h"
 #include "tessera/sim/accelerator.h"
 #include "tessera/sim/deployment_search.h"
 #include "tessera/sim/workload.h"
@@ -45,6 +46,7 @@ struct SimModel {
 struct SimOptions {
   std::string policy = "keep-alive";  // dedicated | keep-alive | adaptive | scaling | pooled
   double keep_alive_s = 300.0;        // keep-alive, scaling, pooled; adaptive's fallback
+  fleet::HistogramOptions histogram;  // the idle-time histograms the adaptive policy learns
   SloTargets slo;
   int32_t pool_accelerators = 8;      // pooled: accelerators per node
   int32_t pool_max_models = 32;       // pooled: slots per node at most
@@ -55,7 +57,10 @@ struct SimOptions {
   int64_t request_deadline_ns = 60'000'000'000;
   double tick_fallback_s = 10.0;      // when a policy cannot tell when it next decides
   double sample_period_s = 600.0;     // accelerators-in-use time series
-  double warmup_s = 600.0;
+  double warmup_s = -1.0;  // before traffic; -1: the longest load (models come up at ~0)
+  // Every replica time-shares one compute device (the live fleet's shared DeviceScheduler):
+  // steps stretch by the number of busy replicas.
+  bool shared_device = false;
   double tail_s = 600.0;              // after the last arrival, for in-flight requests
   int64_t max_trace_events = 0;       // Chrome trace of lifecycle moves (0: none)
   bool record_transitions = false;    // keep every lifecycle transition (tests, small runs)

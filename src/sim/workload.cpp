@@ -64,4 +64,41 @@ WorkloadSummary summarize(Workload& workload, double window_s) {
   return s;
 }
 
+namespace {
+
+class InMemoryWorkload final : public Workload {
+ public:
+  InMemoryWorkload(std::vector<WorkloadModel> models, std::vector<SimRequest> requests,
+                double duration_s, std::string description)
+      : models_(std::move(models)),
+        requests_(std::move(requests)),
+        duration_s_(duration_s),
+        description_(std::move(description)) {}
+
+  const std::vector<WorkloadModel>& models() const override { return models_; }
+  double duration_s() const override { return duration_s_; }
+  std::string describe() const override { return description_; }
+  bool next(SimRequest& out) override {
+    if (pos_ == requests_.size()) return false;
+    out = requests_[pos_++];
+    return true;
+  }
+
+ private:
+  std::vector<WorkloadModel> models_;
+  std::vector<SimRequest> requests_;
+  double duration_s_;
+  std::string description_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_in_memory_workload(std::vector<WorkloadModel> models,
+                                                  std::vector<SimRequest> requests,
+                                                  double duration_s, std::string description) {
+  return std::make_unique<InMemoryWorkload>(std::move(models), std::move(requests), duration_s,
+                                            std::move(description));
+}
+
 }  // namespace tessera::sim

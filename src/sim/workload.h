@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,12 @@ class Workload {
   // One line for logs and reports: source, models, span, scaling, seed, lengths.
   virtual std::string describe() const = 0;
 };
+
+// A workload over requests already in memory (a recorded trace, a schedule, a test's script).
+// Preconditions: `requests` ascending by t_ns (ties by model), every model index valid.
+std::unique_ptr<Workload> make_in_memory_workload(std::vector<WorkloadModel> models,
+                                                  std::vector<SimRequest> requests,
+                                                  double duration_s, std::string description);
 
 // Counts of a drained stream, for tests and for a simulator's sizing pass.
 struct WorkloadSummary {

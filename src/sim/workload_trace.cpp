@@ -55,31 +55,6 @@ class PrefixTrie {
   int64_t next_node_ = 0;
 };
 
-class TraceWorkload final : public Workload {
- public:
-  TraceWorkload(std::vector<WorkloadModel> models, std::vector<SimRequest> requests,
-                double duration_s, std::string description)
-      : models_(std::move(models)),
-        requests_(std::move(requests)),
-        duration_s_(duration_s),
-        description_(std::move(description)) {}
-
-  const std::vector<WorkloadModel>& models() const override { return models_; }
-  double duration_s() const override { return duration_s_; }
-  std::string describe() const override { return description_; }
-  bool next(SimRequest& out) override {
-    if (pos_ == requests_.size()) return false;
-    out = requests_[pos_++];
-    return true;
-  }
-
- private:
-  std::vector<WorkloadModel> models_;
-  std::vector<SimRequest> requests_;
-  double duration_s_;
-  std::string description_;
-  size_t pos_ = 0;
-};
 
 Status validate(const TraceWorkloadOptions& o) {
   const auto bad = [](std::string why) { return invalid_argument("trace workload: " + why); };
@@ -204,8 +179,7 @@ Result<std::unique_ptr<Workload>> make_trace_workload(const TraceWorkloadOptions
       o.max_input_tokens > 0 || o.max_output_tokens > 0
           ? fmt::format(", lengths clipped to {}+{}", o.max_input_tokens, o.max_output_tokens)
           : std::string());
-  return std::unique_ptr<Workload>(
-      new TraceWorkload(std::move(models), std::move(sorted), duration_s, description));
+  return make_in_memory_workload(std::move(models), std::move(sorted), duration_s, description);
 }
 
 }  // namespace tessera::sim

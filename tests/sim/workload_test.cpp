@@ -18,6 +18,7 @@
 
 #include "tessera/bench/trace.h"
 #include "tessera/sim/workload_lengths.h"
+#include "tessera/sim/workload_schedule.h"
 #include "tessera/sim/workload_servegen.h"
 #include "tessera/sim/workload_trace.h"
 #include "test_util.h"
@@ -369,6 +370,43 @@ TEST(TraceWorkloadTest, MooncakePrefixTokensAreSharedLeadingBlocksOfTheSameModel
   ASSERT_TRUE(cut.is_ok());
   EXPECT_DOUBLE_EQ((*cut)->duration_s(), 1.5);
   EXPECT_EQ(summarize(**cut).requests, 4);
+}
+
+// The schedule `bench fleet --arrivals-out` writes is replayed exactly: models in order of first
+// appearance, times and lengths as written; bad lines are refused naming the line.
+TEST(ScheduleWorkloadTest, ReplaysTheScheduleExactly) {
+  testing::TempDir dir;
+  {
+    std::ofstream f(dir.file("s.csv"));
+    f << "model,t_s,input_tokens,output_tokens\n"
+      << "beta,0.5,64,16\n"
+      << "alpha,0.5,32,8\n"
+      << "beta,1.25,64,16\n"
+      << "alpha,700.0,10,2\n";
+  }
+  auto w = make_schedule_workload(dir.file("s.csv"));
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  ASSERT_EQ((*w)->models().size(), 2u);
+  EXPECT_EQ((*w)->models()[0].name, "beta");
+  EXPECT_EQ((*w)->models()[1].name, "alpha");
+  EXPECT_DOUBLE_EQ((*w)->duration_s(), 701.0);
+  EXPECT_NEAR((*w)->models()[0].peak_rps, 2.0 / 600.0, 1e-12);
+  const auto r = drain(**w);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].model, 0);
+  EXPECT_EQ(r[0].t_ns, 500'000'000);
+  EXPECT_EQ(r[1].model, 1);
+  EXPECT_EQ(r[1].input_tokens, 32);
+  EXPECT_EQ(r[2].t_ns, 1'250'000'000);
+  EXPECT_EQ(r[3].output_tokens, 2);
+  EXPECT_EQ(r[3].t_ns, 700'000'000'000);
+  for (const char* bad : {"a,1,2\n", "a,x,2,3\n", "a,1,0,3\n", "a,5,2,3\na,4,2,3\n"}) {
+    std::ofstream(dir.file("bad.csv")) << bad;
+    auto b = make_schedule_workload(dir.file("bad.csv"));
+    ASSERT_FALSE(b.is_ok()) << bad;
+    EXPECT_NE(b.status().message().find("bad.csv:"), std::string::npos) << b.status().message();
+  }
+  EXPECT_EQ(make_schedule_workload(dir.file("missing.csv")).status().code(), ErrorCode::kNotFound);
 }
 
 TEST(TraceWorkloadTest, RefusesBadOptions) {

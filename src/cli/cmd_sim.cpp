@@ -62,7 +62,8 @@ struct SimArgs {
   double tpot_slo_s = 0.1;
   int32_t pool_accelerators = 8;
   int32_t pool_max_models = 32;
-  double pool_overcommit = 2.0;
+  double pool_overcommit = 4.0;
+  double pool_fill = 0.8;
   double deadline_s = 60.0;
   uint64_t seed = 1;
   std::string json_out, html_out, trace_out, chartjs;
@@ -211,6 +212,7 @@ int run_sim(const SimArgs& a) {
     sim::SimModel nm;
     nm.name = w.name;
     nm.shape = shape_name;
+    nm.mean_rps = w.mean_rps;
     nm.deployment = measured ? sim::Deployment{naive[shape_name], 1}
                              : sim::Deployment{naive[shape_name],
                                                sim::replicas_for(naive[shape_name], w.peak_rps * a.headroom)};
@@ -241,6 +243,7 @@ int run_sim(const SimArgs& a) {
     so.pool_accelerators = a.pool_accelerators;
     so.pool_max_models = a.pool_max_models;
     so.pool_overcommit = a.pool_overcommit;
+    so.pool_fill = a.pool_fill;
     so.request_deadline_ns = static_cast<int64_t>(a.deadline_s * 1e9);
     so.max_trace_events = a.trace_out.empty() ? 0 : a.trace_events;
     // The deployment search is its own row; every other policy runs the naive configuration, so
@@ -348,6 +351,9 @@ void add_sim_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->add_option("--pool-overcommit", a->pool_overcommit,
                   "pooled: active bytes of a node's replicas over its memory, at most")
+      ->capture_default_str();
+  cmd->add_option("--pool-fill", a->pool_fill,
+                  "pooled: expected resident bytes of a node's replicas over its memory, at most")
       ->capture_default_str();
   cmd->add_option("--deadline", a->deadline_s, "Seconds a queued request waits for its model")
       ->capture_default_str();

@@ -33,6 +33,7 @@ struct FleetController::Entry {
   // bring-up waits for the suspensions that make its room.
   bool want_up = false;
   bool by_request = false;
+  bool waiting_for_room = false;  // wanted, but the room is held by busy models
   std::string last_error;
   int32_t failures = 0;  // consecutive failed bring-ups
   int64_t retry_at_ns = 0;
@@ -203,6 +204,15 @@ void FleetController::note_completion(Entry& e, int64_t now_ns, bool slo_met) {
   e.in_flight = std::max(0, e.in_flight - 1);
   ++e.finished;
   if (slo_met) ++e.slo_met;
+  // A model that just went idle can make room for one that waits for it.
+  if (e.in_flight == 0 && timer_ != nullptr) {
+    for (const auto& x : models_) {
+      if (x->waiting_for_room && x->want_up) {
+        timer_->wake_at(now_ns);
+        break;
+      }
+    }
+  }
 }
 
 Status FleetController::unavailable_while_failed(const Entry& e, int64_t now_ns) const {
@@ -354,6 +364,13 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
         e.want_up = true;  // retried when the suspensions it waits for are done
         return Status();
       }
+      // The room is held by models busy serving: requests wait for one of them to go idle
+      // (their deadline bounds the wait); a model larger than the whole budget never fits.
+      if (e.by_request && !e.pending.empty() && need <= budget_.capacity()) {
+        e.want_up = true;
+        e.waiting_for_room = true;
+        return Status();
+      }
     }
   }
   if (Status st = budget_.reserve(e.spec.name, need); !st.is_ok()) {
@@ -364,6 +381,7 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
   }
   TS_RETURN_IF_ERROR(e.lifecycle->transition(to, reason));
   e.want_up = false;
+  e.waiting_for_room = false;
   e.moving = true;
   e.move = move;
   e.move_started_ns = clock_->now_ns();

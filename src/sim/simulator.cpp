@@ -34,9 +34,11 @@ enum class Routing { kSpread, kPack };
 class StretchedCost final : public CostModel {
  public:
   explicit StretchedCost(std::shared_ptr<const CostModel> base) : base_(std::move(base)) {}
-  void set_stretch(double s) { stretch_ = s; }
+  // The factor lives with whoever shares the compute (a pooled node, the one shared device):
+  // one write stretches every replica on it.
+  void share_stretch(const double* s) { stretch_ = s; }
   std::string describe() const override { return base_->describe(); }
-  double step_s(const StepWork& w) const override { return base_->step_s(w) * stretch_; }
+  double step_s(const StepWork& w) const override { return base_->step_s(w) * *stretch_; }
   int64_t weight_bytes() const override { return base_->weight_bytes(); }
   int64_t kv_bytes_per_token() const override { return base_->kv_bytes_per_token(); }
   int64_t kv_capacity_tokens() const override { return base_->kv_capacity_tokens(); }
@@ -47,7 +49,8 @@ class StretchedCost final : public CostModel {
 
  private:
   std::shared_ptr<const CostModel> base_;
-  double stretch_ = 1.0;
+  static constexpr double kOne = 1.0;
+  const double* stretch_ = &kOne;
 };
 
 int64_t peak_rss_bytes() {
@@ -97,6 +100,7 @@ class Sim final : public SimHost::Driver {
     int32_t accelerators = 0;  // pooled: the group; else 0
     int64_t held_bytes = 0;
     int32_t busy_tp = 0;
+    std::unique_ptr<double> stretch = std::make_unique<double>(1.0);  // pooled
   };
   struct Req {
     int64_t arrive = 0;
@@ -145,6 +149,7 @@ class Sim final : public SimHost::Driver {
   bool pooled_ = false;
   bool dedicated_ = false;
   int32_t busy_slots_ = 0;
+  double device_stretch_ = 1.0;  // shared_device
   // Requests in flight, in a slab: a request's id is its index + 1 (ids are reused once it ends).
   std::vector<Req> reqs_;
   std::vector<engine::RequestId> free_ids_;
@@ -238,7 +243,7 @@ Status Sim::build() {
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
       return slots_[a].active_bytes > slots_[b].active_bytes;
     });
-    std::vector<double> host_used, active_used;
+    std::vector<double> host_used, active_used, resident_used;
     for (int32_t s : order) {
       if (static_cast<double>(slots_[s].active_bytes) > group_bytes || slots_[s].tp > o_.pool_accelerators) {
         return invalid_argument(fmt::format("a replica of {} ({} accelerators, {:.1f} GB) does not fit "
@@ -249,11 +254,15 @@ Status Sim::build() {
       }
       const double w = static_cast<double>(slots_[s].cost->weight_bytes());
       const auto act = static_cast<double>(slots_[s].active_bytes);
+      const SimModel& model = models_[static_cast<size_t>(slots_[s].model)];
+      const double rate = model.mean_rps / model.deployment.replicas;
+      const double resident = act * (1.0 - std::exp(-rate * o_.keep_alive_s));
       size_t n = 0;
       for (; n < node_slots.size(); ++n) {
         if (static_cast<int32_t>(node_slots[n].size()) < o_.pool_max_models &&
             host_used[n] + w <= o_.host_memory_bytes &&
-            active_used[n] + act <= o_.pool_overcommit * group_bytes) {
+            active_used[n] + act <= o_.pool_overcommit * group_bytes &&
+            resident_used[n] + resident <= o_.pool_fill * group_bytes) {
           break;
         }
       }
@@ -261,10 +270,12 @@ Status Sim::build() {
         node_slots.emplace_back();
         host_used.push_back(0.0);
         active_used.push_back(0.0);
+        resident_used.push_back(0.0);
       }
       node_slots[n].push_back(s);
       host_used[n] += w;
       active_used[n] += act;
+      resident_used[n] += resident;
     }
   }
   nodes_.resize(node_slots.size());
@@ -277,6 +288,11 @@ Status Sim::build() {
       Slot& slot = slots_[static_cast<size_t>(s)];
       slot.node = static_cast<int32_t>(n);
       slot.local = node.host->add(SimHost::Slot{s, slot.cost.get()});
+      if (o_.shared_device) {
+        slot.cost->share_stretch(&device_stretch_);
+      } else if (pooled_) {
+        slot.cost->share_stretch(node.stretch.get());
+      }
       fleet::ControlledModel cm;
       cm.name = fmt::format("{}#{}", models_[slot.model].name, slot.replica);
       cm.active_bytes = slot.active_bytes;
@@ -384,16 +400,12 @@ void Sim::update_stretch(int32_t n) {
   if (o_.shared_device) {
     // One device time-shared iteration by iteration (engine::DeviceScheduler): with k replicas
     // busy each gets every k-th iteration, so its steps take k times as long.
-    const double stretch = std::max(1, busy_slots_);
-    for (Slot& s : slots_) s.cost->set_stretch(stretch);
+    device_stretch_ = std::max(1, busy_slots_);
     return;
   }
   if (!pooled_) return;
   Node& node = nodes_[static_cast<size_t>(n)];
-  const double stretch = std::max(1.0, static_cast<double>(node.busy_tp) / node.accelerators);
-  for (int32_t m = 0; m < node.host->slots(); ++m) {
-    slots_[static_cast<size_t>(node.host->slot(m).global)].cost->set_stretch(stretch);
-  }
+  *node.stretch = std::max(1.0, static_cast<double>(node.busy_tp) / node.accelerators);
 }
 
 Status Sim::dispatch(int32_t slot, engine::RequestId id) {

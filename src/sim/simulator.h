@@ -41,6 +41,7 @@ struct SimModel {
   std::string name;
   std::string shape;     // for reports
   Deployment deployment; // serving config and the replicas it may use (dedicated: all of them)
+  double mean_rps = 0.0;  // the workload's, for pooled placement
 };
 
 struct SimOptions {
@@ -52,7 +53,11 @@ struct SimOptions {
   int32_t pool_max_models = 32;       // pooled: slots per node at most
   // pooled: the active bytes of the slots placed on a node, over the node's memory, at most
   // (how many models share it, only some of them resident at a time).
-  double pool_overcommit = 2.0;
+  double pool_overcommit = 4.0;
+  // pooled: a node takes replicas while their expected resident bytes (each replica's active
+  // bytes x the chance a request came within the last keep-alive, 1 - exp(-rate x keep-alive))
+  // stay within this fraction of its memory.
+  double pool_fill = 0.8;
   double host_memory_bytes = 2e12;    // per node (pooled) for suspended weights
   int64_t request_deadline_ns = 60'000'000'000;
   double tick_fallback_s = 10.0;      // when a policy cannot tell when it next decides

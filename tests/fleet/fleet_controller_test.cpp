@@ -1,0 +1,175 @@
+// FleetController alone, over a scripted host on a FakeClock: moves are asynchronous (the test
+// completes them), requests queue while a model comes up and are dispatched when it is Active, a
+// request waits while the room it needs is held by a busy model and goes when that model is
+// idle, deadlines expire queued requests, a failed bring-up backs off.
+#include "tessera/fleet/fleet_controller.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "tessera/fleet/keep_alive_policy.h"
+
+namespace tessera::fleet {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+class ScriptedHost final : public ModelHost {
+ public:
+  void begin_move(ModelIndex m, Move move) override {
+    log.push_back(fmt::format("{} {}", move_name(move), m));
+    moves.emplace_back(m, move);
+  }
+  Status dispatch(ModelIndex m, engine::RequestId id) override {
+    log.push_back(fmt::format("dispatch {} {}", m, id));
+    return Status();
+  }
+  void reject(ModelIndex m, engine::RequestId id, const Status& why) override {
+    log.push_back(fmt::format("reject {} {} {}", m, id, error_code_name(why.code())));
+  }
+  ModelCosts costs(ModelIndex) const override { return {100, 1.0, 5.0}; }
+
+  std::vector<std::pair<ModelIndex, Move>> moves;
+  std::vector<std::string> log;
+};
+
+class FleetControllerTest : public ::testing::Test {
+ protected:
+  void make(int64_t budget, std::shared_ptr<const IdlePolicy> policy = nullptr) {
+    std::vector<ControlledModel> ms;
+    for (int i = 0; i < 3; ++i) {
+      ControlledModel m;
+      m.name = fmt::format("m{}", i);
+      m.active_bytes = 100;
+      ms.push_back(m);
+    }
+    ControllerOptions o;
+    o.active_budget_bytes = budget;
+    o.idle_policy = std::move(policy);
+    o.request_deadline_ns = 30 * kSecond;
+    c_ = std::move(FleetController::create(std::move(ms), o, &host_, &clock_)).value();
+  }
+  // Completes every move begun so far, successfully.
+  void finish_moves() {
+    auto moves = std::move(host_.moves);
+    host_.moves.clear();
+    for (const auto& [m, move] : moves) c_->move_done(m, Status());
+  }
+  void bring_up(ModelIndex m) {
+    ASSERT_TRUE(c_->load(m).is_ok());
+    finish_moves();
+    ASSERT_EQ(c_->state(m), ModelState::kActive);
+  }
+
+  FakeClock clock_{1000 * kSecond};
+  ScriptedHost host_;
+  std::unique_ptr<FleetController> c_;
+};
+
+TEST_F(FleetControllerTest, RequestsQueueWhileTheModelComesUpAndGoWhenActive) {
+  make(0);
+  EXPECT_EQ(c_->submit(0, 1), Admission::kQueued);
+  EXPECT_EQ(c_->submit(0, 2), Admission::kQueued);
+  EXPECT_EQ(c_->status(0).queued, 2);
+  c_->tick();
+  EXPECT_EQ(c_->state(0), ModelState::kLoading);
+  EXPECT_EQ(c_->submit(0, 3), Admission::kQueued);  // still loading
+  clock_.advance_ns(2 * kSecond);
+  finish_moves();
+  EXPECT_EQ(c_->state(0), ModelState::kActive);
+  EXPECT_DOUBLE_EQ(c_->status(0).last_bring_up_s, 2.0);
+  EXPECT_EQ(host_.log, (std::vector<std::string>{"load 0", "dispatch 0 1", "dispatch 0 2",
+                                                 "dispatch 0 3"}));
+  EXPECT_EQ(c_->submit(0, 4), Admission::kDispatched);
+  EXPECT_EQ(c_->status(0).cold_starts, 3);
+}
+
+TEST_F(FleetControllerTest, ARequestWaitsForRoomHeldByABusyModel) {
+  make(200);  // two of the three fit
+  bring_up(0);
+  bring_up(1);
+  EXPECT_EQ(c_->submit(0, 1), Admission::kDispatched);  // m0 busy
+  EXPECT_EQ(c_->submit(1, 2), Admission::kDispatched);  // m1 busy
+  EXPECT_EQ(c_->submit(2, 3), Admission::kQueued);
+  c_->tick();
+  EXPECT_EQ(c_->state(2), ModelState::kUnloaded);  // nothing idle to suspend: it waits
+  EXPECT_EQ(c_->status(2).queued, 1);
+  clock_.advance_ns(kSecond);
+  c_->finished(1, 2, true);  // m1 goes idle
+  c_->tick();
+  EXPECT_EQ(c_->state(1), ModelState::kSuspending);  // made room
+  finish_moves();  // the suspension
+  c_->tick();
+  EXPECT_EQ(c_->state(2), ModelState::kLoading);
+  finish_moves();
+  EXPECT_EQ(c_->state(2), ModelState::kActive);
+  EXPECT_EQ(host_.log.back(), "dispatch 2 3");
+  EXPECT_LE(c_->budget().used(), 200);
+}
+
+TEST_F(FleetControllerTest, AModelLargerThanTheBudgetIsRefusedAtOnce) {
+  std::vector<ControlledModel> ms(1);
+  ms[0].name = "huge";
+  ms[0].active_bytes = 1000;
+  ControllerOptions o;
+  o.active_budget_bytes = 500;
+  c_ = std::move(FleetController::create(std::move(ms), o, &host_, &clock_)).value();
+  EXPECT_EQ(c_->submit(0, 1), Admission::kQueued);
+  c_->tick();
+  EXPECT_EQ(host_.log, (std::vector<std::string>{"reject 0 1 unavailable"}));
+}
+
+TEST_F(FleetControllerTest, QueuedRequestsExpireAtTheirDeadline) {
+  make(100);
+  bring_up(0);
+  EXPECT_EQ(c_->submit(0, 1), Admission::kDispatched);  // busy: m1 waits for room
+  EXPECT_EQ(c_->submit(1, 2), Admission::kQueued);
+  c_->tick();
+  EXPECT_EQ(c_->next_tick_ns(), clock_.now_ns() + 30 * kSecond);  // its deadline
+  clock_.advance_ns(31 * kSecond);
+  c_->tick();
+  EXPECT_EQ(host_.log.back(), "reject 1 2 unavailable");
+  EXPECT_EQ(c_->status(1).queued, 0);
+  EXPECT_EQ(c_->state(1), ModelState::kUnloaded);
+}
+
+TEST_F(FleetControllerTest, KeepAliveSuspendsAtItsNextDecisionTime) {
+  make(0, std::make_shared<FixedKeepAlivePolicy>(60 * kSecond));
+  bring_up(0);
+  EXPECT_EQ(c_->submit(0, 1), Admission::kDispatched);
+  clock_.advance_ns(5 * kSecond);
+  c_->finished(0, 1, true);
+  EXPECT_EQ(c_->next_tick_ns(), clock_.now_ns() + 60 * kSecond);
+  clock_.advance_ns(59 * kSecond);
+  c_->tick();
+  EXPECT_EQ(c_->state(0), ModelState::kActive);
+  clock_.advance_ns(kSecond);
+  c_->tick();
+  EXPECT_EQ(c_->state(0), ModelState::kSuspending);
+  finish_moves();
+  EXPECT_EQ(c_->state(0), ModelState::kSuspended);
+  EXPECT_EQ(c_->next_tick_ns(), IdlePolicy::kNever);
+}
+
+TEST_F(FleetControllerTest, AFailedBringUpRefusesItsQueueAndBacksOff) {
+  make(0);
+  EXPECT_EQ(c_->submit(0, 1), Admission::kQueued);
+  c_->tick();
+  c_->move_done(0, Status(ErrorCode::kCorruptData, "m0.gguf: truncated"));
+  host_.moves.clear();
+  EXPECT_EQ(c_->state(0), ModelState::kFailed);
+  EXPECT_EQ(host_.log.back(), "reject 0 1 unavailable");
+  Status why;
+  EXPECT_EQ(c_->submit(0, 2, &why), Admission::kRefused);
+  EXPECT_NE(why.message().find("truncated"), std::string::npos) << why.message();
+  clock_.advance_ns(5 * kSecond);
+  EXPECT_EQ(c_->submit(0, 3), Admission::kQueued);  // the back-off is over: retried
+  c_->tick();
+  EXPECT_EQ(c_->state(0), ModelState::kLoading);
+  c_->move_done(0, Status(ErrorCode::kCorruptData, "still truncated"));
+  EXPECT_EQ(c_->status(0).retry_at_ns, clock_.now_ns() + 10 * kSecond);  // doubled
+}
+
+}  // namespace
+}  // namespace tessera::fleet

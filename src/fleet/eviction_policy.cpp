@@ -17,7 +17,7 @@ ColdStartCostEviction::ColdStartCostEviction(const EvictionOptions& options) : o
 double ColdStartCostEviction::request_probability(const ModelView& m,
                                                   const ActivityTracker& activity,
                                                   int64_t now_ns) const {
-  const ModelActivity* a = activity.find(m.name);
+  const ModelActivity* a = activity_of(m, activity);
   if (a == nullptr) return options_.prior_probability;
   if (a->busy()) return 1.0;
   const int64_t idle = std::max<int64_t>(0, idle_for_ns(m, activity, now_ns));

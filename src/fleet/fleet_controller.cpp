@@ -25,6 +25,10 @@ struct FleetController::Entry {
   ControlledModel spec;
   std::unique_ptr<ModelLifecycle> lifecycle;
   ModelActivity* activity = nullptr;  // its record in activity_ (stable)
+  // The lifecycle's state and its entry time, mirrored by its listener (read on every view
+  // without the lifecycle's lock).
+  ModelState state = ModelState::kUnloaded;
+  int64_t state_since_ns = 0;
   bool moving = false;
   Move move = Move::kLoad;
   int64_t move_started_ns = 0;
@@ -99,7 +103,10 @@ Result<std::unique_ptr<FleetController>> FleetController::create(
     e->lifecycle->add_listener([entry = e.get()](const TransitionEvent& ev) {
       entry->integrate(ev.at_ns);
       entry->holding = holds_active_memory(ev.to);
+      entry->state = ev.to;
+      entry->state_since_ns = ev.at_ns;
     });
+    e->state_since_ns = e->lifecycle->state_since_ns();
     e->acct_ns = clock->now_ns();
     e->activity = &c->activity_.track(spec.name);
     ModelView v;
@@ -146,7 +153,7 @@ void FleetController::add_listener(TransitionListener listener) {
 ControlledStatus FleetController::status(ModelIndex m) const {
   const Entry& e = at(m);
   ControlledStatus s;
-  s.state = e.lifecycle->state();
+  s.state = e.state;
   s.state_since_ns = e.lifecycle->state_since_ns();
   s.moving = e.moving;
   s.queued = e.pending.size();
@@ -179,14 +186,15 @@ const FleetView& FleetController::view() const {
     const Entry& e = *models_[i];
     const ModelCosts c = host_->costs(static_cast<ModelIndex>(i));
     ModelView& m = v.models[i];
-    m.state = e.lifecycle->state();
-    m.state_since_ns = e.lifecycle->state_since_ns();
+    m.state = e.state;
+    m.state_since_ns = e.state_since_ns;
     m.active_bytes = e.spec.active_bytes;
     m.host_bytes = c.host_bytes;
     m.resume_cost_s = e.last_bring_up_s > 0 ? e.last_bring_up_s : c.resume_estimate_s;
     m.reload_cost_s = std::max(m.resume_cost_s, c.reload_estimate_s);
     // A model with a move in flight is not the policies' to move again.
     m.pinned = e.spec.pinned || e.moving;
+    m.activity = e.activity;
   }
   return v;
 }
@@ -205,7 +213,7 @@ void FleetController::note_completion(Entry& e, int64_t now_ns, bool slo_met) {
   ++e.finished;
   if (slo_met) ++e.slo_met;
   // A model that just went idle can make room for one that waits for it.
-  if (e.in_flight == 0 && timer_ != nullptr) {
+  if (e.in_flight == 0 && timer_ != nullptr && any_waiting_for_room_) {
     for (const auto& x : models_) {
       if (x->waiting_for_room && x->want_up) {
         timer_->wake_at(now_ns);
@@ -226,7 +234,7 @@ Status FleetController::unavailable_while_failed(const Entry& e, int64_t now_ns)
 Admission FleetController::submit(ModelIndex m, engine::RequestId id, Status* why) {
   Entry& e = at(m);
   const int64_t now = clock_->now_ns();
-  const ModelState st = e.lifecycle->state();
+  const ModelState st = e.state;
   if (st == ModelState::kActive) {
     note_arrival(e, now, /*cold=*/false);
     Status r = host_->dispatch(m, id);
@@ -261,7 +269,7 @@ void FleetController::refuse_all_queued(const Status& why) {
 
 Status FleetController::resize(ModelIndex m, int64_t active_bytes, int64_t weight_bytes) {
   Entry& e = at(m);
-  if (budget_.held_by(e.spec.name) > 0 || holds_active_memory(e.lifecycle->state())) {
+  if (budget_.held_by(e.spec.name) > 0 || holds_active_memory(e.state)) {
     budget_.release(e.spec.name);
     if (Status st = budget_.reserve(e.spec.name, active_bytes); !st.is_ok()) {
       return Status(ErrorCode::kResourceExhausted,
@@ -307,7 +315,7 @@ void FleetController::refuse_queue(ModelIndex m, const Status& why) {
 int64_t FleetController::freeing_bytes() const {
   int64_t n = 0;
   for (const auto& e : models_) {
-    if (e->lifecycle->state() == ModelState::kSuspending) n += e->spec.active_bytes;
+    if (e->state == ModelState::kSuspending) n += e->spec.active_bytes;
   }
   return n;
 }
@@ -329,7 +337,7 @@ int64_t FleetController::make_room(ModelIndex for_model, int64_t bytes) {
 
 Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
   Entry& e = at(m);
-  const ModelState from = e.lifecycle->state();
+  const ModelState from = e.state;
   if (from == ModelState::kActive) return Status();
   if (e.moving) {
     if (from == ModelState::kLoading || from == ModelState::kResuming) return Status();
@@ -369,6 +377,7 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
       if (e.by_request && !e.pending.empty() && need <= budget_.capacity()) {
         e.want_up = true;
         e.waiting_for_room = true;
+        any_waiting_for_room_ = true;
         return Status();
       }
     }
@@ -391,9 +400,9 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
 
 Status FleetController::take_down(ModelIndex m, std::string_view reason) {
   Entry& e = at(m);
-  if (e.lifecycle->state() != ModelState::kActive) {
+  if (e.state != ModelState::kActive) {
     return invalid_argument(fmt::format("model {} is {}, not active: it cannot be suspended",
-                                        e.spec.name, model_state_name(e.lifecycle->state())));
+                                        e.spec.name, model_state_name(e.state)));
   }
   TS_RETURN_IF_ERROR(e.lifecycle->transition(ModelState::kSuspending, reason));
   e.moving = true;
@@ -405,9 +414,9 @@ Status FleetController::take_down(ModelIndex m, std::string_view reason) {
 
 Status FleetController::push_to_disk(ModelIndex m, std::string_view /*reason*/) {
   Entry& e = at(m);
-  if (e.lifecycle->state() != ModelState::kSuspended || e.moving) {
+  if (e.state != ModelState::kSuspended || e.moving) {
     return invalid_argument(fmt::format("model {} is {}: only suspended models are evicted",
-                                        e.spec.name, model_state_name(e.lifecycle->state())));
+                                        e.spec.name, model_state_name(e.state)));
   }
   e.moving = true;
   e.move = Move::kEvict;
@@ -502,7 +511,7 @@ void FleetController::tick() {
       e.want_up = false;
       continue;
     }
-    if (e.lifecycle->state() == ModelState::kActive) {
+    if (e.state == ModelState::kActive) {
       e.want_up = false;
       dispatch_queue(m);
       continue;
@@ -516,8 +525,10 @@ void FleetController::tick() {
                           : r);
     }
   }
+  any_waiting_for_room_ = false;
   for (auto& e : models_) {
     if (!e->want_up) e->by_request = false;
+    any_waiting_for_room_ = any_waiting_for_room_ || (e->want_up && e->waiting_for_room);
   }
   apply_idle_policies();
   enforce_host_budget();
@@ -551,13 +562,13 @@ void FleetController::apply_idle_policies() {
     Status r;
     switch (d.action) {
       case Action::kSuspend:
-        if (e.lifecycle->state() == ModelState::kActive) r = take_down(m, d.reason);
+        if (e.state == ModelState::kActive) r = take_down(m, d.reason);
         break;
       case Action::kPrewarm:
         if (budget_.available() >= e.spec.active_bytes) r = bring_up(m, d.reason);
         break;
       case Action::kEvict:
-        if (e.lifecycle->state() == ModelState::kSuspended) r = push_to_disk(m, d.reason);
+        if (e.state == ModelState::kSuspended) r = push_to_disk(m, d.reason);
         break;
     }
     if (!r.is_ok()) log_warn("fleet: {} {} failed: {}", action_name(d.action), d.model, r.message());
@@ -568,7 +579,7 @@ int64_t FleetController::host_bytes() const {
   int64_t n = 0;
   for (size_t i = 0; i < models_.size(); ++i) {
     const Entry& e = *models_[i];
-    if (e.lifecycle->state() == ModelState::kSuspended && !e.moving) {
+    if (e.state == ModelState::kSuspended && !e.moving) {
       n += host_->costs(static_cast<ModelIndex>(i)).host_bytes;
     }
   }
@@ -617,7 +628,7 @@ int64_t FleetController::next_tick_ns() const {
 // Operator moves.
 Status FleetController::load(ModelIndex m, std::string_view reason) {
   Entry& e = at(m);
-  const ModelState st = e.lifecycle->state();
+  const ModelState st = e.state;
   if ((st != ModelState::kUnloaded && st != ModelState::kEvicted && st != ModelState::kFailed) ||
       e.moving) {
     return invalid_argument(fmt::format("model {} is {}: only unloaded, evicted or failed models "

@@ -178,6 +178,7 @@ class FleetController {
   ActivityTracker activity_;
   std::vector<std::unique_ptr<Entry>> models_;
   mutable FleetView view_;
+  bool any_waiting_for_room_ = false;  // some model waits for busy models' room (tick recomputes)
 };
 
 }  // namespace tessera::fleet

@@ -15,8 +15,12 @@ std::string_view action_name(Action a) {
   return "unknown";
 }
 
+const ModelActivity* activity_of(const ModelView& m, const ActivityTracker& activity) {
+  return m.activity != nullptr ? m.activity : activity.find(m.name);
+}
+
 int64_t idle_for_ns(const ModelView& m, const ActivityTracker& activity, int64_t now_ns) {
-  const ModelActivity* a = activity.find(m.name);
+  const ModelActivity* a = activity_of(m, activity);
   if (a != nullptr && a->busy()) return -1;
   // Idle since the later of its last completion and entering its current state: a model that
   // was just resumed (or loaded and never used) starts a fresh idle period.

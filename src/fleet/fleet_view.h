@@ -14,6 +14,8 @@
 
 namespace tessera::fleet {
 
+struct ModelActivity;
+
 struct ModelView {
   std::string name;
   ModelState state = ModelState::kUnloaded;
@@ -23,6 +25,9 @@ struct ModelView {
   double resume_cost_s = 0.0;  // expected time to bring it back to Active from the host tier
   double reload_cost_s = 0.0;  // expected time to bring it back to Active from disk (cold)
   bool pinned = false;         // operator pinned it: never suspended or evicted by a policy
+  // The model's record in the ActivityTracker passed with this view, when the view's maker
+  // knows it (saves a lookup by name per model per decision); null: look it up.
+  const ModelActivity* activity = nullptr;
 };
 
 struct FleetView {
@@ -47,9 +52,11 @@ struct Decision {
   bool operator==(const Decision& o) const { return action == o.action && model == o.model; }
 };
 
+class ActivityTracker;
+// m.activity, else the tracker's record of m (null when never observed).
+const ModelActivity* activity_of(const ModelView& m, const ActivityTracker& activity);
 // The time `m` has been idle at `now_ns`, or -1 when it is busy. A model with no completed
 // request counts as idle since it entered its current state.
-class ActivityTracker;
 int64_t idle_for_ns(const ModelView& m, const ActivityTracker& activity, int64_t now_ns);
 
 }  // namespace tessera::fleet

@@ -62,7 +62,7 @@ std::vector<Decision> HybridHistogramPolicy::decide(const FleetView& view,
     const bool active = m.state == ModelState::kActive;
     const bool away = m.state == ModelState::kSuspended || m.state == ModelState::kEvicted;
     if (!active && !away) continue;
-    const ModelActivity* a = activity.find(m.name);
+    const ModelActivity* a = activity_of(m, activity);
     if (a != nullptr && a->busy()) continue;
     // The idle period starts at the last completion (not at a pre-warm), else at the state entry.
     const int64_t start = (a != nullptr && a->idle_since_ns >= 0) ? a->idle_since_ns
@@ -97,7 +97,7 @@ int64_t HybridHistogramPolicy::next_decision_ns(const FleetView& view,
     const bool active = m.state == ModelState::kActive;
     const bool away = m.state == ModelState::kSuspended || m.state == ModelState::kEvicted;
     if (!active && !away) continue;
-    const ModelActivity* a = activity.find(m.name);
+    const ModelActivity* a = activity_of(m, activity);
     if (a != nullptr && a->busy()) continue;
     const int64_t start = (a != nullptr && a->idle_since_ns >= 0) ? a->idle_since_ns
                                                                    : m.state_since_ns;

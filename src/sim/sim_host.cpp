@@ -14,13 +14,14 @@ void SimHost::begin_move(fleet::ModelIndex m, fleet::Move move) {
   driver_->start_move(slot(m).global, move, seconds);
 }
 
-fleet::ModelCosts SimHost::costs(fleet::ModelIndex m) const {
-  const CostModel& c = *slot(m).cost;
-  fleet::ModelCosts out;
-  out.host_bytes = c.weight_bytes();
-  out.resume_estimate_s = c.resume_s();
-  out.reload_estimate_s = c.load_s();
-  return out;
+fleet::ModelIndex SimHost::add(const Slot& slot) {
+  slots_.push_back(slot);
+  fleet::ModelCosts c;
+  c.host_bytes = slot.cost->weight_bytes();
+  c.resume_estimate_s = slot.cost->resume_s();
+  c.reload_estimate_s = slot.cost->load_s();
+  costs_.push_back(c);
+  return static_cast<fleet::ModelIndex>(slots_.size() - 1);
 }
 
 }  // namespace tessera::sim

@@ -31,10 +31,7 @@ class SimHost final : public fleet::ModelHost {
 
   explicit SimHost(Driver* driver) : driver_(driver) {}
   // Returns the controller's index of the new slot.
-  fleet::ModelIndex add(const Slot& slot) {
-    slots_.push_back(slot);
-    return static_cast<fleet::ModelIndex>(slots_.size() - 1);
-  }
+  fleet::ModelIndex add(const Slot& slot);
   const Slot& slot(fleet::ModelIndex m) const { return slots_[static_cast<size_t>(m)]; }
   int32_t slots() const { return static_cast<int32_t>(slots_.size()); }
 
@@ -45,11 +42,13 @@ class SimHost final : public fleet::ModelHost {
   void reject(fleet::ModelIndex m, engine::RequestId id, const Status& why) override {
     driver_->reject(slot(m).global, id, why);
   }
-  fleet::ModelCosts costs(fleet::ModelIndex m) const override;
+  // Constant per slot (computed once: policies ask on every tick).
+  fleet::ModelCosts costs(fleet::ModelIndex m) const override { return costs_[static_cast<size_t>(m)]; }
 
  private:
   Driver* driver_;
   std::vector<Slot> slots_;
+  std::vector<fleet::ModelCosts> costs_;
 };
 
 }  // namespace tessera::sim

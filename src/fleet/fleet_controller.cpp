@@ -250,6 +250,7 @@ Admission FleetController::submit(ModelIndex m, engine::RequestId id, Status* wh
     return Admission::kRefused;
   }
   e.pending.push({id, now, now + options_.request_deadline_ns});
+  ++queued_total_;
   if (!e.want_up) {
     e.want_up = true;
     e.by_request = true;
@@ -286,6 +287,7 @@ Status FleetController::resize(ModelIndex m, int64_t active_bytes, int64_t weigh
 bool FleetController::cancel(ModelIndex m, engine::RequestId id) {
   Entry& e = at(m);
   if (!e.pending.remove(id)) return false;
+  --queued_total_;
   note_completion(e, clock_->now_ns(), false);
   if (e.pending.empty() && e.by_request) e.want_up = false;
   host_->reject(m, id, Status(ErrorCode::kCancelled, "cancelled"));
@@ -294,7 +296,9 @@ bool FleetController::cancel(ModelIndex m, engine::RequestId id) {
 
 void FleetController::dispatch_queue(ModelIndex m) {
   Entry& e = at(m);
-  for (const PendingRequest& p : e.pending.take_all()) {
+  const std::vector<PendingRequest> queued = e.pending.take_all();
+  queued_total_ -= static_cast<int64_t>(queued.size());
+  for (const PendingRequest& p : queued) {
     Status r = host_->dispatch(m, p.id);
     if (!r.is_ok()) {
       note_completion(e, clock_->now_ns(), false);
@@ -306,7 +310,9 @@ void FleetController::dispatch_queue(ModelIndex m) {
 void FleetController::refuse_queue(ModelIndex m, const Status& why) {
   Entry& e = at(m);
   e.want_up = false;
-  for (const PendingRequest& p : e.pending.take_all()) {
+  const std::vector<PendingRequest> queued = e.pending.take_all();
+  queued_total_ -= static_cast<int64_t>(queued.size());
+  for (const PendingRequest& p : queued) {
     note_completion(e, clock_->now_ns(), false);
     host_->reject(m, p.id, why);
   }
@@ -486,10 +492,13 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
 }
 
 void FleetController::expire(int64_t now_ns) {
+  if (queued_total_ == 0) return;
   for (size_t i = 0; i < models_.size(); ++i) {
     Entry& e = *models_[i];
     if (e.pending.empty()) continue;
-    for (const PendingRequest& p : e.pending.take_expired(now_ns)) {
+    const std::vector<PendingRequest> expired = e.pending.take_expired(now_ns);
+    queued_total_ -= static_cast<int64_t>(expired.size());
+    for (const PendingRequest& p : expired) {
       note_completion(e, now_ns, false);
       host_->reject(static_cast<ModelIndex>(i), p.id,
                     Status(ErrorCode::kUnavailable,
@@ -602,10 +611,12 @@ void FleetController::enforce_host_budget() {
 
 int64_t FleetController::next_tick_ns() const {
   int64_t next = IdlePolicy::kNever;
-  for (const auto& e : models_) {
-    // (A wanted bring-up asks for its tick through the Timer when it can go.)
-    const int64_t d = e->pending.earliest_deadline_ns();
-    if (d >= 0) next = std::min(next, d);
+  if (queued_total_ > 0) {
+    for (const auto& e : models_) {
+      // (A wanted bring-up asks for its tick through the Timer when it can go.)
+      const int64_t d = e->pending.earliest_deadline_ns();
+      if (d >= 0) next = std::min(next, d);
+    }
   }
   std::vector<const IdlePolicy*> policies;
   for (const auto& e : models_) {

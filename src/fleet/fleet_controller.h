@@ -178,7 +178,8 @@ class FleetController {
   ActivityTracker activity_;
   std::vector<std::unique_ptr<Entry>> models_;
   mutable FleetView view_;
-  bool any_waiting_for_room_ = false;  // some model waits for busy models' room (tick recomputes)
+  bool any_waiting_for_room_ = false;
+  int64_t queued_total_ = 0;  // requests queued over all models (scans skip when none)  // some model waits for busy models' room (tick recomputes)
 };
 
 }  // namespace tessera::fleet

@@ -9,7 +9,6 @@
 namespace tessera::bench {
 namespace {
 
-
 nlohmann::json cdf(std::vector<double> v_ms) {
   nlohmann::json pts = nlohmann::json::array();
   if (v_ms.empty()) return pts;
@@ -30,34 +29,9 @@ nlohmann::json thin(const std::vector<std::pair<double, double>>& xy, size_t max
   return pts;
 }
 
-constexpr const char* kStyle = R"(
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px}
-table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:8px;overflow:auto}
-.grid{display:grid;grid-template-columns:1fr 1fr;gap:16px}.chart{position:relative;height:320px}
-#render-status{color:#666;font-size:12px}
-)";
-
-constexpr const char* kScript = R"JS(
-(function () {
-  const status = document.getElementById('render-status');
-  function report(ok, text, n) {
-    status.textContent = text;
-    status.dataset.ok = ok ? '1' : '0';
-    status.dataset.charts = String(n);
-  }
-  window.addEventListener('error', (e) => report(false, 'error: ' + e.message, 0));
-  if (typeof Chart === 'undefined') {
-    report(false, 'charts unavailable: Chart.js was not inlined (run scripts/fetch-chartjs.sh)', 0);
-    return;
-  }
+// The charts: CDFs, the sweep, TTFT and ITL over time, from #chart-data.
+constexpr const char* kChartsCode = R"JS(
   const data = JSON.parse(document.getElementById('chart-data').textContent);
-  const palette = ['#1f77b4','#ff7f0e','#2ca02c','#d62728','#9467bd','#8c564b','#e377c2','#7f7f7f'];
-  Chart.defaults.animation = false;
-  Chart.defaults.responsive = true;
-  Chart.defaults.maintainAspectRatio = false;
-  const charts = [];
   function make(id, type, datasets, xTitle, yTitle, xLog) {
     const canvas = document.getElementById(id);
     datasets.forEach((d, i) => {
@@ -95,17 +69,6 @@ constexpr const char* kScript = R"JS(
        'scheduled time (s)', 'TTFT (ms)', false);
   make('itl-time', 'scatter', data.points.map(p => ({ label: p.label || 'ITL', data: p.itl_over_time })),
        'time (s)', 'ITL (ms)', false);
-  // A chart counts as rendered when its canvas has painted pixels.
-  let painted = 0;
-  for (const c of charts) {
-    const ctx = c.canvas.getContext('2d');
-    const img = ctx.getImageData(0, 0, c.canvas.width, c.canvas.height).data;
-    let ink = 0;
-    for (let i = 3; i < img.length; i += 4 * 7) if (img[i] > 0) { ink++; if (ink > 50) break; }
-    if (ink > 50) painted++;
-  }
-  report(painted === charts.length, 'rendered ' + painted + ' of ' + charts.length + ' charts', painted);
-})();
 )JS";
 
 }  // namespace
@@ -153,7 +116,7 @@ std::string render_report_html(const nlohmann::json& summary, const std::vector<
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   h += "<title>Tessera serving benchmark</title>\n<style>";
-  h += kStyle;
+  h += kReportStyle;
   h += "</style>\n";
   if (!chart_js.empty()) h += "<script>" + script_safe(chart_js) + "</script>\n";
   h += "</head><body>\n<h1>Tessera serving benchmark</h1>\n";
@@ -189,7 +152,7 @@ std::string render_report_html(const nlohmann::json& summary, const std::vector<
   h += "</pre>\n<script type=\"application/json\" id=\"chart-data\">" +
        script_safe(report_chart_data(points).dump()) + "</script>\n";
   h += "<script>";
-  h += kScript;
+  h += chart_page_script(kChartsCode);
   h += "</script>\n</body></html>\n";
   return h;
 }

@@ -130,39 +130,17 @@ std::string setup_table(const json& setup) {
   return "<div class=\"setup\">" + t.substr(0, t.size() - 1) + "</div>\n";
 }
 
+// Rules of this page only, after kReportStyle.
 constexpr const char* kStyle = R"(
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px}
-table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:8px;overflow:auto}
-.grid{display:grid;grid-template-columns:1fr 1fr;gap:16px}.chart{position:relative;height:320px}
 .wide{grid-column:1 / span 2}.setup td{text-align:left}
-#render-status{color:#666;font-size:12px}
 )";
 
 // Reads the report from #sim-report; the in-use series is stepped (each sample is the mean over
 // its period), with a last point at the end so the final period shows too.
-constexpr const char* kScript = R"JS(
-(function () {
-  const status = document.getElementById('render-status');
-  function report(ok, text, n) {
-    status.textContent = text;
-    status.dataset.ok = ok ? '1' : '0';
-    status.dataset.charts = String(n);
-  }
-  window.addEventListener('error', (e) => report(false, 'error: ' + e.message, 0));
-  if (typeof Chart === 'undefined') {
-    report(false, 'charts unavailable: Chart.js was not inlined (run scripts/fetch-chartjs.sh)', 0);
-    return;
-  }
+constexpr const char* kChartsCode = R"JS(
   const data = JSON.parse(document.getElementById('sim-report').textContent);
   const policies = data.policies || [];
-  const palette = ['#1f77b4','#ff7f0e','#2ca02c','#d62728','#9467bd','#8c564b','#e377c2','#7f7f7f'];
   const color = (i) => palette[i % palette.length];
-  Chart.defaults.animation = false;
-  Chart.defaults.responsive = true;
-  Chart.defaults.maintainAspectRatio = false;
-  const charts = [];
   const hours = Math.max(0, ...policies.map(p => (p.duration_s || 0) / 3600));
   charts.push(new Chart(document.getElementById('in-use'), {
     type: 'line',
@@ -197,17 +175,6 @@ constexpr const char* kScript = R"JS(
   }
   bars('accel-hours', policies.map(p => p.accelerator_hours || 0), 'accelerator-hours', undefined);
   bars('slo', policies.map(p => 100 * (p.slo_attainment || 0)), 'SLO attainment (%)', 100);
-  // A chart counts as rendered when its canvas has painted pixels.
-  let painted = 0;
-  for (const c of charts) {
-    const ctx = c.canvas.getContext('2d');
-    const img = ctx.getImageData(0, 0, c.canvas.width, c.canvas.height).data;
-    let ink = 0;
-    for (let i = 3; i < img.length; i += 4 * 7) if (img[i] > 0) { ink++; if (ink > 50) break; }
-    if (ink > 50) painted++;
-  }
-  report(painted === charts.length, 'rendered ' + painted + ' of ' + charts.length + ' charts', painted);
-})();
 )JS";
 
 }  // namespace
@@ -274,6 +241,7 @@ std::string render_sim_report_html(const nlohmann::json& report, const std::stri
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   h += "<title>Tessera fleet simulation</title>\n<style>";
+  h += bench::kReportStyle;
   h += kStyle;
   h += "</style>\n";
   if (!chart_js.empty()) h += "<script>" + script_safe(chart_js) + "</script>\n";
@@ -293,7 +261,7 @@ std::string render_sim_report_html(const nlohmann::json& report, const std::stri
   h += "<script type=\"application/json\" id=\"sim-report\">" + json_in_script(report) +
        "</script>\n";
   h += "<script>";
-  h += kScript;
+  h += bench::chart_page_script(kChartsCode);
   h += "</script>\n</body></html>\n";
   return h;
 }

@@ -11,35 +11,19 @@
 
 #include "tessera/bench/null_backend.h"
 #include "tessera/bench/report_html.h"
+#include "browser_render.h"
 #include "test_util.h"
 
 namespace tessera::bench {
 namespace {
 
-std::string find_chromium() {
-  if (const char* env = std::getenv("TESSERA_CHROMIUM")) return env;
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome", "chrome"}) {
-    const std::string cmd = std::string("command -v ") + name + " >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0) return name;
-  }
-  return "";
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(ReportBrowser, ChartsRenderInHeadlessChromium) {
-  const std::string chromium = find_chromium();
+  const std::string chromium = testing::find_chromium();
   if (chromium.empty()) {
     GTEST_SKIP() << "no chromium on PATH (apt-get install chromium, or set TESSERA_CHROMIUM)";
   }
-  const char* env = std::getenv("TESSERA_CHARTJS");
-  const std::string chartjs_path = env ? env : TESSERA_CHARTJS_DEFAULT;
-  const std::string chartjs = read_all(chartjs_path);
+  std::string chartjs_path;
+  const std::string chartjs = testing::read_chart_js(TESSERA_CHARTJS_DEFAULT, &chartjs_path);
   if (chartjs.empty()) {
     GTEST_SKIP() << "Chart.js not found at " << chartjs_path
                  << " (run scripts/fetch-chartjs.sh, or set TESSERA_CHARTJS)";
@@ -69,22 +53,9 @@ TEST(ReportBrowser, ChartsRenderInHeadlessChromium) {
     out << render_report_html(summary_json({}, {{"kind", "null"}}, "m", points, 0.99), points,
                               chartjs);
   }
-  const std::string cmd = chromium +
-                          " --headless=new --no-sandbox --disable-gpu --no-first-run "
-                          "--user-data-dir=" + dir.file("profile") +
-                          " --virtual-time-budget=5000 --dump-dom file://" + html +
-                          " 2>" + dir.file("chromium.log");
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string dom;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) dom.append(buf.data(), n);
-  ::pclose(p);
-  ASSERT_FALSE(dom.empty()) << "chromium printed no DOM: " << read_all(dir.file("chromium.log"));
-  const size_t at = dom.find("id=\"render-status\"");
-  ASSERT_NE(at, std::string::npos);
-  const std::string status = dom.substr(at, dom.find("</p>", at) - at);
+  std::string error;
+  const std::string status = testing::render_status(chromium, html, dir, &error);
+  ASSERT_FALSE(status.empty()) << error;
   EXPECT_NE(status.find("data-ok=\"1\""), std::string::npos) << status;
   EXPECT_NE(status.find("data-charts=\"7\""), std::string::npos) << status;
   EXPECT_NE(status.find("rendered 7 of 7 charts"), std::string::npos) << status;

@@ -78,16 +78,21 @@ std::string shape_for_source(const std::string& source) {
   return "llama-3-8b";
 }
 
-Result<std::unique_ptr<sim::Workload>> make_workload(const SimArgs& a) {
-  sim::LengthSource lengths;
+// The request lengths the flags ask for: a length trace, or fixed lengths; clipped.
+sim::LengthSource length_source(const SimArgs& a) {
+  sim::LengthSource ls;
   if (a.fixed_input > 0) {
-    lengths.fixed_input_tokens = a.fixed_input;
-    lengths.fixed_output_tokens = a.fixed_output > 0 ? a.fixed_output : 128;
+    ls.fixed_input_tokens = a.fixed_input;
+    ls.fixed_output_tokens = a.fixed_output > 0 ? a.fixed_output : 128;
   } else {
-    lengths.trace_path = a.lengths;
+    ls.trace_path = a.lengths;
   }
-  lengths.max_input_tokens = a.max_input;
-  lengths.max_output_tokens = a.max_output;
+  ls.max_input_tokens = a.max_input;
+  ls.max_output_tokens = a.max_output;
+  return ls;
+}
+
+Result<std::unique_ptr<sim::Workload>> make_workload(const SimArgs& a) {
   if (!a.schedule.empty()) return sim::make_schedule_workload(a.schedule, a.schedule_s);
   if (!a.trace.empty()) {
     sim::TraceWorkloadOptions t;
@@ -107,7 +112,7 @@ Result<std::unique_ptr<sim::Workload>> make_workload(const SimArgs& a) {
   o.rate_scale = a.rate_scale;
   o.max_peak_rps = a.max_peak_rps;
   o.seed = a.seed;
-  o.lengths = lengths;
+  o.lengths = length_source(a);
   return sim::make_servegen_workload(o);
 }
 
@@ -143,16 +148,7 @@ int run_sim(const SimArgs& a) {
   const std::string workload_description = (*probe_workload)->describe();
   probe_workload->reset();
 
-  sim::LengthSource ls;
-  if (a.fixed_input > 0) {
-    ls.fixed_input_tokens = a.fixed_input;
-    ls.fixed_output_tokens = a.fixed_output > 0 ? a.fixed_output : 128;
-  } else {
-    ls.trace_path = a.lengths;
-  }
-  ls.max_input_tokens = a.max_input;
-  ls.max_output_tokens = a.max_output;
-  auto lengths = sim::LengthSampler::make(ls);
+  auto lengths = sim::LengthSampler::make(length_source(a));
   if (!lengths.is_ok()) return fail(lengths.status());
 
   // Serving configurations: per shape, the naive one and the searched ones (roofline), or the

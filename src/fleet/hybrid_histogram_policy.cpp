@@ -1,6 +1,7 @@
 #include "tessera/fleet/hybrid_histogram_policy.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -54,22 +55,29 @@ HybridWindows HybridHistogramPolicy::windows(const ModelActivity* activity) cons
   return w;
 }
 
+std::optional<HybridHistogramPolicy::IdleModel> HybridHistogramPolicy::idle_model(
+    const ModelView& m, const ActivityTracker& activity) const {
+  if (m.pinned) return std::nullopt;
+  const bool active = m.state == ModelState::kActive;
+  const bool away = m.state == ModelState::kSuspended || m.state == ModelState::kEvicted;
+  if (!active && !away) return std::nullopt;
+  const ModelActivity* a = activity_of(m, activity);
+  if (a != nullptr && a->busy()) return std::nullopt;
+  // The idle period starts at the last completion (not at a pre-warm), else at the state entry.
+  const int64_t start = (a != nullptr && a->idle_since_ns >= 0) ? a->idle_since_ns
+                                                                 : m.state_since_ns;
+  return IdleModel{active, start, windows(a)};
+}
+
 std::vector<Decision> HybridHistogramPolicy::decide(const FleetView& view,
                                                     const ActivityTracker& activity) const {
   std::vector<Decision> out;
   for (const ModelView& m : view.models) {
-    if (m.pinned) continue;
-    const bool active = m.state == ModelState::kActive;
-    const bool away = m.state == ModelState::kSuspended || m.state == ModelState::kEvicted;
-    if (!active && !away) continue;
-    const ModelActivity* a = activity_of(m, activity);
-    if (a != nullptr && a->busy()) continue;
-    // The idle period starts at the last completion (not at a pre-warm), else at the state entry.
-    const int64_t start = (a != nullptr && a->idle_since_ns >= 0) ? a->idle_since_ns
-                                                                   : m.state_since_ns;
-    const int64_t idle = std::max<int64_t>(0, view.now_ns - start);
-    const HybridWindows w = windows(a);
-    if (active) {
+    const std::optional<IdleModel> im = idle_model(m, activity);
+    if (!im) continue;
+    const HybridWindows& w = im->windows;
+    const int64_t idle = std::max<int64_t>(0, view.now_ns - im->start_ns);
+    if (im->active) {
       if (idle >= w.keep_alive_ns) {
         out.push_back({Action::kSuspend, m.name,
                        fmt::format("idle {:.3f} s >= keep-alive {:.3f} s ({})", idle * 1e-9,
@@ -93,17 +101,12 @@ int64_t HybridHistogramPolicy::next_decision_ns(const FleetView& view,
                                                 const ActivityTracker& activity) const {
   int64_t next = kNever;
   for (const ModelView& m : view.models) {
-    if (m.pinned) continue;
-    const bool active = m.state == ModelState::kActive;
-    const bool away = m.state == ModelState::kSuspended || m.state == ModelState::kEvicted;
-    if (!active && !away) continue;
-    const ModelActivity* a = activity_of(m, activity);
-    if (a != nullptr && a->busy()) continue;
-    const int64_t start = (a != nullptr && a->idle_since_ns >= 0) ? a->idle_since_ns
-                                                                   : m.state_since_ns;
-    const HybridWindows w = windows(a);
+    const std::optional<IdleModel> im = idle_model(m, activity);
+    if (!im) continue;
+    const HybridWindows& w = im->windows;
+    const int64_t start = im->start_ns;
     int64_t at = kNever;
-    if (active) {
+    if (im->active) {
       at = (w.prewarm_ns > 0 && view.now_ns - start < w.prewarm_ns) ? view.now_ns
                                                                     : start + w.keep_alive_ns;
     } else if (w.prewarm_ns > 0 && view.now_ns - start < w.prewarm_ns) {

@@ -16,6 +16,8 @@
 // Thread-safety: immutable after construction.
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <string>
 
@@ -61,6 +63,15 @@ class HybridHistogramPolicy final : public IdlePolicy {
   const HybridHistogramOptions& options() const { return options_; }
 
  private:
+  // An unpinned model that is idle and Active (may be suspended) or away (may be pre-warmed):
+  // when its idle period started and its windows; nullopt for any other model.
+  struct IdleModel {
+    bool active = false;
+    int64_t start_ns = 0;
+    HybridWindows windows;
+  };
+  std::optional<IdleModel> idle_model(const ModelView& m, const ActivityTracker& activity) const;
+
   HybridHistogramOptions options_;
 };
 

@@ -102,6 +102,8 @@ class FleetController {
   // -1 when unknown.
   ModelIndex find(std::string_view name) const;
   const ControlledModel& model(ModelIndex m) const;
+  // The idle policy that governs `m`: its own, else the controller's default; null: none.
+  const IdlePolicy* idle_policy(ModelIndex m) const { return policy_of(at(m)); }
   ModelState state(ModelIndex m) const;
   ControlledStatus status(ModelIndex m) const;  // memory-seconds integrated up to now
   // Adds a listener to every model's lifecycle; call before the first move.

@@ -308,7 +308,7 @@ Result<ModelStatus> FleetManager::status(const std::string& name) const {
   s.last_bring_up_s = c.last_bring_up_s;
   s.queued = c.queued;
   s.pinned = spec.pinned;
-  const IdlePolicy* policy = spec.idle_policy ? spec.idle_policy.get() : options_.idle_policy.get();
+  const IdlePolicy* policy = controller_->idle_policy(m);  // immutable: no lock needed
   s.idle_policy = policy != nullptr ? std::string(policy->name()) : "none";
   s.last_error = c.last_error;
   s.memory_seconds = c.memory_seconds;

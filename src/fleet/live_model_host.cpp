@@ -340,11 +340,6 @@ void LiveModelHost::drain_finished() {
   for (const Finished& f : done) controller_->finished(f.model, f.id, f.slo_met, f.at_ns);
 }
 
-bool LiveModelHost::has_finished() const {
-  std::lock_guard<std::mutex> lock(finished_mu_);
-  return !finished_.empty();
-}
-
 std::shared_ptr<engine::Engine> LiveModelHost::engine(ModelIndex m) const {
   std::lock_guard<std::mutex> lock(engines_mu_);
   return engines_[static_cast<size_t>(m)];

@@ -95,7 +95,6 @@ class LiveModelHost final : public ModelHost {
   std::vector<std::function<void()>> take_deferred();
   // Feeds the controller the requests that finished on engine threads.
   void drain_finished();
-  bool has_finished() const;
 
   std::shared_ptr<engine::Engine> engine(ModelIndex m) const;
   void cancel_running(ModelIndex m, engine::RequestId id);

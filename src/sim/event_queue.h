@@ -27,7 +27,6 @@ class EventQueue {
     sift_up(heap_.size() - 1);
   }
   bool empty() const { return heap_.empty(); }
-  const SimEvent& top() const { return heap_.front(); }
   SimEvent pop() {
     SimEvent e = heap_.front();
     heap_.front() = heap_.back();
@@ -35,8 +34,6 @@ class EventQueue {
     if (!heap_.empty()) sift_down(0);
     return e;
   }
-  size_t size() const { return heap_.size(); }
-  uint64_t pushed() const { return next_seq_; }
 
  private:
   static bool before(const SimEvent& x, const SimEvent& y) {

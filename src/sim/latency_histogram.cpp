@@ -41,12 +41,4 @@ double LatencyHistogram::quantile(double p) const {
   return max_;
 }
 
-double LatencyHistogram::fraction_at_most(double seconds) const {
-  if (count_ == 0) return 0.0;
-  const int last = bucket(seconds);
-  int64_t n = 0;
-  for (int b = 0; b <= last; ++b) n += buckets_[static_cast<size_t>(b)];
-  return static_cast<double>(n) / static_cast<double>(count_);
-}
-
 }  // namespace tessera::sim

@@ -18,8 +18,6 @@ class LatencyHistogram {
   // The p-quantile (p in [0, 1]): the upper edge of the bucket holding it, clamped to max().
   // 0 when empty.
   double quantile(double p) const;
-  // The fraction of samples <= `seconds` (bucket resolution).
-  double fraction_at_most(double seconds) const;
 
  private:
   static int bucket(double seconds);

@@ -23,11 +23,13 @@ echo "== ASan + UBSan build and tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
-echo "== TSan build and the engine and server tests"
-# (The binary-level curl/npm integration tests run in the Release and ASan stages.)
-./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests serve_fleet_tests
+echo "== TSan build and the engine, server and fleet tests"
+# (The binary-level curl/npm integration tests run in the Release and ASan stages; fleet_tests'
+# memory-tier checks read the resident set, which TSan's shadow memory distorts.)
+./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests serve_fleet_tests \
+  fleet_manager_tests fleet_controller_tests
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server" -E "_integration$"
+  ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server|fleet" -E "_integration$"
 
 echo "== GGUF fuzzer (libFuzzer, clang)"
 ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-60}"

@@ -123,6 +123,8 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const std::vector<fleet::ModelStatus> after = f->status();
+  const std::vector<engine::DeviceClientStats> device =
+      fo.device ? fo.device->stats() : std::vector<engine::DeviceClientStats>{};
   res.duration_s = static_cast<double>(clock->now_ns() - t0) * 1e-9;
   f->stop();
 
@@ -137,17 +139,25 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     r.resumes = after[m].resumes - before[m].resumes;
     r.memory_gb_s = (after[m].memory_seconds - before[m].memory_seconds) * 1e-9;
     r.idle_memory_gb_s = (after[m].idle_memory_seconds - before[m].idle_memory_seconds) * 1e-9;
+    for (const auto& c : device) {
+      if (c.name != r.name) continue;
+      r.device_grants = c.grants;
+      r.device_busy_s = static_cast<double>(c.busy_ns) * 1e-9;
+      r.device_wait_s = static_cast<double>(c.wait_ns) * 1e-9;
+    }
   }
   for (size_t i = 0; i < schedule.size(); ++i) {
     FleetReplayModelResult& r = res.models[schedule[i].model];
     const Outcome& out = outcomes[i];
     ++r.requests;
     const int64_t due = t0 + static_cast<int64_t>(schedule[i].t * 1e9);
+    res.requests_log.push_back({schedule[i].model, schedule[i].t, -1.0});
     if (!out.ok || out.first_ns < 0) {
       ++r.errors;
       continue;
     }
     const double ttft = static_cast<double>(out.first_ns - due) * 1e-9;
+    res.requests_log.back().ttft_s = ttft;
     r.ttft_s.push_back(ttft);
     all_ttft.push_back(ttft);
     if (ttft <= o.ttft_slo_s) ++r.slo_met;

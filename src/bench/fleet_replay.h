@@ -51,10 +51,22 @@ struct FleetReplayModelResult {
   double memory_gb_s = 0.0;       // active GB x seconds over the replay
   double idle_memory_gb_s = 0.0;  // the part with no request in flight
   std::vector<double> ttft_s;     // successful requests, from the scheduled arrival
+  // The shared device's account of this model's engine (shared_device only): iterations run,
+  // device time held and time spent waiting for it.
+  int64_t device_grants = 0;
+  double device_busy_s = 0.0, device_wait_s = 0.0;
+};
+
+// One request of the replay, for side-by-side comparisons (`bench fleet --requests-out`).
+struct FleetReplayRequest {
+  size_t model = 0;      // index into the options' models
+  double t_s = 0.0;      // scheduled arrival, replay seconds
+  double ttft_s = -1.0;  // from the scheduled arrival; -1 when it failed
 };
 
 struct FleetReplayResult {
   std::string policy;
+  std::vector<FleetReplayRequest> requests_log;  // every request, in arrival order
   double duration_s = 0.0;  // replay wall time measured
   std::vector<FleetReplayModelResult> models;
   // Over all models.

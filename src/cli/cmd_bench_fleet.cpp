@@ -39,6 +39,7 @@ struct FleetBenchArgs {
   bool no_shared_device = false;
   bool json = false;
   std::string arrivals_out;  // the schedule replayed, for `tessera sim --schedule`
+  std::string requests_out;  // every request's TTFT per policy, for side-by-side comparisons
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -165,6 +166,12 @@ int run_bench_fleet(FleetBenchArgs a) {
     }
     std::fflush(stdout);
   }
+  std::ofstream requests_out;
+  if (!a.requests_out.empty()) {
+    requests_out.open(a.requests_out);
+    requests_out << "policy,model,t_s,ttft_s\n";
+    if (!requests_out) return fail("cannot write " + a.requests_out);
+  }
   nlohmann::json records = nlohmann::json::array();
   std::vector<bench::FleetReplayResult> results;
   for (const std::string& policy : split(a.policies)) {
@@ -172,13 +179,21 @@ int run_bench_fleet(FleetBenchArgs a) {
     auto r = bench::run_fleet_replay(a.run);
     if (!r.is_ok()) return fail(r.status().with_context("policy " + policy));
     results.push_back(*r);
+    if (requests_out.is_open()) {
+      for (const auto& q : r->requests_log) {
+        requests_out << policy << "," << a.run.models[q.model].spec.name << ","
+                     << fmt::format("{:.6f},{:.6f}", q.t_s, q.ttft_s) << "\n";
+      }
+      if (!requests_out.flush()) return fail("cannot write " + a.requests_out);
+    }
     nlohmann::json per_model = nlohmann::json::array();
     for (const auto& m : r->models) {
       per_model.push_back({{"model", m.name}, {"client", m.source}, {"requests", m.requests},
                            {"errors", m.errors}, {"cold_starts", m.cold_starts},
                            {"resumes", m.resumes}, {"slo_met", m.slo_met},
                            {"memory_gb_s", m.memory_gb_s}, {"idle_memory_gb_s", m.idle_memory_gb_s},
-                           {"active_bytes", m.active_bytes}});
+                           {"active_bytes", m.active_bytes}, {"device_grants", m.device_grants},
+                           {"device_busy_s", m.device_busy_s}, {"device_wait_s", m.device_wait_s}});
     }
     records.push_back({{"policy", policy}, {"duration_s", r->duration_s},
                        {"requests", r->requests}, {"errors", r->errors},
@@ -268,6 +283,9 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
   c->add_option("--arrivals-out", a->arrivals_out,
                 "Write the arrival schedule (model,t_s,input_tokens,output_tokens) for `tessera sim "
                 "--schedule`");
+  c->add_option("--requests-out", a->requests_out,
+                "Write every request's TTFT (policy,model,t_s,ttft_s; -1: failed), for a "
+                "side-by-side comparison with `tessera sim --requests-out`");
   c->callback([&run, a] { run = [a] { return run_bench_fleet(*a); }; });
 }
 

@@ -50,6 +50,7 @@ struct SimArgs {
   std::string dtype = "bf16";
   std::string bench_record;   // measured costs: `bench model --json`
   std::string resume_record;  // and `bench resume --json`
+  double memory_scale = 1.0;  // measured costs: their memory-bound terms x this
   int32_t max_running = 0;    // measured costs: the engine's batch limit
   bool shared_device = false;
   int64_t active_bytes = 0;   // measured costs: weights + KV pool of one replica (the KV from it)
@@ -67,6 +68,7 @@ struct SimArgs {
   double deadline_s = 60.0;
   uint64_t seed = 1;
   std::string json_out, html_out, trace_out, chartjs;
+  std::string requests_out;  // every request's outcome (CSV)
   int64_t trace_events = 20000;
 };
 
@@ -160,6 +162,7 @@ int run_sim(const SimArgs& a) {
     auto rec = read_json(a.bench_record);
     if (!rec.is_ok()) return fail(rec.status());
     sim::MeasuredCostOptions mo;
+    mo.memory_scale = a.memory_scale;
     if (!a.resume_record.empty()) {
       auto rr = read_json(a.resume_record);
       if (!rr.is_ok()) return fail(rr.status());
@@ -242,6 +245,7 @@ int run_sim(const SimArgs& a) {
     so.pool_fill = a.pool_fill;
     so.request_deadline_ns = static_cast<int64_t>(a.deadline_s * 1e9);
     so.max_trace_events = a.trace_out.empty() ? 0 : a.trace_events;
+    so.record_requests = !a.requests_out.empty();
     // The deployment search is its own row; every other policy runs the naive configuration, so
     // that it differs from dedicated only in how replicas are held.
     const auto& models = p == "search" ? searched_models : naive_models;
@@ -277,6 +281,18 @@ int run_sim(const SimArgs& a) {
     std::ofstream(a.html_out) << sim::render_sim_report_html(report, chart_js);
     std::printf("tessera sim: wrote %s%s\n", a.html_out.c_str(),
                 chart_js.empty() ? " (no Chart.js: tables only)" : "");
+  }
+  if (!a.requests_out.empty()) {
+    std::ofstream out(a.requests_out);
+    out << "policy,model,t_s,ttft_s,cold\n";
+    for (const auto& r : results) {
+      for (const auto& q : r.request_log) {
+        out << r.policy << "," << wmodels[static_cast<size_t>(q.model)].name << ","
+            << fmt::format("{:.6f},{:.6f},{}", q.t_s, q.ttft_s, q.cold ? 1 : 0) << "\n";
+      }
+    }
+    if (!out) return fail("cannot write " + a.requests_out);
+    std::printf("tessera sim: wrote %s\n", a.requests_out.c_str());
   }
   if (!a.trace_out.empty()) {
     std::vector<sim::SimTransition> all;
@@ -324,6 +340,14 @@ void add_sim_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--bench-record", a->bench_record,
                   "This machine's costs: a `tessera bench model --json` record (every model one replica)");
   cmd->add_option("--resume-record", a->resume_record, "With --bench-record: a `bench resume --json` record");
+  cmd->add_option("--memory-scale", a->memory_scale,
+                  "With --bench-record: multiply the memory-bound step terms (decode's weight pass, "
+                  "KV reads): the record's memory bandwidth over the bandwidth when the simulated "
+                  "run ran")
+      ->capture_default_str();
+  cmd->add_option("--requests-out", a->requests_out,
+                  "Write every request's outcome (policy,model,t_s,ttft_s,cold; ttft -1: refused), "
+                  "for small runs compared with `bench fleet --requests-out`");
   cmd->add_option("--max-running", a->max_running, "With --bench-record: the engine's batch limit");
   cmd->add_flag("--shared-device", a->shared_device,
                 "Every replica time-shares one device (as `serve --models` does on one machine)");

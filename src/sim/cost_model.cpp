@@ -111,11 +111,19 @@ class MeasuredCost final : public CostModel {
     double per_position_s = 0.0;
     double per_attn_s = 0.0;
   };
-  MeasuredCost(Fit fit, MeasuredCostOptions o) : fit_(fit), o_(std::move(o)) {}
+  MeasuredCost(Fit fit, MeasuredCostOptions o) : fit_(memory_scaled(fit, o.memory_scale)), o_(std::move(o)) {}
+  static Fit memory_scaled(Fit f, double scale) {
+    f.tg_step_s *= scale;
+    f.per_position_s *= scale;
+    return f;
+  }
 
   std::string describe() const override {
-    return fmt::format("measured {} on this machine ({:.3f} ms/decode step, {:.3f} ms/extra row)",
-                       o_.name, fit_.tg_step_s * 1e3, fit_.per_row_s * 1e3);
+    return fmt::format("measured {} on this machine ({:.3f} ms/decode step, {:.3f} ms/extra row{})",
+                       o_.name, fit_.tg_step_s * 1e3, fit_.per_row_s * 1e3,
+                       o_.memory_scale != 1.0
+                           ? fmt::format(", memory-bound terms x {:.3f}", o_.memory_scale)
+                           : "");
   }
   double step_s(const StepWork& w) const override {
     const int32_t tokens = w.tokens();
@@ -289,6 +297,10 @@ Result<std::unique_ptr<CostModel>> measured_cost_from_json(const nlohmann::json&
     return invalid_argument(fmt::format(
         "measured cost: kv_capacity_tokens must be > 0 (the engine's KV pool), got {}",
         options.kv_capacity_tokens));
+  }
+  if (!(options.memory_scale > 0) || !std::isfinite(options.memory_scale)) {
+    return invalid_argument(
+        fmt::format("measured cost: memory_scale must be > 0, got {}", options.memory_scale));
   }
   TS_ASSIGN_OR_RETURN(BenchEntry pp, find_entry(rec["results"], 'p'));
   TS_ASSIGN_OR_RETURN(BenchEntry tg, find_entry(rec["results"], 't'));

@@ -186,6 +186,17 @@ void ReplicaSim::cut_segment(int64_t j) {
   plan();
 }
 
+void ReplicaSim::reprice(int64_t now_ns) {
+  TS_CHECK_MSG(now_ns >= now_ns_, "ReplicaSim::reprice: time went backwards");
+  run_until(now_ns);
+  if (!active_ || n_full_ == 0) return;
+  // The boundary that ends the iteration running at now_ns (an iteration starting exactly at
+  // now_ns is re-priced too).
+  const int64_t elapsed = now_ns - clock_ns_;
+  const int64_t j = (elapsed + step_ns_ - 1) / step_ns_;
+  if (j < n_full_ || (j == n_full_ && tail_chunk_ > 0)) cut_segment(j);
+}
+
 void ReplicaSim::run_until(int64_t t_ns) {
   while (active_ && seg_end_ns_ <= t_ns) finish_segment();
   now_ns_ = t_ns == kNever ? clock_ns_ : std::max(now_ns_, t_ns);

@@ -66,8 +66,18 @@ class ReplicaSim {
   void add(uint64_t id, int64_t now_ns, int32_t input_tokens, int32_t output_tokens,
            int32_t cached_tokens = 0);
 
-  // The time of the next first token or finish; kNever when idle.
-  int64_t next_event_ns() const { return active_ ? seg_end_ns_ : kNever; }
+  // The time of the next first token or finish (one already reached but not yet handed out
+  // comes first); kNever when idle.
+  int64_t next_event_ns() const {
+    if (!ready_.empty()) return ready_.front().t_ns;
+    return active_ ? seg_end_ns_ : kNever;
+  }
+
+  // The cost model's answer changed at `now_ns` (the device it shares got busier or quieter):
+  // the iteration running at now_ns ends as planned, the rest of the segment is re-planned at the
+  // new cost from that boundary. Nothing changes when the current iteration is the segment's
+  // last. Precondition: now_ns >= the previous add() and advance() times.
+  void reprice(int64_t now_ns);
 
   // Runs the replica up to `t_ns`, appending every first token and finish at or before t_ns in
   // time order (at one instant: the first token of the request whose prefill completed, then

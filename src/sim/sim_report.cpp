@@ -192,6 +192,7 @@ nlohmann::json sim_result_json(const SimResult& r) {
                                    ? 1.0 - r.accelerator_hours / r.dedicated_accelerator_hours
                                    : 0.0},
       {"busy_accelerator_hours", r.busy_accelerator_hours},
+      {"device_busy_s", r.device_busy_s},
       {"utilization", r.utilization()},
       {"memory_gb_hours", r.memory_gb_hours},
       {"requests", r.requests},

@@ -101,6 +101,7 @@ class Sim final : public SimHost::Driver {
     int64_t held_bytes = 0;
     int32_t busy_tp = 0;
     std::unique_ptr<double> stretch = std::make_unique<double>(1.0);  // pooled
+    std::vector<int32_t> slots;  // its slots (global indices)
   };
   struct Req {
     int64_t arrive = 0;
@@ -110,6 +111,7 @@ class Sim final : public SimHost::Driver {
     int32_t cached = 0;
     int32_t slot = 0;
     bool live = false;
+    int64_t log = -1;  // its entry in result_.request_log (record_requests)
   };
   class NodeTimer final : public fleet::Timer {
    public:
@@ -149,6 +151,7 @@ class Sim final : public SimHost::Driver {
   bool pooled_ = false;
   bool dedicated_ = false;
   int32_t busy_slots_ = 0;
+  int64_t device_busy_since_ = 0;  // shared_device: when busy_slots_ last left 0
   double device_stretch_ = 1.0;  // shared_device
   // Requests in flight, in a slab: a request's id is its index + 1 (ids are reused once it ends).
   std::vector<Req> reqs_;
@@ -287,6 +290,7 @@ Status Sim::build() {
     for (int32_t s : node_slots[n]) {
       Slot& slot = slots_[static_cast<size_t>(s)];
       slot.node = static_cast<int32_t>(n);
+      node.slots.push_back(s);
       slot.local = node.host->add(SimHost::Slot{s, slot.cost.get()});
       if (o_.shared_device) {
         slot.cost->share_stretch(&device_stretch_);
@@ -397,15 +401,35 @@ void Sim::reschedule_replica(int32_t slot) {
 }
 
 void Sim::update_stretch(int32_t n) {
+  double* stretch = nullptr;
+  double value = 1.0;
   if (o_.shared_device) {
-    // One device time-shared iteration by iteration (engine::DeviceScheduler): with k replicas
-    // busy each gets every k-th iteration, so its steps take k times as long.
-    device_stretch_ = std::max(1, busy_slots_);
+    // One device time-shared by engine::DeviceScheduler, which grants iterations by least
+    // device time used: with k replicas busy each gets 1/k of the device, so its steps take k
+    // times as long.
+    stretch = &device_stretch_;
+    value = std::max(1, busy_slots_);
+  } else if (pooled_) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    stretch = node.stretch.get();
+    value = std::max(1.0, static_cast<double>(node.busy_tp) / node.accelerators);
+  } else {
     return;
   }
-  if (!pooled_) return;
-  Node& node = nodes_[static_cast<size_t>(n)];
-  *node.stretch = std::max(1.0, static_cast<double>(node.busy_tp) / node.accelerators);
+  if (*stretch == value) return;
+  *stretch = value;
+  // The busy replicas sharing it take the new pace from their next iteration on.
+  const auto reprice = [&](int32_t i) {
+    Slot& s = slots_[static_cast<size_t>(i)];
+    if (!s.busy) return;
+    s.replica_sim->reprice(now());
+    reschedule_replica(i);
+  };
+  if (o_.shared_device) {
+    for (size_t i = 0; i < slots_.size(); ++i) reprice(static_cast<int32_t>(i));
+  } else {
+    for (int32_t i : nodes_[static_cast<size_t>(n)].slots) reprice(i);
+  }
 }
 
 Status Sim::dispatch(int32_t slot, engine::RequestId id) {
@@ -415,7 +439,7 @@ Status Sim::dispatch(int32_t slot, engine::RequestId id) {
   if (!s.busy) {
     s.busy = true;
     nodes_[static_cast<size_t>(s.node)].busy_tp += s.tp;
-    ++busy_slots_;
+    if (busy_slots_++ == 0) device_busy_since_ = now();
     update_stretch(s.node);
   }
   s.replica_sim->add(id, now(), q->in, q->out, q->cached);
@@ -481,6 +505,11 @@ void Sim::on_arrival(const SimRequest& r) {
                                             std::max(1, r.input_tokens),
                                             std::max(0, r.prefix_tokens), slot, false});
   ++s.in_flight;
+  if (o_.record_requests) {
+    reqs_[id - 1].log = static_cast<int64_t>(result_.request_log.size());
+    result_.request_log.push_back(SimRequestRecord{r.model, static_cast<double>(now()) * 1e-9, -1.0,
+                                                   s.state != ModelState::kActive});
+  }
   Node& node = nodes_[static_cast<size_t>(s.node)];
   Status why;
   if (node.ctl->submit(s.local, id, &why) == fleet::Admission::kRefused) {
@@ -526,6 +555,7 @@ void Sim::on_replica(int32_t slot) {
     const int64_t first = q.first >= 0 ? q.first : e.t_ns;
     const double ttft = static_cast<double>(first - q.arrive) * 1e-9;
     ttft_.add(ttft);
+    if (q.log >= 0) result_.request_log[static_cast<size_t>(q.log)].ttft_s = ttft;
     if (q.out > 1) tpot_.add(static_cast<double>(e.t_ns - first) * 1e-9 / (q.out - 1));
     const bool met = first - q.arrive <= o_.slo.ttft_ns;
     ++result_.served;
@@ -537,7 +567,7 @@ void Sim::on_replica(int32_t slot) {
   if (s.replica_sim->idle() && s.busy) {
     s.busy = false;
     node.busy_tp -= s.tp;
-    --busy_slots_;
+    if (--busy_slots_ == 0) result_.device_busy_s += static_cast<double>(now() - device_busy_since_) * 1e-9;
     update_stretch(s.node);
   }
   if (s.in_flight == 0) after_idle(slot);

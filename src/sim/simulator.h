@@ -69,6 +69,15 @@ struct SimOptions {
   double tail_s = 600.0;              // after the last arrival, for in-flight requests
   int64_t max_trace_events = 0;       // Chrome trace of lifecycle moves (0: none)
   bool record_transitions = false;    // keep every lifecycle transition (tests, small runs)
+  bool record_requests = false;       // keep every request's outcome (small runs)
+};
+
+// One request's outcome (record_requests), for side-by-side comparisons with a live run.
+struct SimRequestRecord {
+  int32_t model = 0;     // index into the models
+  double t_s = 0.0;      // arrival
+  double ttft_s = -1.0;  // -1: refused or still in flight at the end
+  bool cold = false;     // its replica was not Active when it arrived
 };
 
 // One lifecycle move as the Chrome trace (and tests) see it.
@@ -86,6 +95,7 @@ struct SimResult {
   double accelerator_hours = 0.0;
   double dedicated_accelerator_hours = 0.0;  // dedicated_accelerators x duration
   double busy_accelerator_hours = 0.0;       // accelerators x time their replica computed
+  double device_busy_s = 0.0;                // shared_device: time any replica computed
   double utilization() const {
     return accelerator_hours > 0 ? busy_accelerator_hours / accelerator_hours : 0.0;
   }
@@ -102,6 +112,7 @@ struct SimResult {
   int64_t peak_rss_bytes = 0;
   std::vector<double> accelerators_in_use;  // mean over each sample period
   std::vector<SimTransition> transitions;   // record_transitions / max_trace_events
+  std::vector<SimRequestRecord> request_log;  // record_requests: in arrival order
 };
 
 // Errors: kInvalidArgument for an unknown policy, models that do not match the workload's, a

@@ -373,8 +373,63 @@ TEST(ReplicaSim, AdmissionWaitsForKvAndJoinsAtIterationBoundaries) {
   const int64_t arrive = p + 3 * d1 + d1 / 2;  // during the 4th decode iteration
   s2.add(2, arrive, 5, 3);
   const int64_t boundary = p + 4 * d1;
+  // Request 1's first token (at p) was reached by that add() but not handed out: it comes first.
+  EXPECT_EQ(s2.next_event_ns(), p);
+  s2.advance(arrive, ev);
   EXPECT_EQ(s2.next_event_ns(), boundary + step_ns(cost, {5, 1, 0, 0}));
   s2.advance(ReplicaSim::kNever, ev);
+}
+
+// A cost whose pace changes under the replica (a shared device getting busier): reprice() lets
+// the iteration running finish at the old pace and runs the rest at the new one.
+class ScaledCost final : public CostModel {
+ public:
+  double scale = 1.0;
+  std::string describe() const override { return "scaled test cost"; }
+  double step_s(const StepWork& w) const override { return scale * base_.step_s(w); }
+  int64_t weight_bytes() const override { return 1; }
+  int64_t kv_bytes_per_token() const override { return 1; }
+  int64_t kv_capacity_tokens() const override { return 1 << 30; }
+  double load_s() const override { return 0; }
+  double resume_s() const override { return 0; }
+  double suspend_s() const override { return 0; }
+  int32_t accelerators() const override { return 1; }
+
+ private:
+  ContextFreeCost base_;
+};
+
+TEST(ReplicaSim, RepriceKeepsTheRunningIterationAndRetimesTheRest) {
+  ScaledCost cost;
+  ReplicaLimits lim;
+  lim.kv_capacity_tokens = 1 << 20;
+  ReplicaSim sim(cost, lim);
+  std::vector<ReplicaEvent> ev;
+  sim.add(1, 0, 10, 11);  // one prefill iteration, then 10 decodes
+  const int64_t p = step_ns(cost, {10, 0, 0, 0});
+  const int64_t d1 = step_ns(cost, {0, 1, 0, 0});
+  sim.advance(p, ev);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(sim.next_event_ns(), p + 10 * d1);
+  // The device gets three times busier during the 3rd decode: it ends on time, 7 slower follow.
+  cost.scale = 3.0;
+  const int64_t t = p + 2 * d1 + d1 / 3;
+  sim.reprice(t);
+  const int64_t d3 = step_ns(cost, {0, 1, 0, 0});
+  EXPECT_EQ(sim.next_event_ns(), p + 3 * d1 + 7 * d3);
+  // Quieter again at an exact boundary: the iteration starting there takes the new pace.
+  cost.scale = 1.0;
+  sim.reprice(p + 3 * d1 + 2 * d3);
+  EXPECT_EQ(sim.next_event_ns(), p + 3 * d1 + 2 * d3 + 5 * d1);
+  ev.clear();
+  sim.advance(ReplicaSim::kNever, ev);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].t_ns, p + 3 * d1 + 2 * d3 + 5 * d1);
+  EXPECT_EQ(sim.iterations(), 11);
+  EXPECT_TRUE(sim.idle());
+  // Repricing an idle replica, or in its last iteration, changes nothing.
+  sim.reprice(sim.busy_s() > 0 ? ev[0].t_ns + 1 : 0);
+  EXPECT_EQ(sim.next_event_ns(), ReplicaSim::kNever);
 }
 
 TEST(ReplicaSim, HundredThousandRequestsQuickly) {

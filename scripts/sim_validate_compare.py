@@ -2,12 +2,16 @@
 """The comparison half of scripts/sim-validate.sh: simulates the live run's exact schedule once per
 policy and prints live and simulated side by side.
 
-Each policy is simulated twice: with the `bench model` costs as measured, and with their
-memory-bound terms (decode's weight pass, KV reads) scaled so that the simulated device time of
-the run's requests equals the device time the live engines held (`device_busy_s` in the live
-record). This machine's memory bandwidth drifts up to 2x within minutes while prefill's compute
-does not, so a cost record taken minutes before the live run can be far off for decode. The fit
-uses device time only; TTFT, SLO attainment, memory-seconds and cold starts stay predictions.
+Each policy is simulated twice:
+  sim      with the costs `bench model` and `bench resume` measured just before the live run;
+  sim fit  with the unit costs the live run itself paid: a step's weight pass and per-row time
+           fitted to the live engines' device accounting (device time held by iterations with
+           prompt rows and by decode-only ones, and their rows), and the mean resume and
+           suspension times the live controller timed.
+This machine's speed drifts (memory bandwidth up to 2x within minutes), so a cost record taken
+minutes before a run can be far off; the second row separates the simulator's dynamics (queueing,
+batching, device sharing, the policies) from that drift. Neither row uses any latency or cold
+start of the live run: TTFT, SLO attainment, memory-seconds and cold starts stay predictions.
 
 usage: sim_validate_compare.py TESSERA OUT SPAN ACTIVE_BYTES KEEP_ALIVE_S HISTOGRAM_BIN_S TTFT_SLO_S
 """
@@ -22,41 +26,54 @@ def main():
     t, out, span, active, keep, binw, slo = sys.argv[1:8]
     live = {p["policy"]: p for p in json.load(open(f"{out}/live.json"))["policies"]}
 
-    def simulate(policy, scale, requests_out=None):
+    def simulate(policy, extra, requests_out=None):
         cmd = [t, "sim", "--schedule", f"{out}/schedule.csv", "--schedule-span", span,
                "--bench-record", f"{out}/model.json", "--resume-record", f"{out}/resume.json",
                "--active-bytes", active, "--max-running", "2", "--shared-device",
                "--keep-alive", keep, "--histogram-bin", binw, "--ttft-slo", slo,
-               "--policy", policy, "--memory-scale", f"{scale:.6f}", "--json", f"{out}/sim-one.json"]
+               "--policy", policy, "--json", f"{out}/sim-one.json"] + extra
         if requests_out:
             cmd += ["--requests-out", requests_out]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return json.load(open(f"{out}/sim-one.json"))["policies"][0]
+
+    def live_costs(l):
+        """(decode step s, per-row s, resume s, suspend s; None where not measured)."""
+        ms = l["models"]
+        total = lambda k: sum(m[k] for m in ms)
+        td = total("decode_busy_s") / total("decode_grants")
+        rd = total("decode_rows") / total("decode_grants")
+        tp = total("prefill_busy_s") / total("prefill_grants")
+        rp = total("prefill_rows") / total("prefill_grants")
+        row = (tp - td) / (rp - rd)
+        step = td - row * (rd - 1)
+        resumes, suspends = total("resumes"), total("suspends")
+        resume = sum(m["mean_resume_s"] * m["resumes"] for m in ms) / resumes if resumes else None
+        suspend = (sum(m["mean_suspend_s"] * m["suspends"] for m in ms) / suspends
+                   if suspends else None)
+        return step, row, resume, suspend
 
     rows = []
     for lp, sp in PAIRS:
         if lp not in live:
             continue
         l = live[lp]
-        target = sum(m["device_busy_s"] for m in l["models"])
-        lo, hi = 0.25, 4.0
-        for _ in range(24):  # simulated device time grows with the scale: bisect
-            mid = (lo * hi) ** 0.5
-            if simulate(sp, mid)["device_busy_s"] < target:
-                lo = mid
-            else:
-                hi = mid
-        scale = (lo * hi) ** 0.5
-        raw = simulate(sp, 1.0)
-        fit = simulate(sp, scale, f"{out}/sim-requests-{lp}.csv")
-        rows.append((lp, l, raw, fit, scale, target))
+        step, row, resume, suspend = live_costs(l)
+        extra = ["--decode-step-s", f"{step:.9f}", "--row-s", f"{row:.9f}"]
+        if resume is not None:
+            extra += ["--resume-s", f"{resume:.6f}"]
+        if suspend is not None:
+            extra += ["--suspend-s", f"{suspend:.6f}"]
+        raw = simulate(sp, [])
+        fit = simulate(sp, extra, f"{out}/sim-requests-{lp}.csv")
+        rows.append((lp, l, raw, fit, (step, row, resume, suspend)))
 
     def ratio(a, b):
         return f"{b / a:.3f}" if a else "-"
 
     print(f"\n{'policy':<11}{'metric':<15}{'live':>9}{'sim':>9}{'sim/live':>10}{'sim fit':>9}"
           f"{'fit/live':>10}")
-    for lp, l, raw, fit, scale, target in rows:
+    for lp, l, raw, fit, costs in rows:
         table = [
             ("TTFT p50 ms", l["ttft_p50_s"] * 1e3, raw["ttft_p50_s"] * 1e3, fit["ttft_p50_s"] * 1e3),
             ("TTFT p99 ms", l["ttft_p99_s"] * 1e3, raw["ttft_p99_s"] * 1e3, fit["ttft_p99_s"] * 1e3),
@@ -65,13 +82,16 @@ def main():
             ("memory GB*s", l["memory_gb_s"], raw["memory_gb_hours"] * 3600,
              fit["memory_gb_hours"] * 3600),
             ("cold starts", l["cold_starts"], raw["cold_starts"], fit["cold_starts"]),
-            ("device s", target, raw["device_busy_s"], fit["device_busy_s"]),
+            ("resumes", sum(m["resumes"] for m in l["models"]), raw["resumes"], fit["resumes"]),
+            ("device s", sum(m["device_busy_s"] for m in l["models"]), raw["device_busy_s"],
+             fit["device_busy_s"]),
         ]
         for name, a, b, c in table:
             print(f"{lp:<11}{name:<15}{a:>9.1f}{b:>9.1f}{ratio(a, b):>10}{c:>9.1f}{ratio(a, c):>10}")
-        print(f"{lp:<11}{'memory scale':<15}{'':>9}{1.0:>9.3f}{'':>10}{scale:>9.3f}")
-        print(f"{lp:<11}{'requests':<15}{l['requests']:>9}{raw['requests']:>9}{'':>10}"
-              f"{fit['requests']:>9}")
+        step, row, resume, suspend = costs
+        fmt_ms = lambda v: "-" if v is None else f"{v * 1e3:.2f}"
+        print(f"{lp:<11}live costs: step {step * 1e3:.2f} ms + {row * 1e3:.3f} ms/row, resume "
+              f"{fmt_ms(resume)} ms, suspend {fmt_ms(suspend)} ms")
 
 
 if __name__ == "__main__":

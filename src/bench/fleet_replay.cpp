@@ -137,6 +137,9 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     r.active_bytes = after[m].active_bytes;
     r.cold_starts = after[m].cold_starts - before[m].cold_starts;
     r.resumes = after[m].resumes - before[m].resumes;
+    r.suspends = after[m].suspends - before[m].suspends;
+    r.mean_resume_s = after[m].mean_resume_s;  // the fleet is this replay's own: all its moves
+    r.mean_suspend_s = after[m].mean_suspend_s;
     r.memory_gb_s = (after[m].memory_seconds - before[m].memory_seconds) * 1e-9;
     r.idle_memory_gb_s = (after[m].idle_memory_seconds - before[m].idle_memory_seconds) * 1e-9;
     for (const auto& c : device) {
@@ -144,6 +147,12 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
       r.device_grants = c.grants;
       r.device_busy_s = static_cast<double>(c.busy_ns) * 1e-9;
       r.device_wait_s = static_cast<double>(c.wait_ns) * 1e-9;
+      r.prefill_grants = c.prefill_grants;
+      r.prefill_rows = c.prefill_rows;
+      r.prefill_busy_s = static_cast<double>(c.prefill_busy_ns) * 1e-9;
+      r.decode_grants = c.decode_grants;
+      r.decode_rows = c.decode_rows;
+      r.decode_busy_s = static_cast<double>(c.decode_busy_ns) * 1e-9;
     }
   }
   for (size_t i = 0; i < schedule.size(); ++i) {

@@ -50,7 +50,10 @@ struct SimArgs {
   std::string dtype = "bf16";
   std::string bench_record;   // measured costs: `bench model --json`
   std::string resume_record;  // and `bench resume --json`
-  double memory_scale = 1.0;  // measured costs: their memory-bound terms x this
+  double decode_step_s = 0.0;  // measured costs: given instead of the record's (0: the record's)
+  double row_s = 0.0;
+  double resume_s = -1.0;      // and instead of the resume record's (-1: the record's)
+  double suspend_s = -1.0;
   int32_t max_running = 0;    // measured costs: the engine's batch limit
   bool shared_device = false;
   int64_t active_bytes = 0;   // measured costs: weights + KV pool of one replica (the KV from it)
@@ -162,12 +165,15 @@ int run_sim(const SimArgs& a) {
     auto rec = read_json(a.bench_record);
     if (!rec.is_ok()) return fail(rec.status());
     sim::MeasuredCostOptions mo;
-    mo.memory_scale = a.memory_scale;
+    mo.tg_step_s = a.decode_step_s;
+    mo.per_row_s = a.row_s;
     if (!a.resume_record.empty()) {
       auto rr = read_json(a.resume_record);
       if (!rr.is_ok()) return fail(rr.status());
       if (Status s = sim::apply_resume_record(*rr, mo); !s.is_ok()) return fail(s);
     }
+    if (a.resume_s >= 0) mo.resume_s = a.resume_s;
+    if (a.suspend_s >= 0) mo.suspend_s = a.suspend_s;
     // The KV pool: the tokens that make up --active-bytes past the weights, else 64k.
     mo.kv_capacity_tokens = 65536;
     auto cost = sim::measured_cost_from_json(*rec, mo);
@@ -340,11 +346,15 @@ void add_sim_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--bench-record", a->bench_record,
                   "This machine's costs: a `tessera bench model --json` record (every model one replica)");
   cmd->add_option("--resume-record", a->resume_record, "With --bench-record: a `bench resume --json` record");
-  cmd->add_option("--memory-scale", a->memory_scale,
-                  "With --bench-record: multiply the memory-bound step terms (decode's weight pass, "
-                  "KV reads): the record's memory bandwidth over the bandwidth when the simulated "
-                  "run ran")
-      ->capture_default_str();
+  cmd->add_option("--decode-step-s", a->decode_step_s,
+                  "With --bench-record: seconds of a one-row step instead of the record's (e.g. "
+                  "fitted to a live run's device accounting, `bench fleet --json`)");
+  cmd->add_option("--row-s", a->row_s,
+                  "With --bench-record: seconds per further row of a step instead of the record's");
+  cmd->add_option("--resume-s", a->resume_s,
+                  "With --bench-record: seconds per resume instead of the resume record's");
+  cmd->add_option("--suspend-s", a->suspend_s,
+                  "With --bench-record: seconds per suspension instead of the resume record's");
   cmd->add_option("--requests-out", a->requests_out,
                   "Write every request's outcome (policy,model,t_s,ttft_s,cold; ttft -1: refused), "
                   "for small runs compared with `bench fleet --requests-out`");

@@ -78,7 +78,7 @@ DeviceScheduler::Lease DeviceScheduler::acquire(ClientId id, int64_t deadline_ns
   return Lease(this, id);
 }
 
-void DeviceScheduler::release(ClientId id) {
+void DeviceScheduler::release(ClientId id, int64_t prefill_rows, int64_t decode_rows) {
   {
     std::lock_guard lk(mu_);
     TS_CHECK_MSG(holder_ == id, "DeviceScheduler: releasing a lease not held");
@@ -86,6 +86,15 @@ void DeviceScheduler::release(ClientId id) {
     const int64_t now = clock_->now_ns();
     const int64_t held = std::max<int64_t>(0, now - c.granted_ns);
     c.stats.busy_ns += held;
+    if (prefill_rows > 0) {
+      ++c.stats.prefill_grants;
+      c.stats.prefill_rows += prefill_rows + decode_rows;
+      c.stats.prefill_busy_ns += held;
+    } else if (decode_rows > 0) {
+      ++c.stats.decode_grants;
+      c.stats.decode_rows += decode_rows;
+      c.stats.decode_busy_ns += held;
+    }
     c.vtime_ns += static_cast<int64_t>(static_cast<double>(held) / c.stats.weight);
     holder_ = -1;
     if (waiters_.empty()) return;
@@ -115,7 +124,8 @@ std::vector<DeviceClientStats> DeviceScheduler::stats() const {
   return out;
 }
 
-DeviceScheduler::Lease::Lease(Lease&& other) noexcept : s_(other.s_), id_(other.id_) {
+DeviceScheduler::Lease::Lease(Lease&& other) noexcept
+    : s_(other.s_), id_(other.id_), prefill_rows_(other.prefill_rows_), decode_rows_(other.decode_rows_) {
   other.s_ = nullptr;
 }
 
@@ -124,6 +134,8 @@ DeviceScheduler::Lease& DeviceScheduler::Lease::operator=(Lease&& other) noexcep
     release();
     s_ = other.s_;
     id_ = other.id_;
+    prefill_rows_ = other.prefill_rows_;
+    decode_rows_ = other.decode_rows_;
     other.s_ = nullptr;
   }
   return *this;
@@ -137,7 +149,8 @@ void DeviceScheduler::Lease::release() {
   if (s_ == nullptr) return;
   DeviceScheduler* s = s_;
   s_ = nullptr;
-  s->release(id_);
+  s->release(id_, prefill_rows_, decode_rows_);
+  prefill_rows_ = decode_rows_ = 0;
 }
 
 }  // namespace tessera::engine

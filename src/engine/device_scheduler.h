@@ -43,6 +43,11 @@ struct DeviceClientStats {
   int64_t busy_ns = 0;         // device time held
   int64_t wait_ns = 0;         // time spent waiting for the device
   int64_t late_grants = 0;     // grants that came after the batch's deadline
+  // By what the iteration ran (Lease::note_rows; grants without a note are in neither): those
+  // with prompt rows (their rows all counted) and those with decode rows only. What a simulator
+  // fits its step costs to (scripts/sim-validate.sh).
+  int64_t prefill_grants = 0, prefill_rows = 0, prefill_busy_ns = 0;
+  int64_t decode_grants = 0, decode_rows = 0, decode_busy_ns = 0;
 };
 
 class DeviceScheduler {
@@ -70,6 +75,11 @@ class DeviceScheduler {
     Lease& operator=(Lease&& other) noexcept;
     ~Lease();
     ThreadPool* pool() const;
+    // What this iteration runs, for the stats: prompt rows and decode rows (draft rows included).
+    void note_rows(int64_t prefill_rows, int64_t decode_rows) {
+      prefill_rows_ = prefill_rows;
+      decode_rows_ = decode_rows;
+    }
     void release();
 
    private:
@@ -77,6 +87,7 @@ class DeviceScheduler {
     Lease(DeviceScheduler* s, ClientId id) : s_(s), id_(id) {}
     DeviceScheduler* s_ = nullptr;
     ClientId id_ = -1;
+    int64_t prefill_rows_ = 0, decode_rows_ = 0;
   };
 
   // Blocks until `id` may run. `deadline_ns` is the earliest deadline of the batch it wants to run
@@ -101,7 +112,7 @@ class DeviceScheduler {
     int64_t deadline_ns;
     int64_t enqueued_ns;
   };
-  void release(ClientId id);
+  void release(ClientId id, int64_t prefill_rows, int64_t decode_rows);
   void grant_locked(ClientId id, int64_t deadline_ns, int64_t enqueued_ns, int64_t now_ns);
 
   DeviceSchedulerOptions options_;

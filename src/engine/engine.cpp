@@ -370,6 +370,13 @@ struct Engine::Impl {
     prefill_drafts(plan, p);
     propose_drafts(plan, p);
     runner.build(plan.seqs);
+    if (opt.device) {
+      int64_t prompt_rows = 0;
+      for (const ScheduledSeq& e : plan.seqs) {
+        if (e.seq->n_computed < e.seq->n_prompt) prompt_rows += e.n_rows;
+      }
+      lease.note_rows(prompt_rows, static_cast<int64_t>(runner.batch().size()) - prompt_rows);
+    }
     const Status st = runner.forward(p);
     std::vector<Sequence*> done;
     for (size_t i = 0; i < plan.seqs.size(); ++i) {

@@ -42,6 +42,8 @@ struct FleetController::Entry {
   int32_t failures = 0;  // consecutive failed bring-ups
   int64_t retry_at_ns = 0;
   double last_bring_up_s = 0.0;
+  int64_t resumes_done = 0, suspends_done = 0;
+  double resume_seconds = 0.0, suspend_seconds = 0.0;
 
   // Usage accounting: memory-seconds integrate active_bytes over the states that hold active
   // memory; the idle part over the time with nothing in flight.
@@ -160,6 +162,10 @@ ControlledStatus FleetController::status(ModelIndex m) const {
   s.resumes = e.lifecycle->entries(ModelState::kResuming);
   s.loads = e.lifecycle->entries(ModelState::kLoading);
   s.last_bring_up_s = e.last_bring_up_s;
+  s.resumes_done = e.resumes_done;
+  s.suspends_done = e.suspends_done;
+  s.resume_seconds = e.resume_seconds;
+  s.suspend_seconds = e.suspend_seconds;
   s.last_error = e.last_error;
   s.retry_at_ns = e.retry_at_ns;
   const auto [held, idle] = e.accrued(clock_->now_ns());
@@ -442,6 +448,10 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
     case Move::kResume:
       if (result.is_ok()) {
         e.last_bring_up_s = static_cast<double>(now - e.move_started_ns) * 1e-9;
+        if (e.move == Move::kResume) {
+          ++e.resumes_done;
+          e.resume_seconds += e.last_bring_up_s;
+        }
         e.failures = 0;
         e.last_error.clear();
         TS_CHECK(e.lifecycle->transition(ModelState::kActive, reason + " done").is_ok());
@@ -462,6 +472,8 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
     case Move::kSuspend:
       budget_.release(e.spec.name);
       if (result.is_ok()) {
+        ++e.suspends_done;
+        e.suspend_seconds += static_cast<double>(now - e.move_started_ns) * 1e-9;
         TS_CHECK(e.lifecycle->transition(ModelState::kSuspended, reason + " done").is_ok());
         if (!e.pending.empty()) e.want_up = true;  // requests arrived while it drained
       } else {

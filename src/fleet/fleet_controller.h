@@ -70,6 +70,9 @@ struct ControlledStatus {
   int64_t queued = 0;
   int64_t resumes = 0, loads = 0;
   double last_bring_up_s = 0.0;
+  // Completed resumes and suspensions and the time they took, summed (means for comparisons).
+  int64_t resumes_done = 0, suspends_done = 0;
+  double resume_seconds = 0.0, suspend_seconds = 0.0;
   std::string last_error;
   int64_t retry_at_ns = 0;          // Failed: requests are refused until then
   double memory_seconds = 0.0, idle_memory_seconds = 0.0;

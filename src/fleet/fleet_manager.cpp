@@ -306,6 +306,9 @@ Result<ModelStatus> FleetManager::status(const std::string& name) const {
   s.resumes = c.resumes;
   s.loads = c.loads;
   s.last_bring_up_s = c.last_bring_up_s;
+  s.mean_resume_s = c.resumes_done > 0 ? c.resume_seconds / c.resumes_done : 0.0;
+  s.mean_suspend_s = c.suspends_done > 0 ? c.suspend_seconds / c.suspends_done : 0.0;
+  s.suspends = c.suspends_done;
   s.queued = c.queued;
   s.pinned = spec.pinned;
   const IdlePolicy* policy = controller_->idle_policy(m);  // immutable: no lock needed

@@ -108,6 +108,9 @@ struct ModelStatus {
   int64_t resumes = 0;             // entries into Resuming
   int64_t loads = 0;               // entries into Loading
   double last_bring_up_s = 0.0;    // duration of the last load or resume (0: none yet)
+  int64_t suspends = 0;            // suspensions completed
+  double mean_resume_s = 0.0;      // over the resumes completed (0: none yet)
+  double mean_suspend_s = 0.0;     // over the suspensions completed (0: none yet)
   int64_t queued = 0;              // requests waiting for the model to come up
   bool pinned = false;
   std::string idle_policy;         // the policy that governs it (IdlePolicy::name()); "none"

@@ -111,19 +111,17 @@ class MeasuredCost final : public CostModel {
     double per_position_s = 0.0;
     double per_attn_s = 0.0;
   };
-  MeasuredCost(Fit fit, MeasuredCostOptions o) : fit_(memory_scaled(fit, o.memory_scale)), o_(std::move(o)) {}
-  static Fit memory_scaled(Fit f, double scale) {
-    f.tg_step_s *= scale;
-    f.per_position_s *= scale;
+  MeasuredCost(Fit fit, MeasuredCostOptions o) : fit_(overridden(fit, o)), o_(std::move(o)) {}
+  static Fit overridden(Fit f, const MeasuredCostOptions& o) {
+    if (o.tg_step_s > 0) f.tg_step_s = o.tg_step_s;
+    if (o.per_row_s > 0) f.per_row_s = o.per_row_s;
     return f;
   }
 
   std::string describe() const override {
     return fmt::format("measured {} on this machine ({:.3f} ms/decode step, {:.3f} ms/extra row{})",
                        o_.name, fit_.tg_step_s * 1e3, fit_.per_row_s * 1e3,
-                       o_.memory_scale != 1.0
-                           ? fmt::format(", memory-bound terms x {:.3f}", o_.memory_scale)
-                           : "");
+                       o_.tg_step_s > 0 || o_.per_row_s > 0 ? ", given" : "");
   }
   double step_s(const StepWork& w) const override {
     const int32_t tokens = w.tokens();
@@ -298,9 +296,9 @@ Result<std::unique_ptr<CostModel>> measured_cost_from_json(const nlohmann::json&
         "measured cost: kv_capacity_tokens must be > 0 (the engine's KV pool), got {}",
         options.kv_capacity_tokens));
   }
-  if (!(options.memory_scale > 0) || !std::isfinite(options.memory_scale)) {
-    return invalid_argument(
-        fmt::format("measured cost: memory_scale must be > 0, got {}", options.memory_scale));
+  if (options.tg_step_s < 0 || options.per_row_s < 0 || !std::isfinite(options.tg_step_s) ||
+      !std::isfinite(options.per_row_s)) {
+    return invalid_argument("measured cost: tg_step_s and per_row_s must be >= 0 (0: the record's)");
   }
   TS_ASSIGN_OR_RETURN(BenchEntry pp, find_entry(rec["results"], 'p'));
   TS_ASSIGN_OR_RETURN(BenchEntry tg, find_entry(rec["results"], 't'));

@@ -145,12 +145,12 @@ struct MeasuredCostOptions {
   double load_s = 0.0;             // cold load (e.g. `bench resume` disk_resume_s median)
   double resume_s = 0.0;           // host tier -> active (`bench resume` host_resume_s median)
   double suspend_s = 0.0;          // active -> host tier (not measured by `bench resume`)
-  // > 0: multiplies the memory-bound terms (tg_step_s, the weight pass, and per_position_s, the KV
-  // reads): the memory bandwidth when the run being simulated ran, relative to the record's. A
-  // shared machine's bandwidth drifts (up to 2x within minutes here) while prefill's compute does
-  // not; scripts/sim-validate.sh fits it so that the simulated device time of a live run's
-  // requests equals the device time its engines held.
-  double memory_scale = 1.0;
+  // > 0: replace the record's tg_step_s and per_row_s (the weight pass of a step, the time per
+  // further row), e.g. with what a live run's engines took per iteration (the device accounting
+  // of `bench fleet --json`): a shared machine's speed drifts (memory bandwidth up to 2x within
+  // minutes here), so a record taken minutes before a run can be far from that run's costs.
+  double tg_step_s = 0.0;
+  double per_row_s = 0.0;
   std::string name;                // for describe(); empty: the record's model.name
 };
 

@@ -79,6 +79,35 @@ TEST(DeviceSchedulerTest, ChargesHeldTimeAndKeepsStatsAcrossReRegistration) {
   EXPECT_EQ(st[0].busy_ns, 14 * kMs);
   EXPECT_EQ(st[0].late_grants, 1);
   EXPECT_EQ(st[0].wait_ns, 0);
+  EXPECT_EQ(st[0].prefill_grants + st[0].decode_grants, 0);  // no rows noted
+}
+
+TEST(DeviceSchedulerTest, SplitsDeviceTimeByWhatTheIterationsRan) {
+  FakeClock clock(0);
+  DeviceSchedulerOptions o;
+  o.n_threads = 1;
+  o.clock = &clock;
+  DeviceScheduler s(o);
+  const auto a = s.add_client("a");
+  const auto run = [&](int64_t prefill, int64_t decode, int64_t ms) {
+    DeviceScheduler::Lease l = s.acquire(a, -1);
+    l.note_rows(prefill, decode);
+    DeviceScheduler::Lease moved = std::move(l);  // the note travels with the lease
+    clock.advance_ns(ms * kMs);
+  };
+  run(64, 1, 40);  // a prompt chunk beside a decode row
+  run(0, 2, 5);
+  run(0, 1, 4);
+  run(0, 0, 7);    // nothing noted: neither class
+  const DeviceClientStats st = s.stats()[0];
+  EXPECT_EQ(st.grants, 4);
+  EXPECT_EQ(st.busy_ns, 56 * kMs);
+  EXPECT_EQ(st.prefill_grants, 1);
+  EXPECT_EQ(st.prefill_rows, 65);
+  EXPECT_EQ(st.prefill_busy_ns, 40 * kMs);
+  EXPECT_EQ(st.decode_grants, 2);
+  EXPECT_EQ(st.decode_rows, 3);
+  EXPECT_EQ(st.decode_busy_ns, 9 * kMs);
 }
 
 // Holds the device with `holder` until `n` other clients are queued, then releases it and

@@ -152,6 +152,31 @@ TEST_F(FleetControllerTest, KeepAliveSuspendsAtItsNextDecisionTime) {
   EXPECT_EQ(c_->next_tick_ns(), IdlePolicy::kNever);
 }
 
+TEST_F(FleetControllerTest, TimesTheResumesAndSuspensionsItCompletes) {
+  make(0, std::make_shared<FixedKeepAlivePolicy>(10 * kSecond));
+  bring_up(0);  // a load: not a resume
+  for (int64_t i = 0; i < 2; ++i) {
+    clock_.advance_ns(10 * kSecond);
+    c_->tick();
+    ASSERT_EQ(c_->state(0), ModelState::kSuspending);
+    clock_.advance_ns((i + 1) * kSecond / 10);  // suspensions of 0.1 s and 0.2 s
+    finish_moves();
+    EXPECT_EQ(c_->submit(0, 10 + i), Admission::kQueued);
+    c_->tick();
+    ASSERT_EQ(c_->state(0), ModelState::kResuming);
+    clock_.advance_ns((i + 1) * kSecond);  // resumes of 1 s and 2 s
+    finish_moves();
+    ASSERT_EQ(c_->state(0), ModelState::kActive);
+    c_->finished(0, 10 + i, true);
+  }
+  const ControlledStatus s = c_->status(0);
+  EXPECT_EQ(s.resumes_done, 2);
+  EXPECT_EQ(s.suspends_done, 2);
+  EXPECT_DOUBLE_EQ(s.resume_seconds, 3.0);
+  EXPECT_NEAR(s.suspend_seconds, 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(s.last_bring_up_s, 2.0);
+}
+
 TEST_F(FleetControllerTest, AFailedBringUpRefusesItsQueueAndBacksOff) {
   make(0);
   EXPECT_EQ(c_->submit(0, 1), Admission::kQueued);

@@ -297,6 +297,25 @@ TEST(MeasuredCost, RecordedConstantsWinAndTgAloneWorks) {
   EXPECT_NEAR((*tg_only)->step_s(StepWork{0, 3, 0, 0}), 3 * step1, 1e-12);
 }
 
+TEST(MeasuredCost, GivenStepCostsReplaceTheRecords) {
+  MeasuredCostOptions o;
+  o.kv_capacity_tokens = 4096;
+  auto fitted = measured_cost_from_json(bench_record(), o);
+  ASSERT_TRUE(fitted.is_ok());
+  o.tg_step_s = 0.008;  // e.g. what a live run's engines took
+  o.per_row_s = 0.0006;
+  auto given = measured_cost_from_json(bench_record(), o);
+  ASSERT_TRUE(given.is_ok()) << given.status().to_string();
+  EXPECT_NEAR((*given)->step_s(StepWork{0, 1, 0, 0}), 0.008, 1e-15);
+  EXPECT_NEAR((*given)->step_s(StepWork{0, 5, 0, 0}), 0.008 + 4 * 0.0006, 1e-15);
+  // The context terms stay the record's.
+  const double ctx = (*fitted)->step_s(StepWork{0, 1, 1000, 1000}) - (*fitted)->step_s(StepWork{0, 1, 0, 0});
+  EXPECT_NEAR((*given)->step_s(StepWork{0, 1, 1000, 1000}), 0.008 + ctx, 1e-12);
+  EXPECT_NE((*given)->describe().find("given"), std::string::npos);
+  o.per_row_s = -1.0;
+  EXPECT_FALSE(measured_cost_from_json(bench_record(), o).is_ok());
+}
+
 TEST(MeasuredCost, Errors) {
   MeasuredCostOptions o;
   o.kv_capacity_tokens = 0;

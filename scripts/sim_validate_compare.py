@@ -6,7 +6,7 @@ Each policy is simulated twice:
   sim      with the costs `bench model` and `bench resume` measured just before the live run;
   sim fit  with the unit costs the live run itself paid: a step's weight pass and per-row time
            fitted to the live engines' device accounting (device time held by iterations with
-           prompt rows and by decode-only ones, and their rows), and the mean resume and
+           prompt rows and by decode-only ones, as the engines held it, and their rows), and the mean resume and
            suspension times the live controller timed.
 This machine's speed drifts (memory bandwidth up to 2x within minutes), so a cost record taken
 minutes before a run can be far off; the second row separates the simulator's dynamics (queueing,
@@ -41,9 +41,9 @@ def main():
         """(decode step s, per-row s, resume s, suspend s; None where not measured)."""
         ms = l["models"]
         total = lambda k: sum(m[k] for m in ms)
-        td = total("decode_busy_s") / total("decode_grants")
+        td = total("decode_held_s") / total("decode_grants")
         rd = total("decode_rows") / total("decode_grants")
-        tp = total("prefill_busy_s") / total("prefill_grants")
+        tp = total("prefill_held_s") / total("prefill_grants")
         rp = total("prefill_rows") / total("prefill_grants")
         row = (tp - td) / (rp - rd)
         step = td - row * (rd - 1)

@@ -149,10 +149,10 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
       r.device_wait_s = static_cast<double>(c.wait_ns) * 1e-9;
       r.prefill_grants = c.prefill_grants;
       r.prefill_rows = c.prefill_rows;
-      r.prefill_busy_s = static_cast<double>(c.prefill_busy_ns) * 1e-9;
+      r.prefill_held_s = static_cast<double>(c.prefill_held_ns) * 1e-9;
       r.decode_grants = c.decode_grants;
       r.decode_rows = c.decode_rows;
-      r.decode_busy_s = static_cast<double>(c.decode_busy_ns) * 1e-9;
+      r.decode_held_s = static_cast<double>(c.decode_held_ns) * 1e-9;
     }
   }
   for (size_t i = 0; i < schedule.size(); ++i) {

@@ -55,9 +55,10 @@ struct FleetReplayModelResult {
   // device time held and time spent waiting for it.
   int64_t device_grants = 0;
   double device_busy_s = 0.0, device_wait_s = 0.0;
-  // The same split by what the iterations ran (engine::DeviceClientStats).
+  // Iterations by what they ran, and the time their engine held the device for them
+  // (engine::DeviceClientStats).
   int64_t prefill_grants = 0, prefill_rows = 0, decode_grants = 0, decode_rows = 0;
-  double prefill_busy_s = 0.0, decode_busy_s = 0.0;
+  double prefill_held_s = 0.0, decode_held_s = 0.0;
   // Completed moves in this replay and their mean durations, as the controller timed them.
   int64_t suspends = 0;
   double mean_resume_s = 0.0, mean_suspend_s = 0.0;

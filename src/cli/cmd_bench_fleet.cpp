@@ -195,8 +195,8 @@ int run_bench_fleet(FleetBenchArgs a) {
                            {"active_bytes", m.active_bytes}, {"device_grants", m.device_grants},
                            {"device_busy_s", m.device_busy_s}, {"device_wait_s", m.device_wait_s},
                            {"prefill_grants", m.prefill_grants}, {"prefill_rows", m.prefill_rows},
-                           {"prefill_busy_s", m.prefill_busy_s}, {"decode_grants", m.decode_grants},
-                           {"decode_rows", m.decode_rows}, {"decode_busy_s", m.decode_busy_s},
+                           {"prefill_held_s", m.prefill_held_s}, {"decode_grants", m.decode_grants},
+                           {"decode_rows", m.decode_rows}, {"decode_held_s", m.decode_held_s},
                            {"suspends", m.suspends}, {"mean_resume_s", m.mean_resume_s},
                            {"mean_suspend_s", m.mean_suspend_s}});
     }

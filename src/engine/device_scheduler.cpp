@@ -71,14 +71,33 @@ DeviceScheduler::Lease DeviceScheduler::acquire(ClientId id, int64_t deadline_ns
   c.vtime_ns = std::max(c.vtime_ns, virtual_now_ns_);
   if (holder_ < 0) {
     grant_locked(id, deadline_ns, now, now);
-    return Lease(this, id);
+    Lease l(this, id);
+    l.acquired_ns_ = now;
+    return l;
   }
   waiters_.push_back({id, deadline_ns, now});
   cv_.wait(lk, [&] { return holder_ == id; });
-  return Lease(this, id);
+  Lease l(this, id);
+  l.acquired_ns_ = clock_->now_ns();
+  return l;
 }
 
-void DeviceScheduler::release(ClientId id, int64_t prefill_rows, int64_t decode_rows) {
+void DeviceScheduler::charge_rows(ClientId id, int64_t prefill_rows, int64_t decode_rows,
+                                  int64_t held_ns) {
+  std::lock_guard lk(mu_);
+  DeviceClientStats& st = clients_[id].stats;
+  if (prefill_rows > 0) {
+    ++st.prefill_grants;
+    st.prefill_rows += prefill_rows + decode_rows;
+    st.prefill_held_ns += held_ns;
+  } else if (decode_rows > 0) {
+    ++st.decode_grants;
+    st.decode_rows += decode_rows;
+    st.decode_held_ns += held_ns;
+  }
+}
+
+void DeviceScheduler::release(ClientId id) {
   {
     std::lock_guard lk(mu_);
     TS_CHECK_MSG(holder_ == id, "DeviceScheduler: releasing a lease not held");
@@ -86,15 +105,6 @@ void DeviceScheduler::release(ClientId id, int64_t prefill_rows, int64_t decode_
     const int64_t now = clock_->now_ns();
     const int64_t held = std::max<int64_t>(0, now - c.granted_ns);
     c.stats.busy_ns += held;
-    if (prefill_rows > 0) {
-      ++c.stats.prefill_grants;
-      c.stats.prefill_rows += prefill_rows + decode_rows;
-      c.stats.prefill_busy_ns += held;
-    } else if (decode_rows > 0) {
-      ++c.stats.decode_grants;
-      c.stats.decode_rows += decode_rows;
-      c.stats.decode_busy_ns += held;
-    }
     c.vtime_ns += static_cast<int64_t>(static_cast<double>(held) / c.stats.weight);
     holder_ = -1;
     if (waiters_.empty()) return;
@@ -125,7 +135,11 @@ std::vector<DeviceClientStats> DeviceScheduler::stats() const {
 }
 
 DeviceScheduler::Lease::Lease(Lease&& other) noexcept
-    : s_(other.s_), id_(other.id_), prefill_rows_(other.prefill_rows_), decode_rows_(other.decode_rows_) {
+    : s_(other.s_),
+      id_(other.id_),
+      prefill_rows_(other.prefill_rows_),
+      decode_rows_(other.decode_rows_),
+      acquired_ns_(other.acquired_ns_) {
   other.s_ = nullptr;
 }
 
@@ -136,6 +150,7 @@ DeviceScheduler::Lease& DeviceScheduler::Lease::operator=(Lease&& other) noexcep
     id_ = other.id_;
     prefill_rows_ = other.prefill_rows_;
     decode_rows_ = other.decode_rows_;
+    acquired_ns_ = other.acquired_ns_;
     other.s_ = nullptr;
   }
   return *this;
@@ -149,7 +164,10 @@ void DeviceScheduler::Lease::release() {
   if (s_ == nullptr) return;
   DeviceScheduler* s = s_;
   s_ = nullptr;
-  s->release(id_, prefill_rows_, decode_rows_);
+  s->release(id_);
+  if (prefill_rows_ > 0 || decode_rows_ > 0) {
+    s->charge_rows(id_, prefill_rows_, decode_rows_, s->clock_->now_ns() - acquired_ns_);
+  }
   prefill_rows_ = decode_rows_ = 0;
 }
 

@@ -44,10 +44,13 @@ struct DeviceClientStats {
   int64_t wait_ns = 0;         // time spent waiting for the device
   int64_t late_grants = 0;     // grants that came after the batch's deadline
   // By what the iteration ran (Lease::note_rows; grants without a note are in neither): those
-  // with prompt rows (their rows all counted) and those with decode rows only. What a simulator
-  // fits its step costs to (scripts/sim-validate.sh).
-  int64_t prefill_grants = 0, prefill_rows = 0, prefill_busy_ns = 0;
-  int64_t decode_grants = 0, decode_rows = 0, decode_busy_ns = 0;
+  // with prompt rows (their rows all counted) and those with decode rows only, and the time each
+  // took as its engine saw it: from acquire() returning to release() returning, the hand-off to
+  // the next holder included (so one engine alone runs an iteration per held time; busy_ns
+  // starts at the grant instead and ends before the hand-off). What a simulator fits its step
+  // costs to (scripts/sim-validate.sh).
+  int64_t prefill_grants = 0, prefill_rows = 0, prefill_held_ns = 0;
+  int64_t decode_grants = 0, decode_rows = 0, decode_held_ns = 0;
 };
 
 class DeviceScheduler {
@@ -88,6 +91,7 @@ class DeviceScheduler {
     DeviceScheduler* s_ = nullptr;
     ClientId id_ = -1;
     int64_t prefill_rows_ = 0, decode_rows_ = 0;
+    int64_t acquired_ns_ = 0;  // when acquire() returned it
   };
 
   // Blocks until `id` may run. `deadline_ns` is the earliest deadline of the batch it wants to run
@@ -112,7 +116,9 @@ class DeviceScheduler {
     int64_t deadline_ns;
     int64_t enqueued_ns;
   };
-  void release(ClientId id, int64_t prefill_rows, int64_t decode_rows);
+  void release(ClientId id);
+  // Charges one noted iteration's held time (Lease::release, after the hand-off).
+  void charge_rows(ClientId id, int64_t prefill_rows, int64_t decode_rows, int64_t held_ns);
   void grant_locked(ClientId id, int64_t deadline_ns, int64_t enqueued_ns, int64_t now_ns);
 
   DeviceSchedulerOptions options_;

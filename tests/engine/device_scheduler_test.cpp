@@ -104,10 +104,10 @@ TEST(DeviceSchedulerTest, SplitsDeviceTimeByWhatTheIterationsRan) {
   EXPECT_EQ(st.busy_ns, 56 * kMs);
   EXPECT_EQ(st.prefill_grants, 1);
   EXPECT_EQ(st.prefill_rows, 65);
-  EXPECT_EQ(st.prefill_busy_ns, 40 * kMs);
+  EXPECT_EQ(st.prefill_held_ns, 40 * kMs);
   EXPECT_EQ(st.decode_grants, 2);
   EXPECT_EQ(st.decode_rows, 3);
-  EXPECT_EQ(st.decode_busy_ns, 9 * kMs);
+  EXPECT_EQ(st.decode_held_ns, 9 * kMs);
 }
 
 // Holds the device with `holder` until `n` other clients are queued, then releases it and

@@ -44,6 +44,9 @@ struct FleetController::Entry {
   double last_bring_up_s = 0.0;
   int64_t resumes_done = 0, suspends_done = 0;
   double resume_seconds = 0.0, suspend_seconds = 0.0;
+  // The host's costs, read again after each completed move (ModelHost::costs).
+  ModelCosts costs;
+  bool costs_stale = true;
 
   // Usage accounting: memory-seconds integrate active_bytes over the states that hold active
   // memory; the idle part over the time with nothing in flight.
@@ -117,6 +120,12 @@ Result<std::unique_ptr<FleetController>> FleetController::create(
     e->spec = std::move(spec);
     c->models_.push_back(std::move(e));
   }
+  for (const auto& e : c->models_) {
+    const IdlePolicy* p = c->policy_of(*e);
+    if (p != nullptr && std::find(c->policies_.begin(), c->policies_.end(), p) == c->policies_.end()) {
+      c->policies_.push_back(p);
+    }
+  }
   // Models whose files did not open start Failed (through Loading: the attempt was a load).
   for (auto& e : c->models_) {
     if (e->spec.failed.empty()) continue;
@@ -182,6 +191,15 @@ const IdlePolicy* FleetController::policy_of(const Entry& e) const {
   return e.spec.idle_policy ? e.spec.idle_policy.get() : options_.idle_policy.get();
 }
 
+const ModelCosts& FleetController::costs_of(ModelIndex m) const {
+  Entry& e = *models_[static_cast<size_t>(m)];
+  if (e.costs_stale) {
+    e.costs = host_->costs(m);
+    e.costs_stale = false;
+  }
+  return e.costs;
+}
+
 const FleetView& FleetController::view() const {
   // Refreshed in place (the names were set once): the simulator asks for it on every tick.
   FleetView& v = view_;
@@ -190,7 +208,7 @@ const FleetView& FleetController::view() const {
   v.host_budget_bytes = options_.host_budget_bytes;
   for (size_t i = 0; i < models_.size(); ++i) {
     const Entry& e = *models_[i];
-    const ModelCosts c = host_->costs(static_cast<ModelIndex>(i));
+    const ModelCosts& c = costs_of(static_cast<ModelIndex>(i));
     ModelView& m = v.models[i];
     m.state = e.state;
     m.state_since_ns = e.state_since_ns;
@@ -287,6 +305,7 @@ Status FleetController::resize(ModelIndex m, int64_t active_bytes, int64_t weigh
   e.integrate(clock_->now_ns());
   e.spec.active_bytes = active_bytes;
   e.spec.weight_bytes = weight_bytes;
+  e.costs_stale = true;
   return Status();
 }
 
@@ -441,6 +460,7 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
   Entry& e = at(m);
   TS_CHECK_MSG(e.moving, "FleetController::move_done without a move in flight");
   e.moving = false;
+  e.costs_stale = true;
   const int64_t now = clock_->now_ns();
   const std::string reason(move_name(e.move));
   switch (e.move) {
@@ -558,18 +578,11 @@ void FleetController::tick() {
 void FleetController::apply_idle_policies() {
   // One decide() per distinct policy, over the whole view (a policy may weigh the fleet), keeping
   // only its decisions for the models it governs.
-  std::vector<const IdlePolicy*> policies;
-  for (const auto& e : models_) {
-    const IdlePolicy* p = policy_of(*e);
-    if (p != nullptr && std::find(policies.begin(), policies.end(), p) == policies.end()) {
-      policies.push_back(p);
-    }
-  }
-  if (policies.empty()) return;
+  if (policies_.empty()) return;
   std::vector<Decision> decisions;
   {
     const FleetView& v = view();
-    for (const IdlePolicy* p : policies) {
+    for (const IdlePolicy* p : policies_) {
       for (Decision& d : p->decide(v, activity_)) {
         const ModelIndex m = find(d.model);
         if (m >= 0 && policy_of(at(m)) == p) decisions.push_back(std::move(d));
@@ -601,7 +614,7 @@ int64_t FleetController::host_bytes() const {
   for (size_t i = 0; i < models_.size(); ++i) {
     const Entry& e = *models_[i];
     if (e.state == ModelState::kSuspended && !e.moving) {
-      n += host_->costs(static_cast<ModelIndex>(i)).host_bytes;
+      n += costs_of(static_cast<ModelIndex>(i)).host_bytes;
     }
   }
   return n;
@@ -630,16 +643,9 @@ int64_t FleetController::next_tick_ns() const {
       if (d >= 0) next = std::min(next, d);
     }
   }
-  std::vector<const IdlePolicy*> policies;
-  for (const auto& e : models_) {
-    const IdlePolicy* p = policy_of(*e);
-    if (p != nullptr && std::find(policies.begin(), policies.end(), p) == policies.end()) {
-      policies.push_back(p);
-    }
-  }
-  if (!policies.empty()) {
+  if (!policies_.empty()) {
     const FleetView& v = view();
-    for (const IdlePolicy* p : policies) {
+    for (const IdlePolicy* p : policies_) {
       const int64_t t = p->next_decision_ns(v, activity_);
       if (t < 0) return -1;
       next = std::min(next, t);

@@ -183,6 +183,10 @@ class FleetController {
   ActivityTracker activity_;
   std::vector<std::unique_ptr<Entry>> models_;
   mutable FleetView view_;
+  // The host's costs of model m, cached: read when first needed and again after each of its moves
+  // completes or it is resized (the host's costs change only with its moves).
+  const ModelCosts& costs_of(ModelIndex m) const;
+  std::vector<const IdlePolicy*> policies_;  // the distinct policies governing models (fixed)
   bool any_waiting_for_room_ = false;
   int64_t queued_total_ = 0;  // requests queued over all models (scans skip when none)  // some model waits for busy models' room (tick recomputes)
 };

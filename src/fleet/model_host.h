@@ -44,6 +44,8 @@ class ModelHost {
   // Request `id` of `m` will not be served: it finishes with `why` (kCancelled: cancelled;
   // otherwise an error). Called for queued requests and for refused dispatches.
   virtual void reject(ModelIndex m, engine::RequestId id, const Status& why) = 0;
+  // The model's costs. The controller caches them and asks again only after one of the model's
+  // moves completes (or it is resized): they must change only with its moves.
   virtual ModelCosts costs(ModelIndex m) const = 0;
 };
 

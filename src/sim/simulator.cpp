@@ -102,6 +102,7 @@ class Sim final : public SimHost::Driver {
     int32_t busy_tp = 0;
     std::unique_ptr<double> stretch = std::make_unique<double>(1.0);  // pooled
     std::vector<int32_t> slots;  // its slots (global indices)
+    std::vector<int32_t> busy;   // pooled: its busy slots, unordered
   };
   struct Req {
     int64_t arrive = 0;
@@ -151,6 +152,9 @@ class Sim final : public SimHost::Driver {
   bool pooled_ = false;
   bool dedicated_ = false;
   int32_t busy_slots_ = 0;
+  std::vector<int32_t> busy_list_;  // shared_device: the busy slots, unordered
+  // Marks slot i busy or not in its node's (pooled) or the device's (shared_device) busy list.
+  void set_busy(int32_t i, bool busy);
   int64_t device_busy_since_ = 0;  // shared_device: when busy_slots_ last left 0
   double device_stretch_ = 1.0;  // shared_device
   // Requests in flight, in a slab: a request's id is its index + 1 (ids are reused once it ends).
@@ -419,16 +423,24 @@ void Sim::update_stretch(int32_t n) {
   if (*stretch == value) return;
   *stretch = value;
   // The busy replicas sharing it take the new pace from their next iteration on.
-  const auto reprice = [&](int32_t i) {
-    Slot& s = slots_[static_cast<size_t>(i)];
-    if (!s.busy) return;
-    s.replica_sim->reprice(now());
+  for (int32_t i : o_.shared_device ? busy_list_ : nodes_[static_cast<size_t>(n)].busy) {
+    slots_[static_cast<size_t>(i)].replica_sim->reprice(now());
     reschedule_replica(i);
-  };
-  if (o_.shared_device) {
-    for (size_t i = 0; i < slots_.size(); ++i) reprice(static_cast<int32_t>(i));
+  }
+}
+
+void Sim::set_busy(int32_t i, bool busy) {
+  Slot& s = slots_[static_cast<size_t>(i)];
+  s.busy = busy;
+  std::vector<int32_t>& list = o_.shared_device ? busy_list_ : nodes_[static_cast<size_t>(s.node)].busy;
+  if (!o_.shared_device && !pooled_) return;  // nothing shares its compute
+  if (busy) {
+    list.push_back(i);
   } else {
-    for (int32_t i : nodes_[static_cast<size_t>(n)].slots) reprice(i);
+    auto it = std::find(list.begin(), list.end(), i);
+    TS_CHECK(it != list.end());
+    *it = list.back();
+    list.pop_back();
   }
 }
 
@@ -437,7 +449,7 @@ Status Sim::dispatch(int32_t slot, engine::RequestId id) {
   TS_CHECK(q != nullptr);
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (!s.busy) {
-    s.busy = true;
+    set_busy(slot, true);
     nodes_[static_cast<size_t>(s.node)].busy_tp += s.tp;
     if (busy_slots_++ == 0) device_busy_since_ = now();
     update_stretch(s.node);
@@ -565,7 +577,7 @@ void Sim::on_replica(int32_t slot) {
     --s.in_flight;
   }
   if (s.replica_sim->idle() && s.busy) {
-    s.busy = false;
+    set_busy(slot, false);
     node.busy_tp -= s.tp;
     if (--busy_slots_ == 0) result_.device_busy_s += static_cast<double>(now() - device_busy_since_) * 1e-9;
     update_stretch(s.node);

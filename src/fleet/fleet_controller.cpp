@@ -105,11 +105,13 @@ Result<std::unique_ptr<FleetController>> FleetController::create(
     }
     auto e = std::make_unique<Entry>();
     e->lifecycle = std::make_unique<ModelLifecycle>(spec.name, clock);
-    e->lifecycle->add_listener([entry = e.get()](const TransitionEvent& ev) {
+    const auto index = static_cast<ModelIndex>(c->models_.size());
+    e->lifecycle->add_listener([ctl = c.get(), entry = e.get(), index](const TransitionEvent& ev) {
       entry->integrate(ev.at_ns);
       entry->holding = holds_active_memory(ev.to);
       entry->state = ev.to;
       entry->state_since_ns = ev.at_ns;
+      ctl->sync_view(index);
     });
     e->state_since_ns = e->lifecycle->state_since_ns();
     e->acct_ns = clock->now_ns();
@@ -135,6 +137,7 @@ Result<std::unique_ptr<FleetController>> FleetController::create(
     e->failures = 1;
     e->retry_at_ns = clock->now_ns() + c->options_.retry_backoff_ns;
   }
+  for (size_t i = 0; i < c->models_.size(); ++i) c->sync_view(static_cast<ModelIndex>(i));
   return c;
 }
 
@@ -200,27 +203,45 @@ const ModelCosts& FleetController::costs_of(ModelIndex m) const {
   return e.costs;
 }
 
+void FleetController::sync_view(ModelIndex i) const {
+  if (static_cast<size_t>(i) >= view_.models.size()) return;  // still being created
+  const Entry& e = *models_[static_cast<size_t>(i)];
+  const ModelCosts& c = costs_of(i);
+  ModelView& m = view_.models[static_cast<size_t>(i)];
+  m.state = e.state;
+  m.state_since_ns = e.state_since_ns;
+  m.active_bytes = e.spec.active_bytes;
+  m.host_bytes = c.host_bytes;
+  m.resume_cost_s = e.last_bring_up_s > 0 ? e.last_bring_up_s : c.resume_estimate_s;
+  m.reload_cost_s = std::max(m.resume_cost_s, c.reload_estimate_s);
+  // A model with a move in flight is not the policies' to move again.
+  m.pinned = e.spec.pinned || e.moving;
+  m.activity = e.activity;
+}
+
 const FleetView& FleetController::view() const {
-  // Refreshed in place (the names were set once): the simulator asks for it on every tick.
+  // Each model's row is kept current where it changes (sync_view); only the time is new here.
+  // The simulator asks for the view on every tick of every node.
   FleetView& v = view_;
   v.now_ns = clock_->now_ns();
   v.active_budget_bytes = budget_.capacity();
   v.host_budget_bytes = options_.host_budget_bytes;
-  for (size_t i = 0; i < models_.size(); ++i) {
-    const Entry& e = *models_[i];
-    const ModelCosts& c = costs_of(static_cast<ModelIndex>(i));
-    ModelView& m = v.models[i];
-    m.state = e.state;
-    m.state_since_ns = e.state_since_ns;
-    m.active_bytes = e.spec.active_bytes;
-    m.host_bytes = c.host_bytes;
-    m.resume_cost_s = e.last_bring_up_s > 0 ? e.last_bring_up_s : c.resume_estimate_s;
-    m.reload_cost_s = std::max(m.resume_cost_s, c.reload_estimate_s);
-    // A model with a move in flight is not the policies' to move again.
-    m.pinned = e.spec.pinned || e.moving;
-    m.activity = e.activity;
-  }
   return v;
+}
+
+bool FleetController::view_is_current() const {
+  for (size_t i = 0; i < models_.size(); ++i) {
+    const ModelView before = view_.models[i];
+    sync_view(static_cast<ModelIndex>(i));
+    const ModelView& m = view_.models[i];
+    if (before.state != m.state || before.state_since_ns != m.state_since_ns ||
+        before.active_bytes != m.active_bytes || before.host_bytes != m.host_bytes ||
+        before.resume_cost_s != m.resume_cost_s || before.reload_cost_s != m.reload_cost_s ||
+        before.pinned != m.pinned || before.activity != m.activity) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void FleetController::note_arrival(Entry& e, int64_t now_ns, bool cold) {
@@ -306,6 +327,7 @@ Status FleetController::resize(ModelIndex m, int64_t active_bytes, int64_t weigh
   e.spec.active_bytes = active_bytes;
   e.spec.weight_bytes = weight_bytes;
   e.costs_stale = true;
+  sync_view(m);
   return Status();
 }
 
@@ -425,6 +447,7 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
   e.moving = true;
   e.move = move;
   e.move_started_ns = clock_->now_ns();
+  sync_view(m);
   host_->begin_move(m, move);
   return Status();
 }
@@ -439,6 +462,7 @@ Status FleetController::take_down(ModelIndex m, std::string_view reason) {
   e.moving = true;
   e.move = Move::kSuspend;
   e.move_started_ns = clock_->now_ns();
+  sync_view(m);
   host_->begin_move(m, Move::kSuspend);
   return Status();
 }
@@ -452,6 +476,7 @@ Status FleetController::push_to_disk(ModelIndex m, std::string_view /*reason*/) 
   e.moving = true;
   e.move = Move::kEvict;
   e.move_started_ns = clock_->now_ns();
+  sync_view(m);
   host_->begin_move(m, Move::kEvict);
   return Status();
 }
@@ -512,6 +537,7 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
       }
       break;
   }
+  sync_view(m);
   // Anything waiting (for this model, or for the room this move freed) goes at the next tick.
   if (timer_ != nullptr) {
     for (const auto& x : models_) {

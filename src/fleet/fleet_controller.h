@@ -106,6 +106,9 @@ class FleetController {
   ModelIndex find(std::string_view name) const;
   const ControlledModel& model(ModelIndex m) const;
   // The idle policy that governs `m`: its own, else the controller's default; null: none.
+  // Whether the view the policies see (kept current incrementally) equals one rebuilt from every
+  // model's state now (for tests).
+  bool view_is_current() const;
   const IdlePolicy* idle_policy(ModelIndex m) const { return policy_of(at(m)); }
   ModelState state(ModelIndex m) const;
   ControlledStatus status(ModelIndex m) const;  // memory-seconds integrated up to now
@@ -186,6 +189,9 @@ class FleetController {
   // The host's costs of model m, cached: read when first needed and again after each of its moves
   // completes or it is resized (the host's costs change only with its moves).
   const ModelCosts& costs_of(ModelIndex m) const;
+  // Writes model i's row of view_ from its entry: called wherever a field the view shows changes
+  // (transitions, moves begun and done, resizes); view_is_current() checks it.
+  void sync_view(ModelIndex i) const;
   std::vector<const IdlePolicy*> policies_;  // the distinct policies governing models (fixed)
   bool any_waiting_for_room_ = false;
   int64_t queued_total_ = 0;  // requests queued over all models (scans skip when none)  // some model waits for busy models' room (tick recomputes)

@@ -8,6 +8,10 @@
 
 #include <fmt/format.h>
 
+#include <deque>
+#include <map>
+#include <random>
+
 #include "tessera/fleet/keep_alive_policy.h"
 
 namespace tessera::fleet {
@@ -150,6 +154,53 @@ TEST_F(FleetControllerTest, KeepAliveSuspendsAtItsNextDecisionTime) {
   finish_moves();
   EXPECT_EQ(c_->state(0), ModelState::kSuspended);
   EXPECT_EQ(c_->next_tick_ns(), IdlePolicy::kNever);
+}
+
+// The view the policies read is kept current incrementally (sync_view): after every operation of
+// a random run (requests, finishes, ticks, moves completing, time passing, resizes) it must equal
+// one rebuilt from the models' state.
+TEST_F(FleetControllerTest, TheIncrementalViewStaysCurrentThroughARandomRun) {
+  make(200, std::make_shared<FixedKeepAlivePolicy>(3 * kSecond));  // two of the three fit
+  std::mt19937 rng(7);
+  std::vector<std::deque<engine::RequestId>> running(3);
+  engine::RequestId next_id = 1;
+  size_t log_seen = 0;
+  for (int step = 0; step < 3000; ++step) {
+    const auto m = static_cast<ModelIndex>(rng() % 3);
+    switch (rng() % 7) {
+      case 0: c_->submit(m, next_id++); break;
+      case 1:
+      case 2:
+        while (!running[m].empty()) {
+          c_->finished(m, running[m].front(), true);
+          running[m].pop_front();
+        }
+        break;
+      case 3: c_->tick(); break;
+      case 4:
+        if (!host_.moves.empty()) {
+          const auto [mm, move] = host_.moves.front();
+          host_.moves.erase(host_.moves.begin());
+          c_->move_done(mm, Status());
+        }
+        break;
+      case 5: clock_.advance_ns(static_cast<int64_t>(rng() % 5000) * 1'000'000); break;
+      case 6: (void)c_->resize(m, 100, 50 + static_cast<int64_t>(rng() % 50)); break;
+    }
+    // Requests the host was handed run until a later finish.
+    for (; log_seen < host_.log.size(); ++log_seen) {
+      unsigned mi = 0;
+      unsigned long long id = 0;
+      if (std::sscanf(host_.log[log_seen].c_str(), "dispatch %u %llu", &mi, &id) == 2) {
+        running[mi].push_back(id);
+      }
+    }
+    ASSERT_TRUE(c_->view_is_current()) << "after step " << step;
+  }
+  // The run went through every kind of move.
+  std::map<std::string, int> kinds;
+  for (const std::string& line : host_.log) ++kinds[line.substr(0, line.find(' '))];
+  for (const char* k : {"load", "suspend", "resume", "dispatch"}) EXPECT_GT(kinds[k], 0) << k;
 }
 
 TEST_F(FleetControllerTest, TimesTheResumesAndSuspensionsItCompletes) {

@@ -36,7 +36,7 @@ echo "== this machine's costs"
 echo "== live: tessera bench fleet"
 "$T" bench fleet --models "$OUT/models" --servegen "$SERVEGEN" --windows "$WINDOWS" \
   --time-scale "$TIME_SCALE" --peak-rps "$PEAK_RPS" --prompt-tokens $PROMPT --max-tokens $GEN \
-  -t "$THREADS" --policies always-on,fixed,adaptive --arrivals-out "$OUT/schedule.csv" \
+  -t "$THREADS" --policies always-on,fixed,adaptive --warmup --arrivals-out "$OUT/schedule.csv" \
   --requests-out "$OUT/live-requests.csv" --json >"$OUT/live.json"
 fi
 KEEP=$(python3 -c "import json;j=json.load(open('$OUT/live.json'));print(j['keep_alive_s']/j['time_scale'])")

@@ -55,6 +55,36 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
                       fleet::FleetManager::create(std::move(specs), fo));
   TS_RETURN_IF_ERROR(f->start());
 
+  Rng rng(o.seed);
+  const auto make_request = [&](const std::string& name) {
+    const int32_t n_vocab = f->tokenizer(name).n_vocab();
+    engine::Request r;
+    r.prompt.push_back(1);
+    for (int k = 1; k < o.prompt_tokens; ++k) {
+      r.prompt.push_back(3 + static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(n_vocab - 3)));
+    }
+    r.sampling.temperature = 0.0f;
+    r.max_tokens = o.max_tokens;
+    r.ignore_eos = true;
+    return r;
+  };
+  if (o.warmup) {
+    std::mutex wmu;
+    std::condition_variable wcv;
+    size_t left = o.models.size();
+    for (const auto& m : o.models) {
+      auto id = f->submit(m.spec.name, make_request(m.spec.name), [&](engine::Event&& ev) {
+        if (!ev.is_finish()) return;
+        std::lock_guard<std::mutex> lock(wmu);
+        --left;
+        wcv.notify_all();
+      });
+      if (!id.is_ok()) return id.status().with_context("warm-up of " + m.spec.name);
+    }
+    std::unique_lock<std::mutex> lock(wmu);
+    wcv.wait(lock, [&] { return left == 0; });
+  }
+
   // The schedule: (time, model) over all models, and each request's prompt.
   struct Arrival {
     double t;
@@ -74,9 +104,10 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
   FleetReplayResult res;
   res.policy = o.policy;
   const std::vector<fleet::ModelStatus> before = f->status();
+  const std::vector<engine::DeviceClientStats> device_before =
+      fo.device ? fo.device->stats() : std::vector<engine::DeviceClientStats>{};
   const Clock* clock = real_clock();
   const int64_t t0 = clock->now_ns();
-  Rng rng(o.seed);
   for (size_t i = 0; i < schedule.size(); ++i) {
     const Arrival& a = schedule[i];
     const int64_t due = t0 + static_cast<int64_t>(a.t * 1e9);
@@ -85,16 +116,7 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     }
     res.max_dispatch_lag_s = std::max(res.max_dispatch_lag_s, (clock->now_ns() - due) * 1e-9);
     const std::string& name = o.models[a.model].spec.name;
-    const int32_t n_vocab = f->tokenizer(name).n_vocab();
-    engine::Request r;
-    r.prompt.push_back(1);
-    for (int k = 1; k < o.prompt_tokens; ++k) {
-      r.prompt.push_back(3 + static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(n_vocab - 3)));
-    }
-    r.sampling.temperature = 0.0f;
-    r.max_tokens = o.max_tokens;
-    r.ignore_eos = true;
-    auto id = f->submit(name, std::move(r), [&, i](engine::Event&& ev) {
+    auto id = f->submit(name, make_request(name), [&, i](engine::Event&& ev) {
       std::lock_guard<std::mutex> lock(mu);
       Outcome& out = outcomes[i];
       if (out.first_ns < 0 && !ev.is_finish()) out.first_ns = clock->now_ns();
@@ -142,8 +164,20 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     r.mean_suspend_s = after[m].mean_suspend_s;
     r.memory_gb_s = (after[m].memory_seconds - before[m].memory_seconds) * 1e-9;
     r.idle_memory_gb_s = (after[m].idle_memory_seconds - before[m].idle_memory_seconds) * 1e-9;
-    for (const auto& c : device) {
+    for (engine::DeviceClientStats c : device) {
       if (c.name != r.name) continue;
+      for (const auto& b : device_before) {  // the warm-up's share
+        if (b.name != c.name) continue;
+        c.grants -= b.grants;
+        c.busy_ns -= b.busy_ns;
+        c.wait_ns -= b.wait_ns;
+        c.prefill_grants -= b.prefill_grants;
+        c.prefill_rows -= b.prefill_rows;
+        c.prefill_held_ns -= b.prefill_held_ns;
+        c.decode_grants -= b.decode_grants;
+        c.decode_rows -= b.decode_rows;
+        c.decode_held_ns -= b.decode_held_ns;
+      }
       r.device_grants = c.grants;
       r.device_busy_s = static_cast<double>(c.busy_ns) * 1e-9;
       r.device_wait_s = static_cast<double>(c.wait_ns) * 1e-9;

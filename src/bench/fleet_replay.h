@@ -36,6 +36,9 @@ struct FleetReplayOptions {
   int max_tokens = 4;
   double ttft_slo_s = 1.0;
   double tail_s = 2.0;              // replay time after the last arrival still measured
+  // One request per model, served before the replay's clock starts and not counted: a freshly
+  // created engine's first iterations touch its buffers for the first time.
+  bool warmup = false;
   uint64_t seed = 0;
 };
 

@@ -223,6 +223,7 @@ int run_bench_fleet(FleetBenchArgs a) {
                         {"prompt_tokens", a.run.prompt_tokens},
                         {"max_tokens", a.run.max_tokens},
                         {"shared_device", a.run.shared_device},
+                        {"warmup", a.run.warmup},
                         {"policies", records}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -284,6 +285,9 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
       ->capture_default_str();
   c->add_flag("--no-shared-device", a->no_shared_device,
               "Give each model its own thread pool instead of one shared device (comparison)");
+  c->add_flag("--warmup", a->run.warmup,
+              "Serve one request per model before each replay starts, not counted (a new "
+              "engine's first iterations touch its buffers)");
   c->add_flag("--json", a->json, "Print a JSON record");
   c->add_option("--arrivals-out", a->arrivals_out,
                 "Write the arrival schedule (model,t_s,input_tokens,output_tokens) for `tessera sim "

@@ -120,6 +120,44 @@ TEST(FleetReplayTest, KeepAliveHoldsLessMemoryThanAlwaysOnAndLosesNoRequest) {
   }
   EXPECT_EQ(on->cold_starts, 0);
   EXPECT_GE(fixed->cold_starts, 1);  // m0 was suspended in its 1.1 s gap
+  // Every request's outcome, in arrival order; the device's account of the iterations (a prompt
+  // iteration per request at least, decode-only ones for the second token); the resume timed.
+  for (const auto* r : {&*on, &*fixed}) {
+    ASSERT_EQ(r->requests_log.size(), 6u) << r->policy;
+    for (size_t i = 0; i < r->requests_log.size(); ++i) {
+      EXPECT_GT(r->requests_log[i].ttft_s, 0.0);
+      if (i > 0) EXPECT_GE(r->requests_log[i].t_s, r->requests_log[i - 1].t_s);
+    }
+    int64_t prefill = 0, decode_rows = 0;
+    double held = 0.0;
+    for (const auto& m : r->models) {
+      prefill += m.prefill_grants;
+      decode_rows += m.decode_rows;
+      held += m.prefill_held_s + m.decode_held_s;
+      EXPECT_GE(m.device_busy_s, 0.0);
+    }
+    EXPECT_GE(prefill, 6) << r->policy;
+    EXPECT_GE(decode_rows, 1) << r->policy;
+    EXPECT_GT(held, 0.0) << r->policy;
+  }
+  int64_t resumes = 0;
+  for (const auto& m : fixed->models) {
+    resumes += m.resumes;
+    if (m.resumes > 0) EXPECT_GT(m.mean_resume_s, 0.0) << m.name;
+    if (m.suspends > 0) EXPECT_GT(m.mean_suspend_s, 0.0) << m.name;
+  }
+  EXPECT_GE(resumes, 1);
+  // A warm-up request per model is served before the clock starts and is not counted.
+  o.policy = "always-on";
+  o.warmup = true;
+  auto warm = run_fleet_replay(o);
+  ASSERT_TRUE(warm.is_ok()) << warm.status().to_string();
+  EXPECT_EQ(warm->requests, 6);
+  int64_t warm_prefill = 0;
+  for (const auto& m : warm->models) warm_prefill += m.prefill_grants;
+  EXPECT_GE(warm_prefill, 6);
+  EXPECT_LE(warm_prefill, 6 * 4);  // prompts of 4 tokens: at most one iteration per token
+  o.warmup = false;
   EXPECT_LT(fixed->memory_gb_s, 0.7 * on->memory_gb_s);
   EXPECT_LT(fixed->idle_memory_gb_s, on->idle_memory_gb_s);
   o.policy = "lazy";

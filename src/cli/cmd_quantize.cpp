@@ -1,0 +1,94 @@
+// `tessera quantize IN OUT --type T`: re-encode a model's weight matrices (model/quantize.h).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "commands.h"
+#include "common.h"
+#include "tessera/model/format/model_file.h"
+#include "tessera/model/quantize.h"
+
+namespace tessera::cli {
+namespace {
+
+struct QuantizeArgs {
+  std::string in, out, type;
+  int threads = 0;
+  bool plan = false;
+};
+
+std::string type_names() {
+  std::string s;
+  for (const auto& t : model::quant_types()) s += (s.empty() ? "" : ", ") + t.name;
+  return s;
+}
+
+int run_quantize(const QuantizeArgs& a) {
+  auto type = model::find_quant_type(a.type);
+  if (!type.is_ok()) return fail(type.status());
+  auto in = model::open_model_file(a.in);
+  if (!in.is_ok()) return fail(in.status());
+  if (a.plan) {
+    auto plan = model::plan_quantization(*in, *type);
+    if (!plan.is_ok()) return fail(plan.status());
+    for (const auto& e : *plan) {
+      std::printf("%-32s %-7s -> %-7s %s\n", e.tensor.c_str(),
+                  std::string(kernels::dtype_name(e.from)).c_str(),
+                  std::string(kernels::dtype_name(e.to)).c_str(), e.why.c_str());
+    }
+    return 0;
+  }
+  // A progress bar on a terminal; a line per tenth otherwise (logs stay short).
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  int last_tenth = -1;
+  model::QuantizeOptions o;
+  o.n_threads = a.threads;
+  o.progress = [&](uint64_t done, uint64_t total) {
+    const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double eta = f > 0 ? s * (1.0 - f) / f : 0.0;
+    if (tty) {
+      const int width = 30;
+      const int fill = static_cast<int>(f * width);
+      std::fprintf(stderr, "\r[%s%s] %3.0f%%  %.0f / %.0f MiB  %.1f s, ETA %.1f s ",
+                   std::string(fill, '#').c_str(), std::string(width - fill, ' ').c_str(),
+                   100.0 * f, done / 1048576.0, total / 1048576.0, s, eta);
+    } else if (static_cast<int>(f * 10) > last_tenth) {
+      last_tenth = static_cast<int>(f * 10);
+      std::fprintf(stderr, "tessera quantize: %3.0f%% (%.1f s)\n", 100.0 * f, s);
+    }
+  };
+  auto r = model::quantize_model(*in, *type, a.out, o);
+  if (tty) std::fputc('\n', stderr);
+  if (!r.is_ok()) return fail(r.status());
+  std::map<std::string, int> by_type;
+  for (const auto& e : r->plan) ++by_type[std::string(kernels::dtype_name(e.to))];
+  std::string mix;
+  for (const auto& [name, n] : by_type) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, name);
+  std::printf("tessera quantize: wrote %s (%s): %.1f MiB -> %.1f MiB (%.2f bits per parameter), %lld "
+              "tensors re-encoded in %.1f s; tensor types: %s\n",
+              a.out.c_str(), type->name.c_str(), r->bytes_in / 1048576.0, r->bytes_out / 1048576.0,
+              8.0 * static_cast<double>(r->bytes_out) / static_cast<double>(in->n_parameters()),
+              static_cast<long long>(r->n_quantized), r->seconds, mix.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app, RunFn& run) {
+  auto a = std::make_shared<QuantizeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "quantize", "Re-encode a model's weights in another type or llama.cpp mix (GGUF or llama2.c in, GGUF out)");
+  cmd->add_option("in", a->in, "Input model (GGUF or llama2.c .bin)")->required();
+  cmd->add_option("out", a->out, "Output GGUF path")->required();
+  cmd->add_option("--type", a->type, "Type or mix: " + type_names())->required();
+  cmd->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
+  cmd->add_flag("--plan", a->plan, "Print each tensor's type and why, write nothing");
+  cmd->callback([&run, a] { run = [a] { return run_quantize(*a); }; });
+}
+
+}  // namespace tessera::cli

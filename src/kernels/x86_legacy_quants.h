@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tessera/kernels/legacy_quant_blocks.h"

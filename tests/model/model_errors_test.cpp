@@ -85,7 +85,8 @@ TEST(ModelErrors, ForwardRejectsBadBatches) {
 TEST(Synth, ShapesWriteAndLoad) {
   testing::TempDir dir;
   for (auto dtype : {kernels::DType::kF32, kernels::DType::kF16, kernels::DType::kBF16,
-                     kernels::DType::kQ8_0, kernels::DType::kQ4_0}) {
+                     kernels::DType::kQ8_0, kernels::DType::kQ4_0, kernels::DType::kQ4_1,
+                     kernels::DType::kQ5_0, kernels::DType::kQ5_1}) {
     SynthOptions o = tiny_options();
     o.dtype = dtype;
     const std::string path = dir.file(std::string(kernels::dtype_name(dtype)) + ".gguf");

@@ -1,0 +1,57 @@
+// Perplexity of a model over a text (`tessera eval perplexity`), by llama.cpp's convention so the
+// numbers compare with its `llama-perplexity`: the text is tokenized once (BOS first when the
+// vocabulary adds one), cut into whole chunks of `ctx` tokens (a partial last chunk is dropped),
+// each chunk evaluated from an empty cache with its first token replaced by BOS (when the model
+// uses one), and only the second half of each chunk scored: the log-likelihood of token j + 1
+// from the logits at j for j in [ctx/2, ctx - 1), so every scored token sees at least ctx/2 of
+// context. PPL = exp(mean NLL); its uncertainty is PPL x the standard error of the mean NLL (the
+// delta method, as llama.cpp reports "+/-").
+// Thread-safety: one call at a time per model (it runs the model's forward pass).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/base/thread_pool.h"
+#include "tessera/model/model.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+
+namespace tessera::bench {
+
+struct PerplexityOptions {
+  int32_t ctx = 512;          // tokens per chunk, >= 8
+  int32_t batch = 512;        // rows per forward step (a chunk takes ceil(ctx / batch) steps)
+  int64_t max_chunks = 0;     // 0: every whole chunk of the text
+  ThreadPool* pool = nullptr;  // the forward pass's threads (null: one)
+  // After each chunk: its index (from 0), the number of chunks and the running PPL.
+  std::function<void(int64_t chunk, int64_t n_chunks, double ppl)> progress;
+  // Called with each scored position's log-probabilities (n_vocab values) and the token that
+  // came next, in text order (for KL-divergence against saved logits); may be null.
+  std::function<void(std::span<const float> log_probs, int32_t next_token)> on_scored;
+};
+
+struct PerplexityResult {
+  int32_t ctx = 0;
+  int64_t n_tokens = 0;   // of the whole text
+  int64_t n_chunks = 0;   // evaluated
+  int64_t n_scored = 0;   // tokens whose likelihood counts
+  double ppl = 0.0;
+  double ppl_stderr = 0.0;
+  double mean_nll = 0.0;
+  std::vector<double> running_ppl;  // after each chunk
+  double seconds = 0.0;             // forward passes and scoring
+  double tokens_per_second = 0.0;   // evaluated (not only scored) tokens per second
+};
+
+// Errors: kInvalidArgument for ctx < 8, batch < 1, or a text shorter than one chunk (the message
+// says how many tokens it has and how many are needed); the model's forward errors.
+Result<PerplexityResult> perplexity(model::Model& model, const model::Tokenizer& tokenizer,
+                                    std::string_view text, const PerplexityOptions& options);
+
+// Log-softmax of `logits` into `out` (same size), in double precision for the sum.
+void log_softmax(std::span<const float> logits, std::span<float> out);
+
+}  // namespace tessera::bench

@@ -24,20 +24,36 @@ int32_t hsum_i32(__m256i v) {
 
 float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
-// The sixteen Q3_K scales (s - 32) as int16 lanes, in sub-block order.
-__m256i q3_scales16(const uint8_t* p) {
-  int16_t s[16];
-  for (int j = 0; j < 16; ++j) {
-    const int low = (p[j % 8] >> (4 * (j / 8))) & 15;
-    const int high = (p[8 + j % 4] >> (2 * (j / 4))) & 3;
-    s[j] = static_cast<int16_t>((low | high << 4) - 32);
-  }
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
+// The sixteen Q3_K scales s - 32 as int8 lanes, in sub-block order (layout in
+// kquant_low_blocks.h): low nibbles from bytes 0-7 (low halves, then high halves), top bits from
+// the 32-bit word of bytes 8-11 shifted by 0, 2, 4, 6 for sub-blocks 0-3, 4-7, 8-11, 12-15.
+__m128i q3_scales8(const uint8_t* p) {
+  const __m128i low4 = _mm_set1_epi8(15);
+  const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(packed, low4),
+                                         _mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+  uint32_t top;
+  __builtin_memcpy(&top, p + 8, 4);
+  const __m128i tops = _mm_and_si128(
+      _mm_set_epi32(static_cast<int>(top >> 6), static_cast<int>(top >> 4),
+                    static_cast<int>(top >> 2), static_cast<int>(top)),
+      _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(tops, 4)), _mm_set1_epi8(32));
 }
 
-// int16 lanes 0-7 set to scale[j], 8-15 to scale[j + 1]: the two sub-blocks of 32 values.
-__m256i pair_scales(const int16_t* scales, int j) {
-  return _mm256_set_m128i(_mm_set1_epi16(scales[j + 1]), _mm_set1_epi16(scales[j]));
+// The scales as int16s in memory, for the broadcast loads of pair_scales.
+struct Scales16 {
+  alignas(32) int16_t v[16];
+  explicit Scales16(__m128i scales8) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_cvtepi8_epi16(scales8));
+  }
+  __m256i all() const { return _mm256_load_si256(reinterpret_cast<const __m256i*>(v)); }
+};
+
+// int16 lanes 0-7 set to scale 2p, 8-15 to scale 2p+1: the two sub-blocks of a 32-value group,
+// as maddubs lays out their pair sums.
+__m256i pair_scales(const Scales16& s, int p) {
+  return _mm256_set_m128i(_mm_set1_epi16(s.v[2 * p + 1]), _mm_set1_epi16(s.v[2 * p]));
 }
 
 }  // namespace
@@ -50,9 +66,7 @@ float q3_k_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
   const __m256i one = _mm256_set1_epi8(1);
   float sum = 0.0f;
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    const __m256i sc16 = q3_scales16(w[i].scales);
-    alignas(32) int16_t sc[16];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), sc16);
+    const Scales16 sc(q3_scales8(w[i].scales));
     const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].hmask));
     __m256i acc = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
@@ -70,12 +84,12 @@ float q3_k_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
         const __m256i act = _mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * k));
         const __m256i pairs = _mm256_maddubs_epi16(levels, act);
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, pair_scales(sc, 8 * h + 2 * k)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, pair_scales(sc, 4 * h + k)));
       }
     }
     // The levels carry +4: remove 4 * scale[j] * (sum of the activations in j) through bsums.
     const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
-    const int32_t offset = hsum_i32(_mm256_madd_epi16(bs, sc16));
+    const int32_t offset = hsum_i32(_mm256_madd_epi16(bs, sc.all()));
     const int32_t isum = hsum_i32(acc) - 4 * offset;
     const float d = a[i].d * f16_to_f32(w[i].d);
     sum += d * static_cast<float>(isum);
@@ -92,10 +106,8 @@ float q2_k_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].scales));
-    const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, low4));
+    const Scales16 sc(_mm_and_si128(sm, low4));
     const __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), low4));
-    alignas(32) int16_t sc[16];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), sc16);
     __m256i acc = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * h));
@@ -105,7 +117,7 @@ float q2_k_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
         const __m256i act = _mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * k));
         const __m256i pairs = _mm256_maddubs_epi16(levels, act);
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, pair_scales(sc, 8 * h + 2 * k)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, pair_scales(sc, 4 * h + k)));
       }
     }
     const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));

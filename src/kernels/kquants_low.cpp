@@ -71,9 +71,11 @@ void pack_low_bits(const int levels[kQK_K], uint8_t* qs) {
 void q3_k_levels(const BlockQ3_K& b, int8_t out[kQK_K]) {
   uint8_t low[kQK_K];
   low_bits(b.qs, low);
-  for (int e = 0; e < kQK_K; ++e) {
-    const int high = (b.hmask[e % 32] >> (e / 32)) & 1;
-    out[e] = static_cast<int8_t>(low[e] + 4 * high - 4);
+  for (int t = 0; t < 8; ++t) {  // hmask bit t holds the high bits of elements 32t .. 32t+31
+    for (int l = 0; l < 32; ++l) {
+      const int high = (b.hmask[l] >> t) & 1;
+      out[32 * t + l] = static_cast<int8_t>(low[32 * t + l] + 4 * high - 4);
+    }
   }
 }
 

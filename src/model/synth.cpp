@@ -36,7 +36,9 @@ std::vector<std::byte> encode(const std::vector<float>& values, kernels::DType d
 kernels::DType matrix_dtype(kernels::DType dtype, int64_t cols) {
   if (cols % kernels::dtype_info(dtype).block_size == 0) return dtype;
   switch (dtype) {
-    case kernels::DType::kQ4_K: return kernels::DType::kQ4_0;
+    case kernels::DType::kQ4_K:
+    case kernels::DType::kQ3_K:
+    case kernels::DType::kQ2_K: return kernels::DType::kQ4_0;
     default: return kernels::DType::kQ8_0;
   }
 }

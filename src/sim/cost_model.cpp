@@ -273,7 +273,7 @@ Result<std::unique_ptr<CostModel>> make_roofline_cost(const ModelShape& shape,
         memory / 1e9, needed));
   }
   std::string dtype = dtype_label(shape.bytes_per_weight);
-  for (const char* n : {"f32", "bf16", "q8_0", "q4_0", "q4_K"}) {
+  for (const char* n : {"f32", "bf16", "q8_0", "q4_0", "q4_K", "q3_K", "q2_K"}) {
     const auto& info = kernels::dtype_info(*kernels::dtype_from_name(n));
     if (static_cast<double>(info.block_bytes) / static_cast<double>(info.block_size) ==
         shape.bytes_per_weight) {

@@ -19,7 +19,7 @@ using testing::RawGguf;
 
 constexpr uint32_t kF32 = 0;
 constexpr uint32_t kQ8_0 = 8;
-constexpr uint32_t kQ2_K = 10;  // a type Tessera knows but has no kernels for
+constexpr uint32_t kIQ2_XXS = 16;  // a type Tessera knows but has no kernels for
 constexpr uint32_t kTypeString = 8;
 constexpr uint32_t kTypeArray = 9;
 constexpr uint64_t kHuge = std::numeric_limits<uint64_t>::max();
@@ -218,12 +218,12 @@ TEST(GgufHostile, UnknownTensorType) {
 TEST(GgufHostile, UnsupportedTensorTypeNamesTensorAndType) {
   auto bytes = RawGguf()
                    .header(3, 1, 0)
-                   .tensor("blk.0.ffn_down.weight", {256}, kQ2_K, 0)
+                   .tensor("blk.0.ffn_down.weight", {256}, kIQ2_XXS, 0)
                    .pad(32)
-                   .fill(84)
+                   .fill(66)
                    .bytes();
   expect_error(bytes, ErrorCode::kUnsupported,
-               {"tensor 'blk.0.ffn_down.weight' has type q2_K, which Tessera does not support yet",
+               {"tensor 'blk.0.ffn_down.weight' has type iq2_xxs, which Tessera does not support yet",
                 "f32", "f16", "bf16", "q8_0", "q4_0"});
 }
 

@@ -114,7 +114,7 @@ TEST(DType, TableIsConsistent) {
   EXPECT_EQ(dtype_from_name("q4_k"), DType::kQ4_K);
   EXPECT_FALSE(dtype_from_name("q9_9").has_value());
   EXPECT_FALSE(dtype_info(31u).has_value());
-  EXPECT_FALSE(dtype_info(DType::kQ2_K).supported);
+  EXPECT_FALSE(dtype_info(DType::kIQ2_XXS).supported);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "tessera/kernels/avx2_kernels.h"
 #include "tessera/kernels/avx512_kernels.h"
 #include "tessera/kernels/cpu_features.h"
+#include "tessera/kernels/iquants.h"
 #include "tessera/kernels/kquants.h"
 #include "tessera/kernels/scalar_kernels.h"
 
@@ -39,6 +40,7 @@ KernelTable make_scalar_table() {
                             DType::kQ8_K, scalar::q6_k_q8_k_vec_dot});
   set_row(t, DType::kQ8_K, {scalar::q8_k_to_float, scalar::q8_k_from_float, scalar::q8_k_dot,
                             DType::kF32, scalar::q8_k_vec_dot});
+  install_scalar_iquant_rows(t);  // IQ4_NL, IQ4_XS
   t.attention_row = scalar::attention_row;
   t.attention_rows = scalar::attention_rows;
   t.silu_mul = scalar::silu_mul;
@@ -77,10 +79,12 @@ KernelTable make_active_table() {
   if (cap >= IsaLevel::kAvx2 && cpu.has_avx2_set()) {
     install_avx2_rows(t);
     install_avx2_kquant_rows(t);
+    install_avx2_iquant_rows(t);
     t.isa = "avx2";
   }
   if (cap >= IsaLevel::kAvx512 && cpu.has_avx512_set()) {
     install_avx512_rows(t);
+    install_avx512_iquant_rows(t);
     t.isa = "avx512";
   }
   return t;

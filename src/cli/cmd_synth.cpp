@@ -46,7 +46,10 @@ int run_synth(const SynthArgs& a) {
   opts.shape = shape;
   opts.seed = a.seed;
   auto dtype = kernels::dtype_from_name(a.dtype);
-  if (!dtype) return fail(fmt::format("unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0)", a.dtype));
+  if (!dtype) {
+    return fail(fmt::format(
+        "unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0, q4_K, iq4_nl, iq4_xs, ...)", a.dtype));
+  }
   opts.dtype = *dtype;
   if (!a.vocab.empty()) {
     auto f = model::open_model_file(a.vocab);
@@ -72,7 +75,8 @@ void add_synth_command(CLI::App& app, RunFn& run) {
       "synth", "Write a random-weight GGUF model with a real model's shape (for benchmarks)");
   cmd->add_option("--shape", a->shape,
                   "Shape name: tinyllama-1.1b, llama-3.2-1b, smollm2-135m, tiny");
-  cmd->add_option("--dtype", a->dtype, "Weight type: f32, f16, bf16, q8_0, q4_0")
+  cmd->add_option("--dtype", a->dtype,
+                  "Weight type: f32, f16, bf16, q8_0, q4_0, q4_K, iq4_nl, iq4_xs, ...")
       ->capture_default_str();
   cmd->add_option("--out,-o", a->out, "Output GGUF path")->required();
   cmd->add_option("--vocab", a->vocab, "Copy the tokenizer from this (vocab-only) GGUF");

@@ -37,6 +37,7 @@ kernels::DType matrix_dtype(kernels::DType dtype, int64_t cols) {
   if (cols % kernels::dtype_info(dtype).block_size == 0) return dtype;
   switch (dtype) {
     case kernels::DType::kQ4_K: return kernels::DType::kQ4_0;
+    case kernels::DType::kIQ4_XS: return kernels::DType::kIQ4_NL;
     default: return kernels::DType::kQ8_0;
   }
 }

@@ -100,13 +100,15 @@ float clamp_step(float s) { return std::fmax(-kMaxF16, std::fmin(kMaxF16, s)); }
 // of (near) zeros.
 float search_step(const float* x) {
   float amax = 0.0f, max = 0.0f;
+  bool finite = true;
   for (int i = 0; i < kQK4_NL; ++i) {
+    finite = finite && std::isfinite(x[i]);
     if (std::fabs(x[i]) > amax) {
       amax = std::fabs(x[i]);
       max = x[i];
     }
   }
-  if (!(amax >= kMinAmax)) return 0.0f;
+  if (!finite || !(amax >= kMinAmax)) return 0.0f;  // NaN/Inf: code the block as zeros
   constexpr int kTries = 24;
   float best_step = 0.0f;
   double best_score = -1.0;  // sum(q x)^2 / sum(q^2): the error removed by the LS step
@@ -211,7 +213,7 @@ void quantize_xs_superblock(const float* x, BlockIQ4_XS* out) {
         std::memcpy(idx, try_idx, sizeof(idx));
       }
     }
-    if (!(best_total < INFINITY)) {  // the step rounded to zero in f16: code as zeros
+    if (!(best_total < INFINITY)) {  // d rounded to zero in f16, or a NaN/Inf input: zeros
       out->d = 0;
       for (int j = 0; j < kSubs; ++j) levels[j] = 32;
       std::memset(idx, 0, sizeof(idx));

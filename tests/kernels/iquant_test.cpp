@@ -287,6 +287,17 @@ TEST(IQuant, SpecialValuesStayFinite) {
     // Huge values saturate at the largest step instead of overflowing to Inf.
     round_trip(t, make_data(Shape::kNormal, n, 4, 1e9f), &y);
     for (float v : y) ASSERT_TRUE(std::isfinite(v)) << dtype_name(t);
+    // A NaN or an infinity codes its block as zeros (iquants.h), never as NaN.
+    for (float bad : {NAN, INFINITY, -INFINITY}) {
+      auto x = make_data(Shape::kNormal, n, 5, 1.0f);
+      x[300] = bad;
+      round_trip(t, x, &y);
+      for (float v : y) ASSERT_TRUE(std::isfinite(v)) << dtype_name(t) << " " << bad;
+      EXPECT_EQ(y[300], 0.0f) << dtype_name(t);
+      EXPECT_EQ(y[301], 0.0f) << dtype_name(t);
+      // Blocks away from the bad value are coded normally.
+      EXPECT_NEAR(y[3], x[3], 0.2 * 3.5) << dtype_name(t);
+    }
     // A constant block and a block with one nonzero value.
     std::vector<float> c(n, -0.75f);
     const auto sc = round_trip(t, c, &y);

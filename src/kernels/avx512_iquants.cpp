@@ -3,7 +3,11 @@
 // unsigned, as vpdpbusd wants: sum (level + 128) * a - 128 * sum a is the exact signed dot,
 // accumulated in int32 without the int16 pair limit of maddubs. Integer sums are exact and the
 // float steps are the scalar reference's in its order, so results are bit-identical. Only
-// intrinsics and file-local helpers are used (see avx2_kquants.cpp for why).
+// intrinsics and file-local helpers are used (see avx2_kquants.cpp for why). IQ4_NL works one
+// 32-value block per 256-bit register (its blocks are 18 bytes apart, so pairs would need
+// gathering); IQ4_XS two sub-blocks per 512-bit register, their 64 indices and activations being
+// contiguous, with the steps applied by vpmulld and the offset removed through Q8_K's bsums.
+//
 // GCC 12 warns about the _mm512_undefined_* placeholders inside AVX-512 intrinsics: a false
 // positive about the header's own code, silenced as in avx512_kernels.cpp.
 #pragma GCC diagnostic push

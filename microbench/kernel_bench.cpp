@@ -34,7 +34,10 @@
 #include "tessera/kernels/avx512_kernels.h"
 #include "tessera/kernels/cpu_features.h"
 #include "tessera/kernels/dtype.h"
+#include "tessera/kernels/iquants.h"
 #include "tessera/kernels/kernel_table.h"
+#include "tessera/kernels/kquants.h"
+#include "tessera/kernels/kquants_low.h"
 #include "tessera/kernels/legacy_quants.h"
 #include "tessera/kernels/ops.h"
 #include "tessera/kernels/probe.h"
@@ -49,8 +52,9 @@ namespace {
 constexpr int64_t kRowLength = 4096;
 constexpr size_t kColdBytes = size_t{256} << 20;
 
-const DType kDTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                          DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K};
+const DType kDTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,  DType::kQ4_0,
+                         DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,  DType::kQ3_K,
+                         DType::kQ4_K, DType::kIQ4_NL, DType::kIQ4_XS};
 
 struct Shape {
   int64_t n_rows;    // R
@@ -162,14 +166,19 @@ std::vector<const KernelTable*> tables_to_compare() {
   static KernelTable avx2 = [] {
     KernelTable t = scalar_kernel_table();
     install_avx2_rows(t);
+    install_avx2_kquant_rows(t);
+    install_avx2_kquant_low_rows(t);
     install_avx2_legacy_quant_rows(t);
+    install_avx2_iquant_rows(t);
     t.isa = "avx2";
     return t;
   }();
   static KernelTable avx512 = [] {
     KernelTable t = avx2;
     install_avx512_rows(t);
+    install_avx512_kquant_low_rows(t);
     install_avx512_legacy_quant_rows(t);
+    install_avx512_iquant_rows(t);
     t.isa = "avx512";
     return t;
   }();

@@ -48,7 +48,8 @@ int run_synth(const SynthArgs& a) {
   auto dtype = kernels::dtype_from_name(a.dtype);
   if (!dtype) {
     return fail(fmt::format(
-        "unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K)",
+        "unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, "
+        "q5_K, q6_K, iq4_nl, iq4_xs)",
         a.dtype));
   }
   opts.dtype = *dtype;
@@ -77,7 +78,8 @@ void add_synth_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--shape", a->shape,
                   "Shape name: tinyllama-1.1b, llama-3.2-1b, smollm2-135m, tiny");
   cmd->add_option("--dtype", a->dtype,
-                  "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K")
+                  "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, "
+                  "q5_K, q6_K, iq4_nl, iq4_xs")
       ->capture_default_str();
   cmd->add_option("--out,-o", a->out, "Output GGUF path")->required();
   cmd->add_option("--vocab", a->vocab, "Copy the tokenizer from this (vocab-only) GGUF");

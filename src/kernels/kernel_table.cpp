@@ -8,6 +8,7 @@
 #include "tessera/kernels/avx2_kernels.h"
 #include "tessera/kernels/avx512_kernels.h"
 #include "tessera/kernels/cpu_features.h"
+#include "tessera/kernels/iquants.h"
 #include "tessera/kernels/kquants.h"
 #include "tessera/kernels/legacy_quants.h"
 #include "tessera/kernels/kquants_low.h"
@@ -43,6 +44,7 @@ KernelTable make_scalar_table() {
                             DType::kF32, scalar::q8_k_vec_dot});
   install_scalar_legacy_quant_rows(t);  // Q4_1, Q5_0, Q5_1
   install_scalar_kquant_low_rows(t);  // Q2_K, Q3_K
+  install_scalar_iquant_rows(t);  // IQ4_NL, IQ4_XS
   t.attention_row = scalar::attention_row;
   t.attention_rows = scalar::attention_rows;
   t.silu_mul = scalar::silu_mul;
@@ -83,12 +85,14 @@ KernelTable make_active_table() {
     install_avx2_kquant_rows(t);
     install_avx2_legacy_quant_rows(t);
     install_avx2_kquant_low_rows(t);
+    install_avx2_iquant_rows(t);
     t.isa = "avx2";
   }
   if (cap >= IsaLevel::kAvx512 && cpu.has_avx512_set()) {
     install_avx512_rows(t);
     install_avx512_legacy_quant_rows(t);
     install_avx512_kquant_low_rows(t);
+    install_avx512_iquant_rows(t);
     t.isa = "avx512";
   }
   return t;

@@ -39,6 +39,7 @@ kernels::DType matrix_dtype(kernels::DType dtype, int64_t cols) {
     case kernels::DType::kQ4_K:
     case kernels::DType::kQ3_K:
     case kernels::DType::kQ2_K: return kernels::DType::kQ4_0;
+    case kernels::DType::kIQ4_XS: return kernels::DType::kIQ4_NL;
     default: return kernels::DType::kQ8_0;
   }
 }

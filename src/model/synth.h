@@ -37,8 +37,8 @@ std::optional<SynthShape> find_synth_shape(const std::string& name);
 
 struct SynthOptions {
   SynthShape shape;
-  // Matrices; norms stay f32. A k-quant dtype falls back to Q4_0 (q4_K) or Q8_0 (others) for
-  // matrices whose rows are not a multiple of 256.
+  // Matrices; norms stay f32. A 256-block dtype falls back to Q4_0 (q4_K), IQ4_NL (iq4_xs) or
+  // Q8_0 (others) for matrices whose rows are not a multiple of 256.
   kernels::DType dtype = kernels::DType::kF32;
   uint64_t seed = 1;
   // Tokenizer metadata to copy (tokenizer.* keys). When set, the vocabulary size follows it.

@@ -114,7 +114,8 @@ TEST(Quantize, RowsThatAreNotWholeSuperBlocksFallBack) {
   if (!kernels::dtype_info(DType::kQ5_0).supported) GTEST_SKIP() << "no Q5_0 kernels";
   const auto t = plan_types(*f, "q4_k_m");
   EXPECT_EQ(t.at("blk.0.attn_q.weight"), DType::kQ5_0);    // 576 % 256
-  EXPECT_EQ(t.at("blk.1.ffn_down.weight"), DType::kQ8_0);  // Q6_K (more bits) -> Q8_0
+  EXPECT_EQ(t.at("blk.1.attn_v.weight"), DType::kQ8_0);    // Q6_K (more bits) -> Q8_0
+  EXPECT_EQ(t.at("blk.1.ffn_down.weight"), DType::kQ6_K);  // 1536-wide rows: no fallback
   EXPECT_EQ(t.at("token_embd.weight"), DType::kQ8_0);      // the tied output
 }
 

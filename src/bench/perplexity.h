@@ -51,6 +51,24 @@ struct PerplexityResult {
 Result<PerplexityResult> perplexity(model::Model& model, const model::Tokenizer& tokenizer,
                                     std::string_view text, const PerplexityOptions& options);
 
+// How far `model`'s next-token distributions are from `base`'s over the same chunks and scored
+// positions as perplexity() (both evaluated chunk by chunk in one run; the text tokenized with
+// `tokenizer`, which both models must share): KL(base || model) per position, summarized as
+// llama.cpp's KL-divergence report does.
+struct KlResult {
+  int32_t ctx = 0;
+  int64_t n_chunks = 0, n_scored = 0;
+  double mean_kl = 0.0, median_kl = 0.0, p99_kl = 0.0, max_kl = 0.0;  // nats
+  double top1_agreement = 0.0;  // positions where both models' most likely token is the same
+  double base_ppl = 0.0, ppl = 0.0;  // over the scored positions; delta PPL = ppl - base_ppl
+  double seconds = 0.0;
+};
+
+// Errors: as perplexity(); kInvalidArgument when the vocabularies' sizes differ.
+Result<KlResult> kl_divergence(model::Model& base, model::Model& model,
+                               const model::Tokenizer& tokenizer, std::string_view text,
+                               const PerplexityOptions& options);
+
 // Log-softmax of `logits` into `out` (same size), in double precision for the sum.
 void log_softmax(std::span<const float> logits, std::span<float> out);
 

@@ -17,6 +17,7 @@ namespace {
 
 struct EvalArgs {
   std::string model, tokenizer, text;
+  std::string base;  // kl: the reference model
   int32_t ctx = 512;
   int32_t batch = 512;
   int64_t chunks = 0;
@@ -24,12 +25,65 @@ struct EvalArgs {
   bool json = false;
 };
 
-int run_perplexity(const EvalArgs& a) {
-  std::ifstream in(a.text, std::ios::binary);
-  if (!in) return fail("cannot read the text file " + a.text);
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(ErrorCode::kNotFound, "cannot read the text file " + path);
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string text = ss.str();
+  return ss.str();
+}
+
+int run_kl(const EvalArgs& a) {
+  auto text = read_text(a.text);
+  if (!text.is_ok()) return fail(text.status());
+  auto base = load_model_and_tokenizer(a.base, a.tokenizer);
+  if (!base.is_ok()) return fail(base.status().with_context("--base"));
+  auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
+  if (!loaded.is_ok()) return fail(loaded.status());
+  const int threads = a.threads > 0 ? a.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(threads);
+  bench::PerplexityOptions o;
+  o.ctx = a.ctx;
+  o.batch = a.batch;
+  o.max_chunks = a.chunks;
+  o.pool = &pool;
+  auto r = bench::kl_divergence(*base->model, *loaded->model, *base->tokenizer, *text, o);
+  if (!r.is_ok()) return fail(r.status());
+  if (a.json) {
+    nlohmann::json j = {{"environment", bench::describe_environment(threads)},
+                        {"base", a.base},
+                        {"model", a.model},
+                        {"text", a.text},
+                        {"ctx", r->ctx},
+                        {"chunks", r->n_chunks},
+                        {"scored", r->n_scored},
+                        {"mean_kl", r->mean_kl},
+                        {"median_kl", r->median_kl},
+                        {"p99_kl", r->p99_kl},
+                        {"max_kl", r->max_kl},
+                        {"top1_agreement", r->top1_agreement},
+                        {"base_perplexity", r->base_ppl},
+                        {"perplexity", r->ppl},
+                        {"delta_perplexity", r->ppl - r->base_ppl},
+                        {"seconds", r->seconds}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("kl: %s against %s on %s: %lld chunks of %d, %lld positions\n", a.model.c_str(),
+              a.base.c_str(), a.text.c_str(), static_cast<long long>(r->n_chunks), r->ctx,
+              static_cast<long long>(r->n_scored));
+  std::printf("Mean KLD %.6f  median %.6f  p99 %.6f  max %.6f  same top token %.2f%%\n", r->mean_kl,
+              r->median_kl, r->p99_kl, r->max_kl, 100.0 * r->top1_agreement);
+  std::printf("PPL %.4f (base %.4f, delta %+.4f)  %.1f s\n", r->ppl, r->base_ppl,
+              r->ppl - r->base_ppl, r->seconds);
+  return 0;
+}
+
+int run_perplexity(const EvalArgs& a) {
+  auto read = read_text(a.text);
+  if (!read.is_ok()) return fail(read.status());
+  const std::string& text = *read;
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
   const int threads = a.threads > 0 ? a.threads
@@ -92,6 +146,23 @@ void add_eval_command(CLI::App& app, RunFn& run) {
   p->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
   p->add_flag("--json", a->json, "Print a JSON record (with a `perplexity` field)");
   p->callback([&run, a] { run = [a] { return run_perplexity(*a); }; });
+
+  CLI::App* k = eval->add_subcommand(
+      "kl", "KL divergence of a model's next-token distributions from a base model's (e.g. a "
+            "quantization from its f32 or f16 original), mean/median/p99, top-token agreement, "
+            "delta PPL");
+  k->add_option("--base", a->base, "The reference model")->required();
+  k->add_option("--model,-m", a->model, "The model compared with it")->required();
+  k->add_option("--tokenizer", a->tokenizer, "Tokenizer file (default: the base model's own)");
+  k->add_option("--text,-f", a->text, "Text file")->required();
+  k->add_option("--ctx,-c", a->ctx, "Tokens per chunk (the second half of each is scored)")
+      ->capture_default_str();
+  k->add_option("--batch,-b", a->batch, "Rows per forward step")->capture_default_str();
+  k->add_option("--chunks", a->chunks, "Evaluate at most this many chunks (0: all)")
+      ->capture_default_str();
+  k->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
+  k->add_flag("--json", a->json, "Print a JSON record");
+  k->callback([&run, a] { run = [a] { return run_kl(*a); }; });
 }
 
 }  // namespace tessera::cli

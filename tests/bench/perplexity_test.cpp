@@ -114,6 +114,42 @@ TEST(Perplexity, WholeChunksOnlyAndClearErrors) {
             ErrorCode::kInvalidArgument);
 }
 
+// KL(base || model): zero against itself; small, positive and below a coarser quantization's
+// for a Q8_0 copy; its PPLs are perplexity()'s.
+TEST(Perplexity, KlDivergenceOrdersQuantizations) {
+  testing::TempDir dir;
+  Loaded l = tiny_model(dir);
+  model::SynthOptions o8;
+  o8.shape = *model::find_synth_shape("tiny");
+  o8.seed = 11;
+  o8.dtype = kernels::DType::kQ8_0;
+  ASSERT_TRUE(model::write_synthetic_model(o8, dir.file("q8.gguf")).is_ok());
+  o8.dtype = kernels::DType::kQ4_0;
+  ASSERT_TRUE(model::write_synthetic_model(o8, dir.file("q4.gguf")).is_ok());
+  auto q8 = model::load_model(dir.file("q8.gguf")).value();
+  auto q4 = model::load_model(dir.file("q4.gguf")).value();
+  const std::string text = some_text();
+  PerplexityOptions o;
+  o.ctx = 64;
+  o.max_chunks = 2;
+  auto self = kl_divergence(*l.model, *l.model, *l.tokenizer, text, o);
+  ASSERT_TRUE(self.is_ok()) << self.status().to_string();
+  EXPECT_NEAR(self->mean_kl, 0.0, 1e-9);
+  EXPECT_DOUBLE_EQ(self->top1_agreement, 1.0);
+  EXPECT_EQ(self->n_scored, 2 * (64 - 1 - 32));
+  auto k8 = kl_divergence(*l.model, *q8, *l.tokenizer, text, o);
+  auto k4 = kl_divergence(*l.model, *q4, *l.tokenizer, text, o);
+  ASSERT_TRUE(k8.is_ok() && k4.is_ok());
+  EXPECT_GT(k8->mean_kl, 0.0);
+  EXPECT_LT(k8->mean_kl, k4->mean_kl);
+  EXPECT_LE(k8->median_kl, k8->p99_kl);
+  EXPECT_LE(k8->p99_kl, k8->max_kl);
+  auto p = perplexity(*q8, *l.tokenizer, text, o);
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_NEAR(k8->ppl, p->ppl, 1e-6 * p->ppl);
+  EXPECT_NEAR(k8->base_ppl, self->ppl, 1e-9 * self->ppl);
+}
+
 TEST(Perplexity, LogSoftmaxSumsToOne) {
   const std::vector<float> logits = {1000.0f, 999.0f, -5.0f, 0.0f};
   std::vector<float> lp(logits.size());

@@ -6,7 +6,7 @@
 // Types: a plain dtype (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q6_k, iq4_nl, iq4_xs)
 // or one of llama.cpp's named mixes (q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m), so
 // a Tessera file and a llama-quantize file of the same name hold the same tensor types. The rules
-// (llama.cpp's, for dense llama-family models; written down in docs/QUANTIZE.md):
+// (llama.cpp's, for dense llama-family models; written down in docs/QUANTIZATION.md):
 //   - only matrices (2+ dims, named *.weight) are quantized; 1-D tensors (norms) stay f32;
 //   - the output matrix (output.weight, or token_embd.weight when the output is tied to it)
 //     takes q6_k under every quantized type below q8_0 (q8_0 when its rows do not fit 256-blocks);

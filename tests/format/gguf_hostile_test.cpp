@@ -200,6 +200,23 @@ TEST(GgufHostile, NeNotMultipleOfBlockSize) {
                {"ne[0] = 16 is not a multiple of the q8_0 block size 32"});
 }
 
+// Every weight type added for llama.cpp's mixes: a row that is not whole blocks, and data one byte
+// short of the blocks the shape needs, are refused naming the type; whole blocks parse.
+TEST(GgufHostile, NewTypesCheckBlocksAndTheirBytes) {
+  for (DType t : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                  DType::kIQ4_NL, DType::kIQ4_XS}) {
+    const auto& info = kernels::dtype_info(t);
+    const auto id = static_cast<uint32_t>(t);
+    const auto bs = static_cast<uint64_t>(info.block_size);
+    const auto need = static_cast<size_t>(2 * info.block_bytes);  // two rows of one block
+    expect_error(one_tensor({bs / 2, 2}, id, 0, need), ErrorCode::kCorruptData,
+                 {"is not a multiple of the", std::string(info.name)});
+    expect_error(one_tensor({bs, 2}, id, 0, need - 1), ErrorCode::kCorruptData,
+                 {"ends past end of file"});
+    EXPECT_TRUE(parse_gguf(one_tensor({bs, 2}, id, 0, need)).is_ok()) << info.name;
+  }
+}
+
 TEST(GgufHostile, ElementCountOverflow) {
   expect_error(one_tensor({1ull << 32, 1ull << 32}, kF32, 0, 32), ErrorCode::kCorruptData,
                {"overflows"});

@@ -54,7 +54,7 @@ bool add_all_dtypes(GgufWriter& w) {
   // Every other supported block type: one block each, so mutations hit their size checks.
   for (DType t : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
                   DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS}) {
-    const auto& info = kernels::dtype_info(t);
+    const auto& info = tessera::kernels::dtype_info(t);
     ok &= w.add_tensor(std::string(info.name), t, {info.block_size},
                        pattern(static_cast<size_t>(info.block_bytes)))
               .is_ok();

@@ -10,7 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +37,7 @@ struct PerplexityOptions {
 };
 
 struct PerplexityResult {
+  uint64_t tokens_hash = 0;  // of the evaluated chunks' token ids (see SavedLogitsWriter)
   int32_t ctx = 0;
   int64_t n_tokens = 0;   // of the whole text
   int64_t n_chunks = 0;   // evaluated
@@ -68,6 +72,38 @@ struct KlResult {
 Result<KlResult> kl_divergence(model::Model& base, model::Model& model,
                                const model::Tokenizer& tokenizer, std::string_view text,
                                const PerplexityOptions& options);
+
+// Base log-probabilities saved once (`tessera eval perplexity --save-logits FILE`) and compared
+// many times (`tessera eval kl --base-logits FILE`): a header (magic "TSLOGIT1", n_vocab, ctx,
+// chunks, scored positions, and a 64-bit FNV-1a hash of the evaluated chunks' token ids, all
+// little-endian) then, per scored position in text order, the next token (int32) and n_vocab
+// log-probabilities as f16 (about 2 bytes x vocabulary per position; f16 keeps the log-probability
+// of every token within 0.016 nats down to e^-32, far below what moves a KL sum).
+class SavedLogitsWriter {
+ public:
+  // Errors: kIoError.
+  static Result<SavedLogitsWriter> create(const std::string& path);
+  void add(std::span<const float> log_probs, int32_t next_token);
+  // Writes the header (once the run is done). Errors: kIoError.
+  Status finish(int32_t n_vocab, int32_t ctx, int64_t n_chunks, uint64_t tokens_hash);
+
+ private:
+  std::string path_;
+  std::shared_ptr<std::FILE> file_;
+  int64_t n_scored_ = 0;
+  std::vector<uint16_t> row_;
+};
+
+// KL of `model` from saved base log-probabilities, over the same chunks (the text must tokenize
+// to the tokens the file was made from; ctx and chunks come from the file).
+// Errors: kNotFound / kCorruptData for an unreadable or malformed file (naming what is wrong),
+// kInvalidArgument when the vocabulary, the text or the chunking does not match the file's.
+Result<KlResult> kl_from_saved(model::Model& model, const model::Tokenizer& tokenizer,
+                               std::string_view text, const std::string& saved_path,
+                               const PerplexityOptions& options);
+
+// The hash saved with the logits: FNV-1a over the first n_chunks x ctx token ids (little-endian).
+uint64_t tokens_hash(std::span<const int32_t> tokens);
 
 // Log-softmax of `logits` into `out` (same size), in double precision for the sum.
 void log_softmax(std::span<const float> logits, std::span<float> out);

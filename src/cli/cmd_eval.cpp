@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -17,7 +18,9 @@ namespace {
 
 struct EvalArgs {
   std::string model, tokenizer, text;
-  std::string base;  // kl: the reference model
+  std::string base;         // kl: the reference model
+  std::string base_logits;  // kl: its log-probabilities saved by perplexity --save-logits
+  std::string save_logits;  // perplexity: where to save them
   int32_t ctx = 512;
   int32_t batch = 512;
   int64_t chunks = 0;
@@ -36,8 +39,7 @@ Result<std::string> read_text(const std::string& path) {
 int run_kl(const EvalArgs& a) {
   auto text = read_text(a.text);
   if (!text.is_ok()) return fail(text.status());
-  auto base = load_model_and_tokenizer(a.base, a.tokenizer);
-  if (!base.is_ok()) return fail(base.status().with_context("--base"));
+  if (a.base.empty() == a.base_logits.empty()) return fail("pass --base MODEL or --base-logits FILE");
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
   const int threads = a.threads > 0 ? a.threads
@@ -48,11 +50,18 @@ int run_kl(const EvalArgs& a) {
   o.batch = a.batch;
   o.max_chunks = a.chunks;
   o.pool = &pool;
-  auto r = bench::kl_divergence(*base->model, *loaded->model, *base->tokenizer, *text, o);
+  Result<bench::KlResult> r = Status(ErrorCode::kInvalidArgument, "unset");
+  if (!a.base_logits.empty()) {
+    r = bench::kl_from_saved(*loaded->model, *loaded->tokenizer, *text, a.base_logits, o);
+  } else {
+    auto base = load_model_and_tokenizer(a.base, a.tokenizer);
+    if (!base.is_ok()) return fail(base.status().with_context("--base"));
+    r = bench::kl_divergence(*base->model, *loaded->model, *base->tokenizer, *text, o);
+  }
   if (!r.is_ok()) return fail(r.status());
   if (a.json) {
     nlohmann::json j = {{"environment", bench::describe_environment(threads)},
-                        {"base", a.base},
+                        {"base", a.base.empty() ? a.base_logits : a.base},
                         {"model", a.model},
                         {"text", a.text},
                         {"ctx", r->ctx},
@@ -71,7 +80,7 @@ int run_kl(const EvalArgs& a) {
     return 0;
   }
   std::printf("kl: %s against %s on %s: %lld chunks of %d, %lld positions\n", a.model.c_str(),
-              a.base.c_str(), a.text.c_str(), static_cast<long long>(r->n_chunks), r->ctx,
+              (a.base.empty() ? a.base_logits : a.base).c_str(), a.text.c_str(), static_cast<long long>(r->n_chunks), r->ctx,
               static_cast<long long>(r->n_scored));
   std::printf("Mean KLD %.6f  median %.6f  p99 %.6f  max %.6f  same top token %.2f%%\n", r->mean_kl,
               r->median_kl, r->p99_kl, r->max_kl, 100.0 * r->top1_agreement);
@@ -100,8 +109,20 @@ int run_perplexity(const EvalArgs& a) {
                    static_cast<long long>(n), ppl);
     };
   }
+  std::optional<bench::SavedLogitsWriter> saved;
+  if (!a.save_logits.empty()) {
+    auto w = bench::SavedLogitsWriter::create(a.save_logits);
+    if (!w.is_ok()) return fail(w.status());
+    saved.emplace(std::move(w).value());
+    o.on_scored = [&](std::span<const float> lp, int32_t next) { saved->add(lp, next); };
+  }
   auto r = bench::perplexity(*loaded->model, *loaded->tokenizer, text, o);
   if (!r.is_ok()) return fail(r.status());
+  if (saved) {
+    Status s = saved->finish(static_cast<int32_t>(loaded->model->config().n_vocab), r->ctx,
+                             r->n_chunks, r->tokens_hash);
+    if (!s.is_ok()) return fail(s);
+  }
   if (a.json) {
     nlohmann::json j = {{"environment", bench::describe_environment(threads)},
                         {"model", a.model},
@@ -145,13 +166,18 @@ void add_eval_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   p->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
   p->add_flag("--json", a->json, "Print a JSON record (with a `perplexity` field)");
+  p->add_option("--save-logits", a->save_logits,
+                "Save the scored positions' log-probabilities (f16) for `eval kl --base-logits`");
   p->callback([&run, a] { run = [a] { return run_perplexity(*a); }; });
 
   CLI::App* k = eval->add_subcommand(
       "kl", "KL divergence of a model's next-token distributions from a base model's (e.g. a "
             "quantization from its f32 or f16 original), mean/median/p99, top-token agreement, "
             "delta PPL");
-  k->add_option("--base", a->base, "The reference model")->required();
+  k->add_option("--base", a->base, "The reference model (both run here)");
+  k->add_option("--base-logits", a->base_logits,
+                "Or its log-probabilities saved once by `eval perplexity --save-logits` (ctx and "
+                "chunks come from the file)");
   k->add_option("--model,-m", a->model, "The model compared with it")->required();
   k->add_option("--tokenizer", a->tokenizer, "Tokenizer file (default: the base model's own)");
   k->add_option("--text,-f", a->text, "Text file")->required();

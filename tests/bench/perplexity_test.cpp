@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tessera/model/architecture.h"
@@ -148,6 +150,57 @@ TEST(Perplexity, KlDivergenceOrdersQuantizations) {
   ASSERT_TRUE(p.is_ok());
   EXPECT_NEAR(k8->ppl, p->ppl, 1e-6 * p->ppl);
   EXPECT_NEAR(k8->base_ppl, self->ppl, 1e-9 * self->ppl);
+}
+
+// Base log-probabilities saved once and compared later give the in-process KL (up to the file's
+// f16 rounding); a file from another text, a truncated or foreign file are refused by name.
+TEST(Perplexity, KlFromSavedLogitsMatchesTheInProcessOne) {
+  testing::TempDir dir;
+  Loaded l = tiny_model(dir);
+  model::SynthOptions o8;
+  o8.shape = *model::find_synth_shape("tiny");
+  o8.seed = 11;
+  o8.dtype = kernels::DType::kQ4_0;
+  ASSERT_TRUE(model::write_synthetic_model(o8, dir.file("q4.gguf")).is_ok());
+  auto q4 = model::load_model(dir.file("q4.gguf")).value();
+  const std::string text = some_text();
+  PerplexityOptions o;
+  o.ctx = 64;
+  o.max_chunks = 2;
+  auto w = SavedLogitsWriter::create(dir.file("base.lg"));
+  ASSERT_TRUE(w.is_ok());
+  PerplexityOptions save = o;
+  save.on_scored = [&](std::span<const float> lp, int32_t next) { w->add(lp, next); };
+  auto base = perplexity(*l.model, *l.tokenizer, text, save);
+  ASSERT_TRUE(base.is_ok());
+  ASSERT_TRUE(w->finish(static_cast<int32_t>(l.model->config().n_vocab), base->ctx,
+                        base->n_chunks, base->tokens_hash)
+                  .is_ok());
+  auto direct = kl_divergence(*l.model, *q4, *l.tokenizer, text, o);
+  PerplexityOptions later;  // ctx and chunks come from the file
+  auto saved = kl_from_saved(*q4, *l.tokenizer, text, dir.file("base.lg"), later);
+  ASSERT_TRUE(direct.is_ok() && saved.is_ok()) << saved.status().to_string();
+  EXPECT_EQ(saved->n_scored, direct->n_scored);
+  EXPECT_NEAR(saved->mean_kl, direct->mean_kl, 0.01 * direct->mean_kl + 1e-4);
+  EXPECT_NEAR(saved->ppl, direct->ppl, 1e-6 * direct->ppl);
+  EXPECT_NEAR(saved->base_ppl, direct->base_ppl, 0.01 * direct->base_ppl);
+  EXPECT_NEAR(saved->top1_agreement, direct->top1_agreement, 0.05);
+
+  auto other = kl_from_saved(*q4, *l.tokenizer, "a different text " + text, dir.file("base.lg"), later);
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_NE(other.status().message().find("another text"), std::string::npos);
+  {
+    std::ifstream in(dir.file("base.lg"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::ofstream(dir.file("cut.lg"), std::ios::binary) << bytes.substr(0, bytes.size() - 3);
+    std::ofstream(dir.file("foreign.lg"), std::ios::binary) << "GGUF" << bytes.substr(4);
+  }
+  EXPECT_EQ(kl_from_saved(*q4, *l.tokenizer, text, dir.file("cut.lg"), later).status().code(),
+            ErrorCode::kCorruptData);
+  EXPECT_EQ(kl_from_saved(*q4, *l.tokenizer, text, dir.file("foreign.lg"), later).status().code(),
+            ErrorCode::kCorruptData);
+  EXPECT_EQ(kl_from_saved(*q4, *l.tokenizer, text, dir.file("none.lg"), later).status().code(),
+            ErrorCode::kNotFound);
 }
 
 TEST(Perplexity, LogSoftmaxSumsToOne) {

@@ -7,6 +7,7 @@
 
 #include "tessera/base/check.h"
 #include "tessera/kernels/half.h"
+#include "tessera/kernels/quant_search.h"
 
 namespace tessera::kernels {
 
@@ -35,17 +36,6 @@ constexpr int kSub = 32;    // Q4_K/Q5_K sub-block
 constexpr int kSub6 = 16;   // Q6_K sub-block
 // Q8_K blocks whose largest |x| is below this code as zero: 1/d would overflow for subnormal d.
 constexpr float kMinQ8Amax = 1e-30f;
-
-// Round half to even (as the SIMD conversions do), clamped first so NaN (-> lo) and huge values
-// never reach the float-to-int conversion, which would be undefined. After the clamp |v| < 2^22,
-// where adding and removing 1.5 * 2^23 rounds to an integer in the default rounding mode; inline,
-// unlike nearbyint, which the quantizers call tens of times per value.
-inline int round_clamp(float v, int lo, int hi) {
-  if (!(v >= static_cast<float>(lo))) v = static_cast<float>(lo);
-  if (v > static_cast<float>(hi)) v = static_cast<float>(hi);
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  return static_cast<int>((v + kMagic) - kMagic);
-}
 
 void unpack_all(const uint8_t* packed, uint8_t sc[8], uint8_t m[8]) {
   for (int j = 0; j < 8; ++j) unpack_scale_min(packed, j, &sc[j], &m[j]);
@@ -238,19 +228,6 @@ float symmetric_error(const float* x, int n, float step) {
     err += e * e;
   }
   return err;
-}
-
-// Least-squares step for fixed levels (0 when every level is 0) and that fit's squared error.
-float fit_symmetric(const float* x, const int* levels, int n, double sxx, double* err) {
-  int64_t sll = 0;
-  double sxl = 0;
-  for (int i = 0; i < n; ++i) {
-    sxl += static_cast<double>(x[i]) * levels[i];
-    sll += levels[i] * levels[i];
-  }
-  const double step = sll > 0 ? sxl / static_cast<double>(sll) : 0.0;
-  *err = sxx - step * sxl;
-  return static_cast<float>(step);
 }
 
 float search_symmetric(const float* x) {

@@ -7,6 +7,7 @@
 
 #include "tessera/base/check.h"
 #include "tessera/kernels/half.h"
+#include "tessera/kernels/quant_search.h"
 
 namespace tessera::kernels {
 
@@ -32,15 +33,6 @@ namespace {
 
 constexpr int kSub = 16;             // values per sub-block in both formats
 constexpr int kSubs = kQK_K / kSub;  // sub-blocks per super-block
-
-// Round half to even, clamped first so NaN (-> lo) and huge values never reach the conversion.
-// After the clamp |v| < 2^22, where adding and removing 1.5 * 2^23 rounds to an integer.
-inline int round_clamp(float v, int lo, int hi) {
-  if (!(v >= static_cast<float>(lo))) v = static_cast<float>(lo);
-  if (v > static_cast<float>(hi)) v = static_cast<float>(hi);
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  return static_cast<int>((v + kMagic) - kMagic);
-}
 
 // f16 of v, saturated to the largest finite f16 (65504) so out-of-range data clips, not overflows.
 uint16_t saturating_f16(float v) {
@@ -122,19 +114,6 @@ float sym_error(const float* x, float step, int* levels) {
   return err;
 }
 
-// Least-squares step for fixed levels (0 when all are 0) and that fit's squared error.
-float fit_sym(const float* x, const int* levels, double sxx, double* err) {
-  int64_t sll = 0;
-  double sxl = 0;
-  for (int i = 0; i < kSub; ++i) {
-    sxl += static_cast<double>(x[i]) * levels[i];
-    sll += levels[i] * levels[i];
-  }
-  const double step = sll > 0 ? sxl / static_cast<double>(sll) : 0.0;
-  *err = sxx - step * sxl;
-  return static_cast<float>(step);
-}
-
 float search_sym(const float* x) {
   float amax = 0.0f, vmax = 0.0f;
   double sxx = 0;
@@ -152,7 +131,7 @@ float search_sym(const float* x) {
   auto consider = [&](float inv) {
     for (int i = 0; i < kSub; ++i) levels[i] = round_clamp(x[i] * inv, kQ3Lo, kQ3Hi);
     double fit = 0;
-    const float step = fit_sym(x, levels, sxx, &fit);
+    const float step = fit_symmetric(x, levels, kSub, sxx, &fit);
     if (fit < best_fit) {
       best_fit = fit;
       best = step;
@@ -164,7 +143,7 @@ float search_sym(const float* x) {
   for (int round = 0; round < 3; ++round) {
     sym_error(x, best, levels);
     double fit = 0;
-    const float step = fit_sym(x, levels, sxx, &fit);
+    const float step = fit_symmetric(x, levels, kSub, sxx, &fit);
     const float err = sym_error(x, step, nullptr);
     if (!(err < best_err)) break;
     best_err = err;

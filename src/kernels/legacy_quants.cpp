@@ -7,6 +7,7 @@
 #include "tessera/base/check.h"
 #include "tessera/kernels/half.h"
 #include "tessera/kernels/quant_blocks.h"
+#include "tessera/kernels/quant_search.h"
 
 namespace tessera::kernels {
 namespace scalar {
@@ -14,16 +15,6 @@ namespace {
 
 constexpr int kQK = kQKLegacy;
 constexpr int kHalf = kQK / 2;
-
-// Nearest integer (ties to even), clamped to [lo, hi] first so NaN (-> lo) and huge values never
-// reach the float-to-int conversion. After the clamp |v| < 2^22, where adding and removing
-// 1.5 * 2^23 rounds in the default rounding mode.
-inline int round_clamp(float v, int lo, int hi) {
-  if (!(v >= static_cast<float>(lo))) v = static_cast<float>(lo);
-  if (v > static_cast<float>(hi)) v = static_cast<float>(hi);
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  return static_cast<int>((v + kMagic) - kMagic);
-}
 
 uint32_t load_qh(const uint8_t qh[4]) {
   return static_cast<uint32_t>(qh[0]) | static_cast<uint32_t>(qh[1]) << 8 |

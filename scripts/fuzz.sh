@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the GGUF fuzzer with clang (libFuzzer + ASan + UBSan) in build/fuzz/, writes a seed
-# corpus and fuzzes for N seconds (default 60). Exits non-zero when the fuzzer finds a crash,
+# Builds the file-format fuzzers (GGUF, safetensors) with clang (libFuzzer + ASan + UBSan) in
+# build/fuzz/, writes their seed corpora and fuzzes the GGUF reader for N seconds (default 60) and
+# the safetensors reader for half that. Exits non-zero when a fuzzer finds a crash,
 # leak, sanitizer report or broken round trip; the input is saved under build/fuzz/fuzz-artifacts/.
 # Usage: scripts/fuzz.sh [seconds]   Env: TESSERA_FUZZ_BUILD_DIR, JOBS (default 2).
 set -euo pipefail
@@ -13,19 +14,26 @@ jobs="${JOBS:-2}"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j "$jobs" gguf_fuzzer gguf_seed_writer
+ninja -C "$build" -j "$jobs" gguf_fuzzer gguf_seed_writer safetensors_fuzzer safetensors_seed_writer
 
-corpus="$build/fuzz-corpus/gguf"
 artifacts="$build/fuzz-artifacts/"
-mkdir -p "$corpus" "$artifacts"
-"$build/fuzz/gguf_seed_writer" "$corpus"
+mkdir -p "$artifacts"
 
-# -max_len covers the seeds (a few hundred bytes) with room to grow; -rss_limit_mb turns a
-# runaway allocation into a reported failure rather than a hung machine.
-"$build/fuzz/gguf_fuzzer" "$corpus" \
-  -dict="$root/fuzz/gguf.dict" \
-  -max_len=65536 \
-  -max_total_time="$seconds" \
-  -rss_limit_mb=2048 \
-  -print_final_stats=1 \
-  -artifact_prefix="$artifacts"
+# Fuzzes one reader: fuzz_one NAME SECONDS (corpus written by NAME_seed_writer, dictionary
+# fuzz/NAME.dict).
+fuzz_one() {
+  local name="$1" secs="$2" corpus="$build/fuzz-corpus/$1"
+  mkdir -p "$corpus"
+  "$build/fuzz/${name}_seed_writer" "$corpus"
+  # -max_len covers the seeds (a few hundred bytes) with room to grow; -rss_limit_mb turns a
+  # runaway allocation into a reported failure rather than a hung machine.
+  "$build/fuzz/${name}_fuzzer" "$corpus" \
+    -dict="$root/fuzz/$name.dict" \
+    -max_len=65536 \
+    -max_total_time="$secs" \
+    -rss_limit_mb=2048 \
+    -print_final_stats=1 \
+    -artifact_prefix="$artifacts$name-"
+}
+fuzz_one gguf "$seconds"
+fuzz_one safetensors "$(( (seconds + 1) / 2 ))"

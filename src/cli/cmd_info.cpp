@@ -22,7 +22,12 @@ struct InfoArgs {
 };
 
 std::string format_name(model::FileFormat f, uint32_t version) {
-  return f == model::FileFormat::kGguf ? fmt::format("GGUF v{}", version) : "llama2.c checkpoint";
+  switch (f) {
+    case model::FileFormat::kGguf: return fmt::format("GGUF v{}", version);
+    case model::FileFormat::kLlama2c: return "llama2.c checkpoint";
+    case model::FileFormat::kSafetensors: return "safetensors";
+  }
+  return "unknown";
 }
 
 int run_info(const InfoArgs& a) {

@@ -6,6 +6,7 @@
 
 #include "tessera/model/format/gguf_reader.h"
 #include "tessera/model/format/llama2c_checkpoint.h"
+#include "tessera/model/format/safetensors.h"
 
 namespace tessera::model {
 
@@ -46,6 +47,14 @@ Result<ModelFile> open_model_file(const std::string& path) {
     if (!r.is_ok()) return r.status().with_context("loading " + path);
     return r;
   }
+  const auto ends_with = [&](std::string_view ext) {
+    return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (ends_with(".safetensors")) {
+    auto r = read_safetensors(*mapped);
+    if (!r.is_ok()) return r.status().with_context("loading " + path);
+    return r;
+  }
   const bool looks_like_bin = path.size() >= 4 && path.compare(path.size() - 4, 4, ".bin") == 0;
   if (looks_like_bin) {
     auto r = read_llama2c_checkpoint(*mapped);
@@ -53,7 +62,8 @@ Result<ModelFile> open_model_file(const std::string& path) {
     return r;
   }
   return unsupported(fmt::format(
-      "loading {}: not a GGUF file (no 'GGUF' magic) and not a llama2.c checkpoint (.bin)", path));
+      "loading {}: not a GGUF file (no 'GGUF' magic), a llama2.c checkpoint (.bin) or a "
+      "safetensors file (.safetensors)", path));
 }
 
 }  // namespace tessera::model

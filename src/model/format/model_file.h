@@ -35,7 +35,7 @@ struct TensorInfo {
   std::string shape_string() const;  // "[2048, 32000]"
 };
 
-enum class FileFormat { kGguf, kLlama2c };
+enum class FileFormat { kGguf, kLlama2c, kSafetensors };
 
 struct ModelFile {
   FileFormat format = FileFormat::kGguf;
@@ -55,8 +55,8 @@ struct ModelFile {
   uint64_t n_parameters() const;
 };
 
-// Opens `path` as GGUF or llama2.c checkpoint, chosen by the file's first bytes ("GGUF" magic)
-// or, failing that, by extension ".bin". Errors name the file.
+// Opens `path` as GGUF, llama2.c checkpoint or safetensors, chosen by the file's first bytes
+// ("GGUF" magic) or, failing that, by extension (".bin", ".safetensors"). Errors name the file.
 Result<ModelFile> open_model_file(const std::string& path);
 
 }  // namespace tessera::model

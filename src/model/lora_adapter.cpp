@@ -1,0 +1,402 @@
+#include "tessera/model/lora_adapter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "tessera/base/thread_pool.h"
+#include "tessera/kernels/kernel_table.h"
+#include "tessera/model/format/gguf_reader.h"
+#include "tessera/model/format/gguf_writer.h"
+#include "tessera/model/format/safetensors.h"
+#include "tessera/model/model_config.h"
+
+namespace tessera::model {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using kernels::DType;
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// PEFT module path (after "layers.N.") -> the base tensor's name after "blk.N.".
+constexpr std::pair<std::string_view, std::string_view> kPeftModules[] = {
+    {"self_attn.q_proj", "attn_q"},   {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},   {"self_attn.o_proj", "attn_output"},
+    {"mlp.gate_proj", "ffn_gate"},    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+};
+
+// A tensor as f32 values in its memory order. Errors: kUnsupported for types without kernels.
+Result<std::vector<float>> to_f32(const TensorInfo& t) {
+  if (!kernels::dtype_info(t.dtype).supported) {
+    return unsupported(fmt::format("tensor '{}' has type {}, which Tessera cannot read",
+                                   t.name, kernels::dtype_name(t.dtype)));
+  }
+  std::vector<float> out(static_cast<size_t>(t.n_elements()));
+  kernels::kernels_for(kernels::scalar_kernel_table(), t.dtype)
+      .to_float(t.data, out.data(), t.n_elements());
+  for (float v : out) {
+    if (!std::isfinite(v)) {
+      return corrupt_data(fmt::format("tensor '{}' holds a non-finite value", t.name));
+    }
+  }
+  return out;
+}
+
+struct Pair {
+  const TensorInfo* a = nullptr;
+  const TensorInfo* b = nullptr;
+};
+
+Result<std::string> read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return not_found(fmt::format("cannot read {}", p.string()));
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct PeftConfig {
+  int64_t r = 0;
+  double alpha = 0.0;
+  bool rslora = false;
+};
+
+Result<PeftConfig> parse_peft_config(const fs::path& path) {
+  TS_ASSIGN_OR_RETURN(const std::string text, read_text(path));
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const std::string where = path.string();
+  if (j.is_discarded() || !j.is_object()) {
+    return corrupt_data(fmt::format("{}: not a JSON object", where));
+  }
+  auto str = [&](const char* key, const char* fallback) -> std::string {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+  };
+  auto truthy = [&](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+  };
+  auto non_empty = [&](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && !it->is_null() &&
+           !((it->is_object() || it->is_array()) && it->empty());
+  };
+  const std::string peft_type = str("peft_type", "");
+  if (peft_type != "LORA") {
+    return unsupported(fmt::format("{}: peft_type '{}' is not LORA", where, peft_type));
+  }
+  if (truthy("use_dora")) return unsupported(fmt::format("{}: DoRA adapters are not applied yet", where));
+  if (truthy("fan_in_fan_out")) {
+    return unsupported(fmt::format("{}: fan_in_fan_out (Conv1D layouts) is not supported", where));
+  }
+  if (const std::string bias = str("bias", "none"); bias != "none") {
+    return unsupported(fmt::format("{}: bias '{}' (trained biases) is not supported", where, bias));
+  }
+  if (non_empty("modules_to_save")) {
+    return unsupported(fmt::format("{}: modules_to_save (fully trained modules) is not supported", where));
+  }
+  if (non_empty("alpha_pattern")) {
+    return unsupported(fmt::format("{}: alpha_pattern (per-module alpha) is not supported yet", where));
+  }
+  PeftConfig c;
+  const auto r = j.find("r");
+  const auto alpha = j.find("lora_alpha");
+  if (r == j.end() || !r->is_number_integer() || r->get<int64_t>() < 1) {
+    return corrupt_data(fmt::format("{}: 'r' must be a positive integer", where));
+  }
+  if (alpha == j.end() || !alpha->is_number() || !std::isfinite(alpha->get<double>())) {
+    return corrupt_data(fmt::format("{}: 'lora_alpha' must be a number", where));
+  }
+  c.r = r->get<int64_t>();
+  c.alpha = alpha->get<double>();
+  c.rslora = truthy("use_rslora");
+  return c;
+}
+
+// "...layers.N.<module>.lora_A.weight" -> ("blk.N.<tensor>.weight", is_a). Errors name the key.
+Result<std::pair<std::string, bool>> map_peft_name(const std::string& key) {
+  if (key.find("lora_magnitude_vector") != std::string::npos) {
+    return unsupported(fmt::format("tensor '{}': DoRA magnitudes are not applied yet", key));
+  }
+  bool is_a = false;
+  std::string_view rest;
+  if (ends_with(key, ".lora_A.weight")) {
+    is_a = true;
+    rest = std::string_view(key).substr(0, key.size() - 14);
+  } else if (ends_with(key, ".lora_B.weight")) {
+    rest = std::string_view(key).substr(0, key.size() - 14);
+  } else {
+    return unsupported(fmt::format("tensor '{}' is not a LoRA A/B weight (embeddings, biases and "
+                                   "fully trained modules are not applied)", key));
+  }
+  const size_t at = rest.find("layers.");
+  if (at == std::string_view::npos || (at > 0 && rest[at - 1] != '.')) {
+    return invalid_argument(fmt::format("tensor '{}': targets no decoder layer (only q/k/v/o and "
+                                        "gate/up/down projections are supported)", key));
+  }
+  std::string_view after = rest.substr(at + 7);
+  size_t digits = 0;
+  while (digits < after.size() && digits < 6 && after[digits] >= '0' && after[digits] <= '9') ++digits;
+  if (digits == 0 || digits >= after.size() || after[digits] != '.') {
+    return invalid_argument(fmt::format("tensor '{}': no layer number after 'layers.'", key));
+  }
+  const std::string layer(after.substr(0, digits));
+  const std::string_view module = after.substr(digits + 1);
+  for (const auto& [peft, gguf] : kPeftModules) {
+    if (module == peft) return std::pair{fmt::format("blk.{}.{}.weight", layer, gguf), is_a};
+  }
+  return invalid_argument(fmt::format("tensor '{}': target module '{}' is not supported (q_proj, "
+                                      "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj are)",
+                                      key, module));
+}
+
+// GGML's adjacent-pair RoPE layout from a checkpoint's half-split one, on the rows of B.
+void permute_rope_rows(std::vector<float>& b, int64_t n_out, int64_t rank, int64_t n_heads) {
+  const int64_t hd = n_out / n_heads, half = hd / 2;
+  std::vector<float> out(b.size());
+  for (int64_t h = 0; h < n_heads; ++h) {
+    for (int64_t i = 0; i < half; ++i) {
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t to = h * hd + 2 * i + j, from = h * hd + j * half + i;
+        std::copy_n(b.begin() + from * rank, rank, out.begin() + to * rank);
+      }
+    }
+  }
+  b = std::move(out);
+}
+
+Status check_and_fill(const ModelFile& base, const std::string& target, const Pair& p,
+                      LoraMatrix& m) {
+  const TensorInfo* w = base.find_tensor(target);
+  if (w == nullptr) {
+    return invalid_argument(fmt::format("the base model has no tensor '{}' (another model's adapter?)", target));
+  }
+  if (p.a == nullptr || p.b == nullptr) {
+    return invalid_argument(fmt::format("the pair for '{}' lacks its {}", target, p.a == nullptr ? "A" : "B"));
+  }
+  // A: ne = {in, r}; B: ne = {r, out} (both formats, GGUF order).
+  if (p.a->n_dims != 2 || p.b->n_dims != 2) {
+    return invalid_argument(fmt::format("'{}': A and B must be matrices, got {} and {}", target,
+                                        p.a->shape_string(), p.b->shape_string()));
+  }
+  m.target = target;
+  m.n_in = p.a->ne[0];
+  m.rank = p.a->ne[1];
+  m.n_out = p.b->ne[1];
+  if (p.b->ne[0] != m.rank) {
+    return invalid_argument(fmt::format("'{}': A has rank {} but B {} (B {})", target, m.rank,
+                                        p.b->ne[0], p.b->shape_string()));
+  }
+  if (m.rank < 1 || m.rank > kMaxLoraRank) {
+    return unsupported(fmt::format("'{}': rank {} (1 to {} supported)", target, m.rank, kMaxLoraRank));
+  }
+  if (w->n_dims != 2 || w->ne[0] != m.n_in || w->ne[1] != m.n_out) {
+    return invalid_argument(fmt::format("'{}': the adapter updates a {} x {} matrix but the base's is {}",
+                                        target, m.n_out, m.n_in, w->shape_string()));
+  }
+  TS_ASSIGN_OR_RETURN(m.a, to_f32(*p.a));
+  TS_ASSIGN_OR_RETURN(m.b, to_f32(*p.b));
+  return Status::ok();
+}
+
+void sort_by_base_order(const ModelFile& base, std::vector<LoraMatrix>& ms) {
+  std::map<std::string_view, size_t> order;
+  for (size_t i = 0; i < base.tensors.size(); ++i) order[base.tensors[i].name] = i;
+  std::sort(ms.begin(), ms.end(), [&](const LoraMatrix& x, const LoraMatrix& y) {
+    return order[x.target] < order[y.target];
+  });
+}
+
+Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, const ModelFile& base) {
+  TS_ASSIGN_OR_RETURN(const PeftConfig cfg, parse_peft_config(dir / "adapter_config.json"));
+  auto mapped = MappedFile::open(weights.string());
+  if (!mapped.is_ok()) return mapped.status();
+  TS_ASSIGN_OR_RETURN(const ModelFile st, read_safetensors(*mapped));
+  TS_ASSIGN_OR_RETURN(const ModelConfig mc, read_model_config(base.metadata, "llama"));
+
+  std::map<std::string, Pair> pairs;
+  for (const TensorInfo& t : st.tensors) {
+    TS_ASSIGN_OR_RETURN(const auto mapped_name, map_peft_name(t.name));
+    Pair& p = pairs[mapped_name.first];
+    const TensorInfo*& slot = mapped_name.second ? p.a : p.b;
+    if (slot != nullptr) return invalid_argument(fmt::format("tensor '{}' appears twice", t.name));
+    slot = &t;
+  }
+  if (pairs.empty()) return invalid_argument(fmt::format("{} holds no LoRA tensors", weights.string()));
+  LoraAdapter out;
+  out.format = LoraFormat::kPeft;
+  out.alpha = static_cast<float>(cfg.alpha);
+  for (const auto& [target, p] : pairs) {
+    LoraMatrix m;
+    TS_RETURN_IF_ERROR(check_and_fill(base, target, p, m));
+    const double r = static_cast<double>(m.rank);
+    m.scale = static_cast<float>(cfg.rslora ? cfg.alpha / std::sqrt(r) : cfg.alpha / r);
+    const bool q = ends_with(target, ".attn_q.weight"), k = ends_with(target, ".attn_k.weight");
+    if (q || k) {
+      const int64_t heads = q ? mc.n_heads : mc.n_kv_heads;
+      if (heads <= 0 || m.n_out % (2 * heads) != 0) {
+        return invalid_argument(fmt::format("'{}': {} rows do not split into {} heads", target, m.n_out, heads));
+      }
+      permute_rope_rows(m.b, m.n_out, m.rank, heads);
+    }
+    out.matrices.push_back(std::move(m));
+  }
+  sort_by_base_order(base, out.matrices);
+  return out;
+}
+
+Result<LoraAdapter> load_gguf_lora(const std::string& path, const ModelFile& base) {
+  auto mapped = MappedFile::open(path);
+  if (!mapped.is_ok()) return mapped.status();
+  TS_ASSIGN_OR_RETURN(const ModelFile g, read_gguf(*mapped));
+  TS_ASSIGN_OR_RETURN(const std::string type, g.metadata.get_string_or("general.type", ""));
+  if (type != "adapter") {
+    return invalid_argument(fmt::format("{}: general.type is '{}', not 'adapter' (a model, not a LoRA?)", path, type));
+  }
+  TS_ASSIGN_OR_RETURN(const std::string atype, g.metadata.get_string_or("adapter.type", ""));
+  if (atype != "lora") return unsupported(fmt::format("{}: adapter.type '{}' is not lora", path, atype));
+  TS_ASSIGN_OR_RETURN(const std::string arch, g.metadata.get_string_or("general.architecture", ""));
+  TS_ASSIGN_OR_RETURN(const std::string base_arch, base.metadata.get_string_or("general.architecture", ""));
+  if (arch != base_arch) {
+    return invalid_argument(fmt::format("{}: an adapter for '{}', the base model is '{}'", path, arch, base_arch));
+  }
+  TS_ASSIGN_OR_RETURN(const double alpha, g.metadata.get_float_or("adapter.lora.alpha", 0.0));
+  if (!std::isfinite(alpha)) return corrupt_data(fmt::format("{}: adapter.lora.alpha is not finite", path));
+  if (g.metadata.find("adapter.alora.invocation_tokens") != nullptr) {
+    return unsupported(fmt::format("{}: activated LoRA (invocation tokens) is not supported", path));
+  }
+  std::map<std::string, Pair> pairs;
+  for (const TensorInfo& t : g.tensors) {
+    const bool a = ends_with(t.name, ".lora_a"), b = ends_with(t.name, ".lora_b");
+    if (!a && !b) return invalid_argument(fmt::format("{}: tensor '{}' is not a lora_a/lora_b", path, t.name));
+    const std::string target = t.name.substr(0, t.name.size() - 7);
+    bool known = false;
+    for (const auto& [peft, gguf] : kPeftModules) {
+      known = known || (target.rfind("blk.", 0) == 0 && ends_with(target, fmt::format(".{}.weight", gguf)));
+    }
+    if (!known) {
+      return invalid_argument(fmt::format("{}: target '{}' is not supported (attn_q/k/v/output and "
+                                          "ffn_gate/up/down are)", path, target));
+    }
+    Pair& p = pairs[target];
+    (a ? p.a : p.b) = &t;
+  }
+  if (pairs.empty()) return invalid_argument(fmt::format("{} holds no LoRA tensors", path));
+  LoraAdapter out;
+  out.format = LoraFormat::kGguf;
+  out.alpha = static_cast<float>(alpha);
+  for (const auto& [target, p] : pairs) {
+    LoraMatrix m;
+    TS_RETURN_IF_ERROR(check_and_fill(base, target, p, m));
+    m.scale = alpha == 0.0 ? 1.0f : static_cast<float>(alpha / static_cast<double>(m.rank));
+    out.matrices.push_back(std::move(m));
+  }
+  sort_by_base_order(base, out.matrices);
+  return out;
+}
+
+}  // namespace
+
+const LoraMatrix* LoraAdapter::find(std::string_view target) const {
+  for (const auto& m : matrices) {
+    if (m.target == target) return &m;
+  }
+  return nullptr;
+}
+
+int64_t LoraAdapter::max_rank() const {
+  int64_t r = 0;
+  for (const auto& m : matrices) r = std::max(r, m.rank);
+  return r;
+}
+
+size_t LoraAdapter::bytes() const {
+  size_t n = 0;
+  for (const auto& m : matrices) n += (m.a.size() + m.b.size()) * sizeof(float);
+  return n;
+}
+
+Result<LoraAdapter> load_lora_adapter(const std::string& path, const ModelFile& base) {
+  std::error_code ec;
+  const fs::path p(path);
+  Result<LoraAdapter> r = not_found(fmt::format("no LoRA adapter at {}", path));
+  if (fs::is_directory(p, ec)) {
+    if (!fs::exists(p / "adapter_model.safetensors", ec)) {
+      r = fs::exists(p / "adapter_model.bin", ec)
+              ? Result<LoraAdapter>(unsupported(fmt::format(
+                    "{}: adapter_model.bin (pickle) is not read; save the adapter with "
+                    "safe_serialization (adapter_model.safetensors)", path)))
+              : Result<LoraAdapter>(not_found(fmt::format("{}: no adapter_model.safetensors", path)));
+    } else {
+      r = load_peft(p, p / "adapter_model.safetensors", base);
+    }
+  } else if (ends_with(path, ".gguf")) {
+    r = load_gguf_lora(path, base);
+  } else if (ends_with(path, ".safetensors")) {
+    if (!fs::exists(p.parent_path() / "adapter_config.json", ec)) {
+      r = not_found(fmt::format("{}: no adapter_config.json beside it", path));
+    } else {
+      r = load_peft(p.parent_path(), p, base);
+    }
+  } else if (fs::exists(p, ec)) {
+    r = invalid_argument(fmt::format("{}: not a PEFT directory, .safetensors or .gguf LoRA", path));
+  }
+  if (!r.is_ok()) return r.status().with_context("loading LoRA adapter " + path);
+  r->path = path;
+  return r;
+}
+
+Result<MergeReport> merge_lora(const ModelFile& base, const LoraAdapter& adapter,
+                               const std::string& out_path, float user_scale) {
+  MergeReport report;
+  GgufWriter w;
+  for (const auto& [key, value] : base.metadata.entries()) w.metadata().set(key, value);
+  ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  for (const TensorInfo& t : base.tensors) {
+    std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + std::max(1, t.n_dims));
+    const LoraMatrix* m = adapter.find(t.name);
+    if (m == nullptr) {
+      TS_RETURN_IF_ERROR(w.add_tensor(t.name, t.dtype, shape, {t.data, t.n_bytes}));
+      continue;
+    }
+    if (!kernels::dtype_info(t.dtype).supported) {
+      return unsupported(fmt::format("tensor '{}' has type {}, which Tessera cannot read", t.name,
+                                     kernels::dtype_name(t.dtype)));
+    }
+    const auto& k = kernels::kernels_for(kernels::scalar_kernel_table(), t.dtype);
+    const size_t row_bytes = kernels::dtype_row_bytes(t.dtype, m->n_in);
+    std::vector<std::byte> out(t.n_bytes);
+    const float s = user_scale * m->scale;
+    pool.parallel_for(m->n_out, 16, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(m->n_in));
+      for (int64_t r = r0; r < r1; ++r) {
+        k.to_float(t.data + static_cast<size_t>(r) * row_bytes, row.data(), m->n_in);
+        for (int64_t j = 0; j < m->rank; ++j) {
+          const float c = s * m->b[static_cast<size_t>(r * m->rank + j)];
+          const float* a = m->a.data() + j * m->n_in;
+          for (int64_t i = 0; i < m->n_in; ++i) row[static_cast<size_t>(i)] += c * a[i];
+        }
+        k.from_float(row.data(), out.data() + static_cast<size_t>(r) * row_bytes, m->n_in);
+      }
+    });
+    TS_RETURN_IF_ERROR(w.add_tensor(t.name, t.dtype, shape, out));
+    ++report.n_merged;
+    if (kernels::dtype_info(t.dtype).block_size > 1) ++report.n_requantized;
+  }
+  TS_RETURN_IF_ERROR(w.write(out_path));
+  return report;
+}
+
+}  // namespace tessera::model

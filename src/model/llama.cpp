@@ -11,6 +11,7 @@
 #include "tessera/kernels/attention.h"
 #include "tessera/kernels/kernel_table.h"
 #include "tessera/kernels/ops.h"
+#include "tessera/model/lora_set.h"
 
 // Shapes below: T = rows in the batch, D = model dim, Q = n_heads * head_dim,
 // KV = n_kv_heads * head_dim, F = ffn dim, V = vocabulary, H = head_dim.
@@ -49,6 +50,9 @@ class LlamaModel final : public Model {
     return run(batch, kv, logits, pool, {});
   }
   bool can_skip_layers() const override { return true; }
+  Status set_adapter(int32_t id, std::shared_ptr<const LoraAdapter> adapter) override {
+    return lora_.set(id, std::move(adapter), config_.n_layers);
+  }
   Status forward_skipping(const Batch& batch, KvCache& kv, std::span<float> logits,
                           ThreadPool* pool, std::span<const uint8_t> skip) override {
     if (static_cast<int64_t>(skip.size()) != config_.n_layers) {
@@ -82,6 +86,7 @@ class LlamaModel final : public Model {
   std::vector<int64_t> attn_tiles_;  // attention(): first batch row of each tile, then T
   std::vector<int64_t> attn_npos_;   // attention(): positions each row attends to
   std::vector<float> rope_cs_;  // [T, H]: each row's RoPE cos/sin, computed once per forward
+  LoraSet lora_;                // adapters by id (Batch::adapter_ids)
 };
 
 Result<MatrixRef> LlamaModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
@@ -221,6 +226,14 @@ Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_fl
                                       b.positions[i], kv.capacity(b.seq_ids[i]), b.seq_ids[i]));
     }
   }
+  if (!b.adapter_ids.empty() && b.adapter_ids.size() != n) {
+    return invalid_argument("batch arrays have different lengths");
+  }
+  for (int32_t id : b.adapter_ids) {
+    if (id >= 0 && !lora_.has(id)) {
+      return invalid_argument(fmt::format("adapter id {} is not loaded in this model", id));
+    }
+  }
   if (n_logit_floats < static_cast<size_t>(b.n_logits() * config_.n_vocab)) {
     return invalid_argument("logits buffer is too small");
   }
@@ -322,6 +335,9 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
   const int64_t T = b.size();
   resize_scratch(T);
   const kernels::DTypeKernels& kv_conv = kernels::kernels_for(kv.dtype());
+  // Adapters only when a row uses one (validate() checked that each is registered).
+  const std::span<const int32_t> ids = b.adapter_ids;
+  const bool lora = std::any_of(ids.begin(), ids.end(), [](int32_t id) { return id >= 0; });
 
   for (int64_t t = 0; t < T; ++t) {
     kernels::dequantize_row(token_embd_, b.tokens[static_cast<size_t>(t)], x_.data() + t * c.dim);
@@ -338,6 +354,11 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
     const MatrixRef qkv[] = {w.wq, w.wk, w.wv};
     float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
     kernels::matmul_shared_input(qkv, xn_.data(), T, qkv_out, pool);
+    if (lora) {
+      lora_.apply(l, LoraSlot::kQ, ids, xn_.data(), c.dim, q_.data(), c.q_dim(), pool);
+      lora_.apply(l, LoraSlot::kK, ids, xn_.data(), c.dim, k_.data(), c.kv_dim(), pool);
+      lora_.apply(l, LoraSlot::kV, ids, xn_.data(), c.dim, v_.data(), c.kv_dim(), pool);
+    }
     for (int64_t t = 0; t < T; ++t) {
       const int64_t pos = b.positions[static_cast<size_t>(t)];
       const int32_t slot = b.seq_ids[static_cast<size_t>(t)];
@@ -349,6 +370,7 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
     }
     attention(b, kv, l, pool);
     kernels::matmul(w.wo, att_.data(), T, tmp_.data(), pool);
+    if (lora) lora_.apply(l, LoraSlot::kO, ids, att_.data(), c.q_dim(), tmp_.data(), c.dim, pool);
     for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
 
     for (int64_t t = 0; t < T; ++t) {
@@ -358,8 +380,13 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
     const MatrixRef gate_up[] = {w.w_gate, w.w_up};
     float* const gate_up_out[] = {gate_.data(), up_.data()};
     kernels::matmul_shared_input(gate_up, xn_.data(), T, gate_up_out, pool);
+    if (lora) {
+      lora_.apply(l, LoraSlot::kGate, ids, xn_.data(), c.dim, gate_.data(), c.ffn_dim, pool);
+      lora_.apply(l, LoraSlot::kUp, ids, xn_.data(), c.dim, up_.data(), c.ffn_dim, pool);
+    }
     kernels::silu_mul(gate_.data(), up_.data(), T * c.ffn_dim);
     kernels::matmul(w.w_down, gate_.data(), T, tmp_.data(), pool);
+    if (lora) lora_.apply(l, LoraSlot::kDown, ids, gate_.data(), c.ffn_dim, tmp_.data(), c.dim, pool);
     for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
   }
 

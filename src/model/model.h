@@ -15,6 +15,8 @@
 
 namespace tessera::model {
 
+struct LoraAdapter;
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -38,6 +40,16 @@ class Model {
   // itself with fewer layers (model/layer_skip.h). `skip` has n_layers entries.
   // Errors: as forward(); kUnsupported for architectures that cannot skip layers.
   virtual bool can_skip_layers() const { return false; }
+
+  // LoRA adapters applied per batch row (Batch::adapter_ids; -1 none): registers `adapter` as
+  // `id` (>= 0), replacing whatever had that id; null unregisters. The adapter must have been
+  // loaded against this model's file (load_lora_adapter checks names and shapes). A batch row
+  // naming an unregistered id is refused by forward(). Call between steps, from the caller's
+  // thread. Errors: kUnsupported for architectures without adapters; kInvalidArgument (id out
+  // of range, a matrix this model does not have).
+  virtual Status set_adapter(int32_t /*id*/, std::shared_ptr<const LoraAdapter> /*adapter*/) {
+    return Status(ErrorCode::kUnsupported, "this architecture does not apply LoRA adapters");
+  }
   virtual Status forward_skipping(const Batch& /*batch*/, KvCache& /*kv*/,
                                   std::span<float> /*logits*/, ThreadPool* /*pool*/,
                                   std::span<const uint8_t> /*skip*/) {

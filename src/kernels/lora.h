@@ -1,0 +1,29 @@
+// The two products of a LoRA update y += scale * B * (A * x) over the rows of one adapter
+// segment (rows that share an adapter, gathered contiguously by the caller): shrink with A
+// (rank x n_in) to rank values per row, expand with B (n_out x rank) back to n_out and add. Both
+// are f32 dot products through the kernel table's f32 `dot` row (scalar reference or SIMD by
+// dispatch), so a segment reads A and B once for all of its rows: A's row k meets every row of
+// the segment before row k + 1 is loaded, likewise B's rows. Any rank (the adapter code caps it
+// at 256).
+// Thread-safety: pure functions of their arguments; `pool` (may be null) is used for the call.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/base/thread_pool.h"
+
+namespace tessera::kernels {
+
+struct KernelTable;
+
+// t[r * rank + k] = sum_i a[k * n_in + i] * x[r * x_stride + i] for r < n_rows, k < rank.
+void lora_shrink(const KernelTable& table, const float* a, int64_t rank, int64_t n_in,
+                 const float* x, int64_t x_stride, int64_t n_rows, float* t, ThreadPool* pool);
+
+// y[r * y_stride + o] += scale * sum_k b[o * rank + k] * t[r * rank + k] for r < n_rows,
+// o < n_out.
+void lora_expand(const KernelTable& table, const float* b, int64_t rank, int64_t n_out,
+                 const float* t, int64_t n_rows, float scale, float* y, int64_t y_stride,
+                 ThreadPool* pool);
+
+}  // namespace tessera::kernels

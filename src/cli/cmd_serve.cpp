@@ -24,6 +24,7 @@
 #include "tessera/serve/chat_template.h"
 #include "tessera/serve/fleet_backend.h"
 #include "tessera/serve/fleet_config.h"
+#include "tessera/serve/adapter_registry.h"
 #include "tessera/serve/model_router.h"
 #include "tessera/serve/server.h"
 
@@ -56,6 +57,8 @@ struct ServeArgs {
   std::string kv_type = "f16";
   std::string api_key;
   std::string chat_template;
+  std::vector<std::string> loras;  // NAME=PATH
+  bool lora_runtime = false;
   int io_threads = 2;
   double drain_seconds = 30.0;
   SpecArgs spec;
@@ -309,7 +312,12 @@ int run_serve(const ServeArgs& a) {
   if (Status s = server.start(); !s.is_ok()) return fail(s.with_context("starting the HTTP server"));
   std::printf("tessera serve: listening on http://%s:%d\n", a.host.c_str(), server.port());
   std::fflush(stdout);
-  if (!a.models_dir.empty() || !a.config.empty()) return run_fleet(a, kv_dtype, server, *router, signals);
+  if (!a.models_dir.empty() || !a.config.empty()) {
+    if (!a.loras.empty() || a.lora_runtime) {
+      return fail("--lora and --lora-runtime work with --model (one base model) for now, not with a fleet");
+    }
+    return run_fleet(a, kv_dtype, server, *router, signals);
+  }
 
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
@@ -335,7 +343,27 @@ int run_serve(const ServeArgs& a) {
   entry.backend = serve::engine_backend(engine);
   entry.chat = make_chat_renderer(model->file().metadata, tokenizer, a.chat_template);
   entry.created = static_cast<int64_t>(std::time(nullptr));
+  const serve::ModelEntry base_entry = entry;
   if (Status s = router->add(std::move(entry)); !s.is_ok()) return fail(s);
+  if (!a.loras.empty() || a.lora_runtime) {
+    // The adapters are checked against the file the base weights came from (the model keeps it).
+    auto adapters = std::make_shared<serve::AdapterRegistry>(
+        router, base_entry, engine, std::shared_ptr<const model::ModelFile>(model, &model->file()),
+        a.lora_runtime);
+    for (const std::string& spec : a.loras) {
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+        return fail(fmt::format("--lora '{}': expected NAME=PATH", spec));
+      }
+      auto info = adapters->load(spec.substr(0, eq), spec.substr(eq + 1));
+      if (!info.is_ok()) return fail(info.status().with_context("--lora " + spec));
+      std::printf("tessera serve: adapter '%s' (%s, rank %lld, %lld matrices, %.1f MiB) served as '%s'\n",
+                  info->name.c_str(), info->format.c_str(), static_cast<long long>(info->rank),
+                  static_cast<long long>(info->matrices), static_cast<double>(info->bytes) / (1 << 20),
+                  info->model.c_str());
+    }
+    server.set_adapters(adapters);
+  }
   server.set_serving();
   const engine::EngineOptions& o = engine->options();
   const auto pool = engine::size_kv_pool(model->config(), o);
@@ -441,6 +469,12 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "Do not reuse cached prompt prefixes");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' (or TESSERA_API_KEY)");
+  cmd->add_option("--lora", a->loras,
+                  "LoRA adapter served on the base model as MODEL:NAME, given as NAME=PATH (PEFT "
+                  "directory or GGUF LoRA); repeatable. Requests of every adapter share the batches");
+  cmd->add_flag("--lora-runtime", a->lora_runtime,
+                "Allow POST /v1/adapters and DELETE /v1/adapters/{name} to load and unload adapters "
+                "while serving (they read files the caller names)");
   cmd->add_option("--chat-template", a->chat_template,
                   fmt::format("Chat template override: {}", serve::chat_template_names()));
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str();

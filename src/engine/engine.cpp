@@ -6,7 +6,10 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <future>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -17,6 +20,7 @@
 #include "tessera/engine/ngram_drafter.h"
 #include "tessera/engine/scheduler.h"
 #include "tessera/engine/sequence.h"
+#include "tessera/model/lora_adapter.h"
 #include "tessera/engine/step_runner.h"
 
 namespace tessera::engine {
@@ -112,6 +116,16 @@ struct Engine::Impl {
   std::condition_variable idle_cv;  // wakes drain()
   std::deque<std::unique_ptr<Sequence>> inbox;
   std::vector<RequestId> cancels;
+  // LoRA adapters: changes waiting for the scheduler thread (which alone touches the model), the
+  // ids requests may name, and how many unfinished requests use each.
+  struct AdapterOp {
+    int32_t id;
+    std::shared_ptr<const model::LoraAdapter> adapter;
+    std::promise<Status> done;
+  };
+  std::vector<std::unique_ptr<AdapterOp>> adapter_ops;
+  std::set<int32_t> adapters;
+  std::map<int32_t, int64_t> adapter_users;
   bool accepting = true;
   bool stopping = false;
   RequestId next_id = 1;
@@ -194,6 +208,9 @@ struct Engine::Impl {
     send(s, Event{s.id, std::move(f)});
     s.sink = nullptr;
     std::lock_guard lk(mu);
+    if (s.request.adapter_id >= 0 && --adapter_users[s.request.adapter_id] == 0) {
+      adapter_users.erase(s.request.adapter_id);
+    }
     if (--n_in_flight == 0) idle_cv.notify_all();
   }
 
@@ -204,6 +221,7 @@ struct Engine::Impl {
 
   void take_inbox() {
     std::vector<RequestId> cancel_ids;
+    std::vector<std::unique_ptr<AdapterOp>> ops;
     {
       std::lock_guard lk(mu);
       while (!inbox.empty()) {
@@ -211,7 +229,10 @@ struct Engine::Impl {
         inbox.pop_front();
       }
       cancel_ids.swap(cancels);
+      ops.swap(adapter_ops);
     }
+    // Between steps: no forward pass is reading the model's adapters now.
+    for (auto& op : ops) op->done.set_value(model->set_adapter(op->id, std::move(op->adapter)));
     for (RequestId id : cancel_ids) {
       bool was_waiting = false;
       std::unique_ptr<Sequence> s = sched.remove(id, &was_waiting);
@@ -417,7 +438,9 @@ struct Engine::Impl {
       }
       if (step()) continue;
       std::unique_lock lk(mu);
-      cv.wait(lk, [&] { return stopping || !inbox.empty() || !cancels.empty(); });
+      cv.wait(lk, [&] {
+        return stopping || !inbox.empty() || !cancels.empty() || !adapter_ops.empty();
+      });
     }
   }
 
@@ -537,6 +560,7 @@ Result<RequestId> Engine::submit(Request request, EventSink sink) {
         fmt::format("top logprobs must be between 0 and {}", kMaxTopLogprobs));
   }
   TS_RETURN_IF_ERROR(request.sampling.validate());
+  const int32_t adapter = request.adapter_id;
   const int64_t now = m.clock->now_ns();
   RequestId id = 0;
   {
@@ -546,6 +570,10 @@ Result<RequestId> Engine::submit(Request request, EventSink sink) {
       return resource_exhausted(
           fmt::format("the queue is full ({} requests waiting); retry later", m.n_waiting));
     }
+    if (adapter >= 0 && m.adapters.count(adapter) == 0) {
+      return invalid_argument(fmt::format("adapter id {} is not loaded", adapter));
+    }
+    if (adapter >= 0) ++m.adapter_users[adapter];
     id = m.next_id++;
     m.inbox.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(sink), now));
     ++m.n_waiting;
@@ -564,6 +592,41 @@ void Engine::cancel(RequestId id) {
 }
 
 bool Engine::step() { return impl_->step(); }
+
+Status Engine::set_adapter(int32_t id, std::shared_ptr<const model::LoraAdapter> adapter) {
+  Impl& m = *impl_;
+  std::future<Status> done;
+  {
+    std::lock_guard lk(m.mu);
+    if (m.stopping) return Status(ErrorCode::kUnavailable, "the engine is stopped");
+    if (adapter == nullptr) {
+      const auto users = m.adapter_users.find(id);
+      if (users != m.adapter_users.end()) {
+        return Status(ErrorCode::kUnavailable,
+                      fmt::format("adapter id {} is in use by {} unfinished request(s)", id,
+                                  users->second));
+      }
+      m.adapters.erase(id);  // from now on new requests naming it are refused
+    }
+    if (!m.thread.joinable()) {  // no scheduler thread: the model is ours to change
+      Status st = m.model->set_adapter(id, adapter);
+      if (st.is_ok() && adapter != nullptr) m.adapters.insert(id);
+      return st;
+    }
+    auto op = std::make_unique<Impl::AdapterOp>();
+    op->id = id;
+    op->adapter = adapter;
+    done = op->done.get_future();
+    m.adapter_ops.push_back(std::move(op));
+  }
+  m.cv.notify_one();
+  Status st = done.get();
+  if (st.is_ok() && adapter != nullptr) {
+    std::lock_guard lk(m.mu);
+    m.adapters.insert(id);
+  }
+  return st;
+}
 
 KvBlockFormat Engine::kv_block_format() const { return impl_->kv.block_format(); }
 

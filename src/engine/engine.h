@@ -87,6 +87,14 @@ class Engine {
   // Unknown or finished ids are ignored.
   void cancel(RequestId id);
 
+  // LoRA adapters (model/lora_adapter.h) that requests name by Request::adapter_id: registers
+  // `adapter` under `id` (>= 0), replacing the adapter that had it, or with null unregisters it.
+  // Applied between steps by the scheduler thread; returns once applied. Requests naming an id
+  // that is not registered are refused at submit (kInvalidArgument).
+  // Errors: the model's (kUnsupported, kInvalidArgument); kUnavailable when unregistering an id
+  // that unfinished requests use, or when the engine is stopped.
+  Status set_adapter(int32_t id, std::shared_ptr<const model::LoraAdapter> adapter);
+
   // Runs one scheduler iteration on the calling thread. Returns false when there was nothing to
   // do. For tests; not while start()ed.
   bool step();

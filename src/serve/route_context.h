@@ -15,11 +15,15 @@
 
 namespace tessera::serve {
 
+class AdapterRegistry;
+
 struct RouteContext {
   std::shared_ptr<ModelRouter> models;
   std::shared_ptr<ServingMetrics> metrics;  // may be null
   // kOk when generation requests are accepted; else why not (kUnavailable: loading, draining).
   std::function<Status()> accepting;
+  // The LoRA adapters served on the base model, or null when there are none (adapters_route.h).
+  std::function<std::shared_ptr<AdapterRegistry>()> adapters;
 };
 
 // Signature shared by the route handlers (see HttpHandler for threading).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tessera/base/log.h"
+#include "tessera/serve/adapters_route.h"
 #include "tessera/serve/admin_route.h"
 #include "tessera/serve/api_error.h"
 #include "tessera/serve/chat_route.h"
@@ -26,6 +27,9 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/chat/completions", false, handle_chat_completions},
     {"GET", "/v1/models", false, handle_list_models},
     {"GET", "/v1/models/", true, handle_get_model},
+    {"GET", "/v1/adapters", false, handle_list_adapters},
+    {"POST", "/v1/adapters", false, handle_load_adapter},
+    {"DELETE", "/v1/adapters/", true, handle_unload_adapter},
     {"GET", "/health", false, handle_health},
     {"GET", "/metrics", false, handle_metrics},
     {"GET", "/admin/models", false, handle_admin_list_models},
@@ -56,6 +60,10 @@ Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
                  return Status(ErrorCode::kUnavailable, "the server is loading; retry shortly");
                default: return Status(ErrorCode::kUnavailable, "the server is shutting down");
              }
+           },
+           [this] {
+             std::lock_guard lk(adapters_mu_);
+             return adapters_;
            }},
       http_(options_.http,
             [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) { handle(std::move(r), std::move(w)); },
@@ -64,6 +72,11 @@ Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
 Server::~Server() { shutdown(std::chrono::milliseconds(0)); }
 
 Status Server::start() { return http_.start(); }
+
+void Server::set_adapters(std::shared_ptr<AdapterRegistry> adapters) {
+  std::lock_guard lk(adapters_mu_);
+  adapters_ = std::move(adapters);
+}
 
 void Server::set_serving() {
   ServerState expected = ServerState::kLoading;

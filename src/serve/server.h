@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "tessera/base/status.h"
@@ -53,6 +54,8 @@ class Server {
   int port() const { return http_.port(); }
   MetricsRegistry& metrics() { return *registry_; }
   const std::shared_ptr<ModelRouter>& models() const { return models_; }
+  // The LoRA adapters of the served base model (/v1/adapters); may be set while serving.
+  void set_adapters(std::shared_ptr<AdapterRegistry> adapters);
 
  private:
   void handle(HttpRequest&& request, std::shared_ptr<ResponseWriter> writer);
@@ -63,6 +66,8 @@ class Server {
   std::atomic<ServerState> state_{ServerState::kLoading};
   std::shared_ptr<MetricsRegistry> registry_ = std::make_shared<MetricsRegistry>();
   std::shared_ptr<ServingMetrics> serving_metrics_ = std::make_shared<ServingMetrics>(registry_);
+  mutable std::mutex adapters_mu_;
+  std::shared_ptr<AdapterRegistry> adapters_;  // under adapters_mu_
   RouteContext ctx_;
   HttpServer http_;  // last: stopped (in the destructor) before the members its handlers use
 };

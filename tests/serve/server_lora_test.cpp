@@ -1,0 +1,187 @@
+// LoRA adapters over HTTP with a real engine: an adapter loaded at runtime (POST /v1/adapters) is
+// listed in /v1/models as "base:name", a request naming it generates what the merged model
+// generates (greedy), the base keeps its own output, DELETE takes it away (404 after), and the
+// routes refuse what they must (runtime loading off, bad bodies, unknown names).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "http_test_client.h"
+#include "tessera/model/architecture.h"
+#include "tessera/model/format/gguf_writer.h"
+#include "tessera/model/format/model_file.h"
+#include "tessera/model/lora_adapter.h"
+#include "tessera/model/synth.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+#include "tessera/serve/adapter_registry.h"
+#include "tessera/serve/server.h"
+#include "test_util.h"
+
+namespace tessera::serve {
+namespace {
+
+using json = nlohmann::json;
+using testing::TestClient;
+using namespace std::chrono_literals;
+
+class ServerLoraTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new tessera::testing::TempDir();
+    model::SynthOptions o;
+    o.shape = *model::find_synth_shape("tiny");
+    o.dtype = kernels::DType::kF32;
+    ASSERT_TRUE(model::write_synthetic_model(o, dir_->file("tiny.gguf")).is_ok());
+    // A GGUF LoRA on every q/v/down matrix, large enough to change greedy choices.
+    model::GgufWriter w;
+    w.metadata().set("general.architecture", model::GgufValue::string("llama"));
+    w.metadata().set("general.type", model::GgufValue::string("adapter"));
+    w.metadata().set("adapter.type", model::GgufValue::string("lora"));
+    w.metadata().set("adapter.lora.alpha", model::GgufValue::f32(16.0f));
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 0.2f);
+    const struct { const char* name; int64_t in, out; } kinds[] = {
+        {"attn_q", 128, 128}, {"attn_v", 128, 64}, {"ffn_down", 384, 128}};
+    for (int layer = 0; layer < 2; ++layer) {
+      for (const auto& k : kinds) {
+        std::vector<float> a(8 * k.in), b(k.out * 8);
+        for (float& v : a) v = nd(rng);
+        for (float& v : b) v = nd(rng);
+        const std::string stem = fmt::format("blk.{}.{}.weight", layer, k.name);
+        ASSERT_TRUE(w.add_tensor(stem + ".lora_a", kernels::DType::kF32, {k.in, 8}, std::as_bytes(std::span(a))).is_ok());
+        ASSERT_TRUE(w.add_tensor(stem + ".lora_b", kernels::DType::kF32, {8, k.out}, std::as_bytes(std::span(b))).is_ok());
+      }
+    }
+    ASSERT_TRUE(w.write(dir_->file("style.gguf")).is_ok());
+    auto base = model::open_model_file(dir_->file("tiny.gguf"));
+    ASSERT_TRUE(base.is_ok());
+    auto lora = model::load_lora_adapter(dir_->file("style.gguf"), *base);
+    ASSERT_TRUE(lora.is_ok()) << lora.status().to_string();
+    ASSERT_TRUE(model::merge_lora(*base, *lora, dir_->file("merged.gguf")).is_ok());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  std::shared_ptr<engine::Engine> make_engine(const std::string& path) {
+    auto m = model::load_model(path);
+    EXPECT_TRUE(m.is_ok()) << m.status().to_string();
+    std::shared_ptr<model::Model> model(std::move(m).value());
+    auto t = model::make_tokenizer(model->file().metadata);
+    EXPECT_TRUE(t.is_ok());
+    std::shared_ptr<const model::Tokenizer> tok(std::move(t).value());
+    engine::EngineOptions eo;
+    eo.n_threads = 1;
+    eo.ctx_size = 256;
+    eo.max_running = 4;
+    auto e = engine::Engine::create(model, tok, eo);
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+    std::shared_ptr<engine::Engine> engine(std::move(e).value());
+    models_.push_back(model);
+    engine->start();
+    return engine;
+  }
+
+  void start(bool runtime) {
+    engine_ = make_engine(dir_->file("tiny.gguf"));
+    auto router = std::make_shared<ModelRouter>();
+    ModelEntry base{"tiny", engine_backend(engine_), {}, 0, "tessera", {}, {}};
+    ASSERT_TRUE(router->add(base).is_ok());
+    server_ = std::make_unique<Server>(ServerOptions{}, router);
+    ASSERT_TRUE(server_->start().is_ok());
+    auto file = std::shared_ptr<const model::ModelFile>(models_.back(), &models_.back()->file());
+    registry_ = std::make_shared<AdapterRegistry>(router, base, engine_, file, runtime);
+    server_->set_adapters(registry_);
+    server_->set_serving();
+  }
+
+  void TearDown() override {
+    if (server_) server_->shutdown(1s);
+    if (engine_) engine_->stop();
+  }
+
+  static std::string complete(TestClient& c, const std::string& model, int* status = nullptr) {
+    auto r = c.request("POST", "/v1/completions",
+                       json({{"model", model}, {"prompt", "Once upon a time"}, {"max_tokens", 12},
+                             {"temperature", 0}, {"ignore_eos", true}})
+                           .dump());
+    if (status != nullptr) *status = r.status;
+    if (r.status != 200) return r.body;
+    return json::parse(r.body)["choices"][0]["text"].get<std::string>();
+  }
+
+  static inline tessera::testing::TempDir* dir_ = nullptr;
+  std::vector<std::shared_ptr<model::Model>> models_;
+  std::shared_ptr<engine::Engine> engine_;
+  std::shared_ptr<AdapterRegistry> registry_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(ServerLoraTest, RuntimeLoadServeUnload) {
+  start(true);
+  TestClient c(server_->port());
+  // The reference: the merged model served on its own.
+  std::string want;
+  {
+    auto merged = make_engine(dir_->file("merged.gguf"));
+    auto router = std::make_shared<ModelRouter>();
+    ASSERT_TRUE(router->add({"merged", engine_backend(merged), {}, 0, "tessera", {}, {}}).is_ok());
+    Server s(ServerOptions{}, router);
+    ASSERT_TRUE(s.start().is_ok());
+    s.set_serving();
+    TestClient mc(s.port());
+    want = complete(mc, "merged");
+    s.shutdown(1s);
+    merged->stop();
+  }
+  const std::string base_text = complete(c, "tiny");
+  ASSERT_NE(want, base_text) << "the adapter should change the greedy text";
+
+  auto r = c.request("POST", "/v1/adapters", json({{"name", "style"}, {"path", dir_->file("style.gguf")}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["model"], "tiny:style");
+  r = c.request("GET", "/v1/models", "");
+  ASSERT_EQ(r.status, 200);
+  bool listed = false;
+  const json models = json::parse(r.body);
+  for (const auto& m : models["data"]) listed = listed || m["id"] == "tiny:style";
+  EXPECT_TRUE(listed) << r.body;
+  r = c.request("GET", "/v1/adapters", "");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["data"][0]["rank"], 8);
+
+  EXPECT_EQ(complete(c, "tiny:style"), want);
+  EXPECT_EQ(complete(c, "tiny"), base_text);
+
+  // Same name twice; a file that is not an adapter.
+  r = c.request("POST", "/v1/adapters", json({{"name", "style"}, {"path", dir_->file("style.gguf")}}).dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  r = c.request("POST", "/v1/adapters", json({{"name", "x"}, {"path", dir_->file("tiny.gguf")}}).dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  r = c.request("POST", "/v1/adapters", "{\"name\": 3}");
+  EXPECT_EQ(r.status, 400) << r.body;
+
+  r = c.request("DELETE", "/v1/adapters/style", "");
+  EXPECT_EQ(r.status, 200) << r.body;
+  int status = 0;
+  complete(c, "tiny:style", &status);
+  EXPECT_EQ(status, 404);
+  r = c.request("DELETE", "/v1/adapters/style", "");
+  EXPECT_EQ(r.status, 404) << r.body;
+}
+
+TEST_F(ServerLoraTest, RuntimeChangesNeedTheFlag) {
+  start(false);
+  ASSERT_TRUE(registry_->load("style", dir_->file("style.gguf")).is_ok());  // as --lora does
+  TestClient c(server_->port());
+  auto r = c.request("POST", "/v1/adapters", json({{"name", "b"}, {"path", dir_->file("style.gguf")}}).dump());
+  EXPECT_EQ(r.status, 403) << r.body;
+  r = c.request("DELETE", "/v1/adapters/style", "");
+  EXPECT_EQ(r.status, 403) << r.body;
+  int status = 0;
+  complete(c, "tiny:style", &status);
+  EXPECT_EQ(status, 200);
+}
+
+}  // namespace
+}  // namespace tessera::serve

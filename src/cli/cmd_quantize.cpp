@@ -54,10 +54,12 @@ int run_quantize(const QuantizeArgs& a) {
     auto im = model::read_imatrix(a.imatrix);
     if (!im.is_ok()) return fail(im.status().with_context("--imatrix"));
     imatrix = std::move(im).value();
-    std::fprintf(stderr, "tessera quantize: importance matrix %s: %zu tensors, %lld chunks of %d "
-                 "tokens from '%s'\n",
+    std::fprintf(stderr, "tessera quantize: importance matrix %s: %zu tensors, %lld chunks%s from "
+                 "'%s'\n",
                  a.imatrix.c_str(), imatrix.tensors.size(), static_cast<long long>(imatrix.n_chunks),
-                 imatrix.chunk_size, imatrix.dataset.c_str());
+                 imatrix.chunk_size > 0 ? fmt::format(" of {} tokens", imatrix.chunk_size).c_str()
+                                        : "",
+                 imatrix.dataset.c_str());
     o.imatrix = &imatrix;
   }
   o.progress = [&](uint64_t done, uint64_t total) {

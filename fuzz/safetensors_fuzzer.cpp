@@ -43,7 +43,8 @@ void round_trip(const ModelFile& file) {
     auto s = w.add_tensor(t.name, t.dtype, shape, std::span(t.data, t.n_bytes));
     if (!s.is_ok()) fail("writer refused an accepted tensor", s.to_string());
   }
-  auto again = tessera::model::parse_safetensors(w.serialize());
+  const std::vector<std::byte> bytes = w.serialize();  // the parsed tensors point into it
+  auto again = tessera::model::parse_safetensors(bytes);
   if (!again.is_ok()) fail("reader refused the writer's output", again.status().to_string());
   if (again->tensors.size() != file.tensors.size()) fail("round trip", "tensor count");
   for (const auto& t : file.tensors) {

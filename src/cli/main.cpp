@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_generate_command(app, run);
   tessera::cli::add_synth_command(app, run);
   tessera::cli::add_quantize_command(app, run);
+  tessera::cli::add_prune_command(app, run);
   tessera::cli::add_eval_command(app, run);
   tessera::cli::add_info_command(app, run);
   tessera::cli::add_demo_command(app, run);

@@ -96,8 +96,7 @@ KernelTable make_active_table() {
     install_avx512_legacy_quant_rows(t);
     install_avx512_kquant_low_rows(t);
     install_avx512_iquant_rows(t);
-    // The 2:4 kernels expand kept values with VBMI2's vpexpandb/w; without it the AVX2 ones stay.
-    if (cpu.avx512_vbmi2) install_avx512_sparse_rows(t);
+    install_avx512_sparse_rows(t);
     t.isa = "avx512";
   }
   return t;

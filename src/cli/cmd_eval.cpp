@@ -1,7 +1,10 @@
-// `tessera eval perplexity`: a model's perplexity over a text file (bench/perplexity.h).
+// `tessera eval perplexity|kl|imatrix`: a model's perplexity over a text file, its KL divergence
+// from a base model (bench/perplexity.h), and the importance matrix of its weight matrices
+// (model/activation_stats.h, model/imatrix_file.h).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -12,6 +15,8 @@
 #include "common.h"
 #include "tessera/bench/environment.h"
 #include "tessera/bench/perplexity.h"
+#include "tessera/model/activation_stats.h"
+#include "tessera/model/imatrix_file.h"
 
 namespace tessera::cli {
 namespace {
@@ -21,6 +26,7 @@ struct EvalArgs {
   std::string base;         // kl: the reference model
   std::string base_logits;  // kl: its log-probabilities saved by perplexity --save-logits
   std::string save_logits;  // perplexity: where to save them
+  std::string out;          // imatrix: the file written
   int32_t ctx = 512;
   int32_t batch = 512;
   int64_t chunks = 0;
@@ -148,6 +154,58 @@ int run_perplexity(const EvalArgs& a) {
   return 0;
 }
 
+int run_imatrix(const EvalArgs& a) {
+  auto text = read_text(a.text);
+  if (!text.is_ok()) return fail(text.status());
+  auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
+  if (!loaded.is_ok()) return fail(loaded.status());
+  const int threads = a.threads > 0 ? a.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(threads);
+  model::ActivationStatsOptions o;
+  o.ctx = a.ctx;
+  o.max_chunks = a.chunks;
+  o.pool = &pool;
+  const auto t0 = std::chrono::steady_clock::now();
+  o.progress = [&](int64_t c, int64_t n) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "[%lld/%lld] %.1f s\n", static_cast<long long>(c + 1),
+                 static_cast<long long>(n), s);
+  };
+  auto stats = model::collect_activation_stats(*loaded->model, *loaded->tokenizer, *text, o);
+  if (!stats.is_ok()) return fail(stats.status());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats->dataset = a.text;
+  Status w = model::write_imatrix(*stats, a.out);
+  if (!w.is_ok()) return fail(w);
+  if (a.json) {
+    nlohmann::json tensors = nlohmann::json::object();
+    for (const auto& [name, t] : stats->tensors) {
+      double sum = 0;
+      for (double v : t.sum_sq) sum += v;
+      tensors[name] = {{"columns", t.sum_sq.size()},
+                       {"count", t.count},
+                       {"mean_square", sum / static_cast<double>(t.sum_sq.size()) /
+                                           static_cast<double>(std::max<int64_t>(1, t.count))}};
+    }
+    nlohmann::json j = {{"environment", bench::describe_environment(threads)},
+                        {"model", a.model},
+                        {"text", a.text},
+                        {"out", a.out},
+                        {"ctx", stats->chunk_size},
+                        {"chunks", stats->n_chunks},
+                        {"tensors", tensors},
+                        {"seconds", seconds}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("imatrix: %s on %s: %lld chunks of %d tokens, %zu matrices -> %s (%.1f s)\n",
+              a.model.c_str(), a.text.c_str(), static_cast<long long>(stats->n_chunks),
+              stats->chunk_size, stats->tensors.size(), a.out.c_str(), seconds);
+  return 0;
+}
+
 }  // namespace
 
 void add_eval_command(CLI::App& app, RunFn& run) {
@@ -189,6 +247,21 @@ void add_eval_command(CLI::App& app, RunFn& run) {
   k->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
   k->add_flag("--json", a->json, "Print a JSON record");
   k->callback([&run, a] { run = [a] { return run_kl(*a); }; });
+
+  CLI::App* im = eval->add_subcommand(
+      "imatrix", "Importance matrix of a model's weight matrices over a calibration text (the "
+                 "mean square of each input column), for `tessera quantize --imatrix`; written "
+                 "in llama.cpp's GGUF imatrix format");
+  im->add_option("--model,-m", a->model, "Model file (GGUF or llama2.c)")->required();
+  im->add_option("--tokenizer", a->tokenizer, "Tokenizer file (default: the model's own)");
+  im->add_option("--text,-f", a->text, "Calibration text file")->required();
+  im->add_option("--ctx,-c", a->ctx, "Tokens per chunk")->capture_default_str();
+  im->add_option("--chunks", a->chunks, "Run at most this many chunks (0: all)")
+      ->capture_default_str();
+  im->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
+  im->add_option("-o,--out", a->out, "Output imatrix file (GGUF)")->required();
+  im->add_flag("--json", a->json, "Print a JSON record");
+  im->callback([&run, a] { run = [a] { return run_imatrix(*a); }; });
 }
 
 }  // namespace tessera::cli

@@ -1,4 +1,5 @@
-// `tessera quantize IN OUT --type T`: re-encode a model's weight matrices (model/quantize.h).
+// `tessera quantize IN OUT --type T [--imatrix FILE]`: re-encode a model's weight matrices
+// (model/quantize.h), optionally weighting the rounding search by an importance matrix.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -9,13 +10,14 @@
 #include "commands.h"
 #include "common.h"
 #include "tessera/model/format/model_file.h"
+#include "tessera/model/imatrix_file.h"
 #include "tessera/model/quantize.h"
 
 namespace tessera::cli {
 namespace {
 
 struct QuantizeArgs {
-  std::string in, out, type;
+  std::string in, out, type, imatrix;
   int threads = 0;
   bool plan = false;
 };
@@ -47,6 +49,19 @@ int run_quantize(const QuantizeArgs& a) {
   int last_tenth = -1;
   model::QuantizeOptions o;
   o.n_threads = a.threads;
+  model::ActivationStats imatrix;
+  if (!a.imatrix.empty()) {
+    auto im = model::read_imatrix(a.imatrix);
+    if (!im.is_ok()) return fail(im.status().with_context("--imatrix"));
+    imatrix = std::move(im).value();
+    std::fprintf(stderr, "tessera quantize: importance matrix %s: %zu tensors, %lld chunks%s from "
+                 "'%s'\n",
+                 a.imatrix.c_str(), imatrix.tensors.size(), static_cast<long long>(imatrix.n_chunks),
+                 imatrix.chunk_size > 0 ? fmt::format(" of {} tokens", imatrix.chunk_size).c_str()
+                                        : "",
+                 imatrix.dataset.c_str());
+    o.imatrix = &imatrix;
+  }
   o.progress = [&](uint64_t done, uint64_t total) {
     const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -65,6 +80,18 @@ int run_quantize(const QuantizeArgs& a) {
   auto r = model::quantize_model(*in, *type, a.out, o);
   if (tty) std::fputc('\n', stderr);
   if (!r.is_ok()) return fail(r.status());
+  if (!a.imatrix.empty()) {
+    std::fprintf(stderr, "tessera quantize: %lld tensors weighted by the importance matrix",
+                 static_cast<long long>(r->n_weighted));
+    if (r->without_imatrix.empty()) {
+      std::fputc('\n', stderr);
+    } else {
+      std::fprintf(stderr, "; %zu without statistics there, coded unweighted:",
+                   r->without_imatrix.size());
+      for (const auto& t : r->without_imatrix) std::fprintf(stderr, " %s", t.c_str());
+      std::fputc('\n', stderr);
+    }
+  }
   std::map<std::string, int> by_type;
   for (const auto& e : r->plan) ++by_type[std::string(kernels::dtype_name(e.to))];
   std::string mix;
@@ -86,6 +113,9 @@ void add_quantize_command(CLI::App& app, RunFn& run) {
   cmd->add_option("in", a->in, "Input model (GGUF or llama2.c .bin)")->required();
   cmd->add_option("out", a->out, "Output GGUF path")->required();
   cmd->add_option("--type", a->type, "Type or mix: " + type_names())->required();
+  cmd->add_option("--imatrix", a->imatrix,
+                  "Importance matrix (`tessera eval imatrix` or llama-imatrix, GGUF or legacy "
+                  ".dat) weighting each matrix's rounding search");
   cmd->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
   cmd->add_flag("--plan", a->plan, "Print each tensor's type and why, write nothing");
   cmd->callback([&run, a] { run = [a] { return run_quantize(*a); }; });

@@ -8,6 +8,7 @@
 #include "tessera/base/check.h"
 #include "tessera/kernels/half.h"
 #include "tessera/kernels/quant_blocks.h"
+#include "tessera/kernels/quant_search.h"
 
 namespace tessera::kernels {
 namespace {
@@ -65,13 +66,14 @@ int xs_scale(const BlockIQ4_XS& b, int j) {
 // ---- Quantizer ----------------------------------------------------------------------------------
 
 // Indices for step s (nearest level to each x / s) and the squared error of the decoded values
-// s * level, computed as the decoder computes them. s == 0 codes everything as zero.
-float assign_and_error(const float* x, float s, uint8_t idx[kQK4_NL]) {
+// s * level, computed as the decoder computes them (weighted by w; null: unweighted). s == 0
+// codes everything as zero.
+float assign_and_error(const float* x, float s, uint8_t idx[kQK4_NL], const float* w) {
   float err = 0.0f;
   if (s == 0.0f) {
     for (int i = 0; i < kQK4_NL; ++i) {
       idx[i] = 8;  // the level nearest zero; its value is irrelevant under a zero step
-      err += x[i] * x[i];
+      err += weight_at(w, i) * x[i] * x[i];
     }
     return err;
   }
@@ -79,26 +81,28 @@ float assign_and_error(const float* x, float s, uint8_t idx[kQK4_NL]) {
   for (int i = 0; i < kQK4_NL; ++i) {
     idx[i] = static_cast<uint8_t>(nearest(x[i] * inv));
     const float e = s * level(idx[i]) - x[i];
-    err += e * e;
+    err += weight_at(w, i) * e * e;
   }
   return err;
 }
 
 // Least-squares step for fixed indices. The table has no zero level, so the divisor is > 0.
-float refit(const float* x, const uint8_t idx[kQK4_NL]) {
+// Weighted by w when it is not null; 0 when every weight is 0.
+float refit(const float* x, const uint8_t idx[kQK4_NL], const float* w) {
   double sqx = 0, sqq = 0;
   for (int i = 0; i < kQK4_NL; ++i) {
-    sqx += static_cast<double>(level(idx[i])) * x[i];
-    sqq += static_cast<double>(level(idx[i])) * level(idx[i]);
+    const double wi = weight_at(w, i);
+    sqx += wi * level(idx[i]) * x[i];
+    sqq += wi * level(idx[i]) * level(idx[i]);
   }
-  return static_cast<float>(sqx / sqq);
+  return sqq > 0 ? static_cast<float>(sqx / sqq) : 0.0f;
 }
 
 float clamp_step(float s) { return std::fmax(-kMaxF16, std::fmin(kMaxF16, s)); }
 
 // The best unrounded step of a 32-value group (see iq4_nl_from_float's contract). 0 for a group
 // of (near) zeros.
-float search_step(const float* x) {
+float search_step(const float* x, const float* w) {
   float amax = 0.0f, max = 0.0f;
   bool finite = true;
   for (int i = 0; i < kQK4_NL; ++i) {
@@ -119,9 +123,11 @@ float search_step(const float* x) {
       double sqx = 0, sqq = 0;
       for (int i = 0; i < kQK4_NL; ++i) {
         const float q = level(nearest(x[i] * inv));
-        sqx += static_cast<double>(q) * x[i];
-        sqq += static_cast<double>(q) * q;
+        const double wi = weight_at(w, i);
+        sqx += wi * q * x[i];
+        sqq += wi * q * q;
       }
+      if (!(sqq > 0)) continue;  // every weight 0
       const double score = sqx * sqx / sqq;
       if (score > best_score) {
         best_score = score;
@@ -134,18 +140,18 @@ float search_step(const float* x) {
 
 // Codes one IQ4_NL block from its searched step: tries the f16 step and its neighbours, then
 // refits twice; keeps whichever decodes with least error.
-void quantize_nl_block(const float* x, BlockIQ4_NL* out) {
-  const float s = search_step(x);
+void quantize_nl_block(const float* x, BlockIQ4_NL* out, const float* w) {
+  const float s = search_step(x, w);
   uint16_t best_h = f32_to_f16(s);
   uint8_t best_idx[kQK4_NL], idx[kQK4_NL];
-  float best_err = assign_and_error(x, f16_to_f32(best_h), best_idx);
+  float best_err = assign_and_error(x, f16_to_f32(best_h), best_idx, w);
   if (s != 0.0f) {
     const uint16_t center = best_h;
     for (const int delta : {-1, 1}) {
       const uint16_t h = static_cast<uint16_t>(center + delta);  // the adjacent f16 magnitudes
       const float v = f16_to_f32(h);
       if (!std::isfinite(v) || (v > 0.0f) != (s > 0.0f)) continue;
-      const float err = assign_and_error(x, v, idx);
+      const float err = assign_and_error(x, v, idx, w);
       if (err < best_err) {
         best_err = err;
         best_h = h;
@@ -153,9 +159,9 @@ void quantize_nl_block(const float* x, BlockIQ4_NL* out) {
       }
     }
     for (int round = 0; round < 2; ++round) {
-      const uint16_t h = f32_to_f16(clamp_step(refit(x, best_idx)));
+      const uint16_t h = f32_to_f16(clamp_step(refit(x, best_idx, w)));
       if (h == best_h) break;
-      const float err = assign_and_error(x, f16_to_f32(h), idx);
+      const float err = assign_and_error(x, f16_to_f32(h), idx, w);
       if (!(err < best_err)) break;
       best_err = err;
       best_h = h;
@@ -166,12 +172,13 @@ void quantize_nl_block(const float* x, BlockIQ4_NL* out) {
   pack_indices(best_idx, out->qs);
 }
 
-void quantize_xs_superblock(const float* x, BlockIQ4_XS* out) {
+void quantize_xs_superblock(const float* x, BlockIQ4_XS* out, const float* w) {
   constexpr int kSubs = kQK_K / kQK4_NL;
+  const auto sub_w = [&](int j) { return w != nullptr ? w + kQK4_NL * j : nullptr; };
   float steps[kSubs];
   float smax = 0.0f;
   for (int j = 0; j < kSubs; ++j) {
-    steps[j] = search_step(x + kQK4_NL * j);
+    steps[j] = search_step(x + kQK4_NL * j, sub_w(j));
     if (std::fabs(steps[j]) > std::fabs(smax)) smax = steps[j];
   }
   std::memset(out, 0, sizeof(*out));
@@ -197,7 +204,7 @@ void quantize_xs_superblock(const float* x, BlockIQ4_XS* out) {
         for (int l = l0 - 1; l <= l0 + 1; ++l) {
           if (l < -32 || l > 31) continue;
           uint8_t sub_idx[kQK4_NL];
-          const float err = assign_and_error(xj, d * static_cast<float>(l), sub_idx);
+          const float err = assign_and_error(xj, d * static_cast<float>(l), sub_idx, sub_w(j));
           if (err < best) {
             best = err;
             try_levels[j] = static_cast<uint8_t>(l + 32);
@@ -246,7 +253,15 @@ void iq4_nl_to_float(const void* src, float* dst, int64_t n) {
 void iq4_nl_from_float(const float* src, void* dst, int64_t n) {
   TS_CHECK(n % kQK4_NL == 0);
   auto* b = static_cast<BlockIQ4_NL*>(dst);
-  for (int64_t i = 0; i < n / kQK4_NL; ++i) quantize_nl_block(src + i * kQK4_NL, &b[i]);
+  for (int64_t i = 0; i < n / kQK4_NL; ++i) quantize_nl_block(src + i * kQK4_NL, &b[i], nullptr);
+}
+
+void iq4_nl_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
+  TS_CHECK(n % kQK4_NL == 0);
+  auto* b = static_cast<BlockIQ4_NL*>(dst);
+  for (int64_t i = 0; i < n / kQK4_NL; ++i) {
+    quantize_nl_block(src + i * kQK4_NL, &b[i], w != nullptr ? w + i * kQK4_NL : nullptr);
+  }
 }
 
 float iq4_nl_dot(const void* row, const float* x, int64_t n) {
@@ -282,7 +297,15 @@ void iq4_xs_to_float(const void* src, float* dst, int64_t n) {
 void iq4_xs_from_float(const float* src, void* dst, int64_t n) {
   TS_CHECK(n % kQK_K == 0);
   auto* b = static_cast<BlockIQ4_XS*>(dst);
-  for (int64_t i = 0; i < n / kQK_K; ++i) quantize_xs_superblock(src + i * kQK_K, &b[i]);
+  for (int64_t i = 0; i < n / kQK_K; ++i) quantize_xs_superblock(src + i * kQK_K, &b[i], nullptr);
+}
+
+void iq4_xs_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
+  TS_CHECK(n % kQK_K == 0);
+  auto* b = static_cast<BlockIQ4_XS*>(dst);
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    quantize_xs_superblock(src + i * kQK_K, &b[i], w != nullptr ? w + i * kQK_K : nullptr);
+  }
 }
 
 float iq4_xs_dot(const void* row, const float* x, int64_t n) {

@@ -57,6 +57,11 @@ float iq4_xs_dot(const void* row, const float* x, int64_t n);  // x: f32
 float iq4_nl_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
 float iq4_xs_q8_k_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_K
 
+// The two searches above minimizing the weighted squared error sum_i w[i] (x[i] - x^[i])^2,
+// with n per-value weights w >= 0 (null: unweighted, exactly the plain from_float).
+void iq4_nl_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+void iq4_xs_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+
 }  // namespace scalar
 
 // AVX2 variants (avx2_iquants.cpp): the same integer block sums, and the same float operations in

@@ -84,15 +84,15 @@ int32_t level_dot(const uint8_t* levels, const int8_t* act, int n) {
 
 // ---- Q4_K / Q5_K quantizer: an affine grid x ~ step*q - offset per 32-value sub-block. --------
 
-// Squared error of coding x[0..n) on the grid (step, offset), each value at its nearest level.
-// Evaluates step*q - offset exactly as the decoder does.
-float affine_error(const float* x, int n, int nmax, float step, float offset) {
+// Squared error (weighted by w; null: unweighted) of coding x[0..n) on the grid (step, offset),
+// each value at its nearest level. Evaluates step*q - offset exactly as the decoder does.
+float affine_error(const float* x, int n, int nmax, float step, float offset, const float* w) {
   float err = 0.0f;
   const float inv = step > 0.0f ? 1.0f / step : 0.0f;
   for (int i = 0; i < n; ++i) {
     const int q = step > 0.0f ? round_clamp((x[i] + offset) * inv, 0, nmax) : 0;
     const float e = step * static_cast<float>(q) - offset - x[i];
-    err += e * e;
+    err += weight_at(w, i) * e * e;
   }
   return err;
 }
@@ -104,19 +104,24 @@ struct Affine {
 
 // Least-squares (step, offset) for fixed levels, and that fit's squared error with those levels
 // (an upper bound on the error once values re-round to the fitted grid). sx and sxx are the sums
-// of x and x^2, shared by every candidate. False when the levels are all equal.
+// of x and x^2, shared by every candidate. False when the levels are all equal. With weights w
+// (not null) the weighted least squares; sx and sxx are then sums of w x and w x^2.
 bool fit_affine(const float* x, const int* levels, int n, double sx, double sxx, Affine* out,
-                double* err) {
-  int64_t sl = 0, sll = 0;  // exact: at most 32 * 31^2
+                double* err, const float* w) {
+  // Unweighted, the sums are integers (exact: at most 32 * 31^2) and n stands for sum w.
+  double sw = n, sl = 0, sll = 0;
   double sxl = 0;
+  if (w != nullptr) sw = 0;
   for (int i = 0; i < n; ++i) {
-    sl += levels[i];
-    sll += levels[i] * levels[i];
-    sxl += static_cast<double>(x[i]) * levels[i];
+    const double wi = weight_at(w, i);
+    if (w != nullptr) sw += wi;
+    sl += wi * levels[i];
+    sll += wi * levels[i] * levels[i];
+    sxl += wi * x[i] * levels[i];
   }
-  const int64_t det = n * sll - sl * sl;
-  if (det <= 0) return false;
-  double step = (n * sxl - sx * static_cast<double>(sl)) / static_cast<double>(det);
+  const double det = sw * sll - sl * sl;
+  if (!(det > 0)) return false;
+  double step = (sw * sxl - sx * static_cast<double>(sl)) / static_cast<double>(det);
   double base = (static_cast<double>(sll) * sx - static_cast<double>(sl) * sxl) /
                 static_cast<double>(det);  // the value of level 0, = -offset
   if (base > 0) {  // a positive base is not codable (offset >= 0): refit through the origin
@@ -138,14 +143,14 @@ void assign_affine(const float* x, int n, int nmax, const Affine& a, int* levels
 
 // The sub-block's best grid before the 6-bit coding of step and offset; see q4_k_from_float's
 // contract in kquants.h for the method.
-Affine search_affine(const float* x, int nmax) {
+Affine search_affine(const float* x, int nmax, const float* w) {
   float lo = 0.0f, hi = x[0];
   double sx = 0, sxx = 0;
   for (int i = 0; i < kSub; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
-    sx += x[i];
-    sxx += static_cast<double>(x[i]) * x[i];
+    sx += static_cast<double>(weight_at(w, i)) * x[i];
+    sxx += static_cast<double>(weight_at(w, i)) * x[i] * x[i];
   }
   if (!(hi > lo)) return {0.0f, -lo};  // constant non-positive block: the offset alone codes it
   Affine best{(hi - lo) / static_cast<float>(nmax), -lo};  // the min-max grid
@@ -156,18 +161,18 @@ Affine search_affine(const float* x, int nmax) {
     for (int i = 0; i < kSub; ++i) levels[i] = round_clamp((x[i] - lo) * inv, 0, nmax);
     Affine a;
     double fit_err = 0;
-    if (fit_affine(x, levels, kSub, sx, sxx, &a, &fit_err) && fit_err < best_fit) {
+    if (fit_affine(x, levels, kSub, sx, sxx, &a, &fit_err, w) && fit_err < best_fit) {
       best_fit = fit_err;
       best = a;
     }
   }
-  float best_err = affine_error(x, kSub, nmax, best.step, best.offset);
+  float best_err = affine_error(x, kSub, nmax, best.step, best.offset, w);
   for (int round = 0; round < 2; ++round) {  // Lloyd polish: re-assign levels, refit
     assign_affine(x, kSub, nmax, best, levels);
     Affine a;
     double fit_err = 0;
-    if (!fit_affine(x, levels, kSub, sx, sxx, &a, &fit_err)) break;
-    const float err = affine_error(x, kSub, nmax, a.step, a.offset);
+    if (!fit_affine(x, levels, kSub, sx, sxx, &a, &fit_err, w)) break;
+    const float err = affine_error(x, kSub, nmax, a.step, a.offset, w);
     if (!(err < best_err)) break;
     best_err = err;
     best = a;
@@ -177,11 +182,11 @@ Affine search_affine(const float* x, int nmax) {
 
 // Codes one 256-value super-block: packed scales/mins, f16 d/dmin, and levels (0..nmax).
 void quantize_affine_superblock(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out,
-                                uint8_t packed[12], int levels[kQK_K]) {
+                                uint8_t packed[12], int levels[kQK_K], const float* w) {
   Affine sub[8];
   float max_step = 0.0f, max_offset = 0.0f;
   for (int j = 0; j < 8; ++j) {
-    sub[j] = search_affine(x + kSub * j, nmax);
+    sub[j] = search_affine(x + kSub * j, nmax, w != nullptr ? w + kSub * j : nullptr);
     max_step = std::max(max_step, sub[j].step);
     max_offset = std::max(max_offset, sub[j].offset);
   }
@@ -203,7 +208,8 @@ void quantize_affine_superblock(const float* x, int nmax, uint16_t* d_out, uint1
     for (int s : {s_lo, s_hi}) {
       for (int mm : {m_lo, m_hi}) {
         const float err = affine_error(xj, kSub, nmax, d * static_cast<float>(s),
-                                       dmin * static_cast<float>(mm));
+                                       dmin * static_cast<float>(mm),
+                                       w != nullptr ? w + kSub * j : nullptr);
         if (err < best_err) {
           best_err = err;
           sc[j] = static_cast<uint8_t>(s);
@@ -219,22 +225,22 @@ void quantize_affine_superblock(const float* x, int nmax, uint16_t* d_out, uint1
 
 // ---- Q6_K quantizer: a signed step x ~ step*q, q in -32..31, per 16-value sub-block. ----------
 
-float symmetric_error(const float* x, int n, float step) {
+float symmetric_error(const float* x, int n, float step, const float* w) {
   float err = 0.0f;
   const float inv = step != 0.0f ? 1.0f / step : 0.0f;
   for (int i = 0; i < n; ++i) {
     const int q = round_clamp(x[i] * inv, -32, 31);
     const float e = step * static_cast<float>(q) - x[i];
-    err += e * e;
+    err += weight_at(w, i) * e * e;
   }
   return err;
 }
 
-float search_symmetric(const float* x) {
+float search_symmetric(const float* x, const float* w) {
   float amax = 0.0f, vmax = 0.0f;
   double sxx = 0;
   for (int i = 0; i < kSub6; ++i) {
-    sxx += static_cast<double>(x[i]) * x[i];
+    sxx += static_cast<double>(weight_at(w, i)) * x[i] * x[i];
     if (std::fabs(x[i]) > amax) {
       amax = std::fabs(x[i]);
       vmax = x[i];
@@ -249,19 +255,19 @@ float search_symmetric(const float* x) {
     const float inv = -(32.0f + 0.2f * static_cast<float>(k)) / vmax;
     for (int i = 0; i < kSub6; ++i) levels[i] = round_clamp(x[i] * inv, -32, 31);
     double fit_err = 0;
-    const float step = fit_symmetric(x, levels, kSub6, sxx, &fit_err);
+    const float step = fit_symmetric(x, levels, kSub6, sxx, &fit_err, w);
     if (fit_err < best_fit) {
       best_fit = fit_err;
       best = step;
     }
   }
-  float best_err = symmetric_error(x, kSub6, best);
+  float best_err = symmetric_error(x, kSub6, best, w);
   for (int round = 0; round < 2; ++round) {
     const float inv = best != 0.0f ? 1.0f / best : 0.0f;
     for (int i = 0; i < kSub6; ++i) levels[i] = round_clamp(x[i] * inv, -32, 31);
     double fit_err = 0;
-    const float step = fit_symmetric(x, levels, kSub6, sxx, &fit_err);
-    const float err = symmetric_error(x, kSub6, step);
+    const float step = fit_symmetric(x, levels, kSub6, sxx, &fit_err, w);
+    const float err = symmetric_error(x, kSub6, step, w);
     if (!(err < best_err)) break;
     best_err = err;
     best = step;
@@ -308,11 +314,16 @@ void q4_k_to_float(const void* src, float* dst, int64_t n) {
 }
 
 void q4_k_from_float(const float* src, void* dst, int64_t n) {
+  q4_k_from_float_weighted(src, dst, n, nullptr);
+}
+
+void q4_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
   TS_CHECK(n % kQK_K == 0);
   auto* b = static_cast<BlockQ4_K*>(dst);
   int levels[kQK_K];
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    quantize_affine_superblock(src + i * kQK_K, 15, &b[i].d, &b[i].dmin, b[i].scales, levels);
+    quantize_affine_superblock(src + i * kQK_K, 15, &b[i].d, &b[i].dmin, b[i].scales, levels,
+                               w != nullptr ? w + i * kQK_K : nullptr);
     for (int g = 0; g < 4; ++g) {
       for (int l = 0; l < 32; ++l) {
         b[i].qs[32 * g + l] =
@@ -367,11 +378,16 @@ void q5_k_to_float(const void* src, float* dst, int64_t n) {
 }
 
 void q5_k_from_float(const float* src, void* dst, int64_t n) {
+  q5_k_from_float_weighted(src, dst, n, nullptr);
+}
+
+void q5_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
   TS_CHECK(n % kQK_K == 0);
   auto* b = static_cast<BlockQ5_K*>(dst);
   int levels[kQK_K];
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    quantize_affine_superblock(src + i * kQK_K, 31, &b[i].d, &b[i].dmin, b[i].scales, levels);
+    quantize_affine_superblock(src + i * kQK_K, 31, &b[i].d, &b[i].dmin, b[i].scales, levels,
+                               w != nullptr ? w + i * kQK_K : nullptr);
     std::memset(b[i].qh, 0, sizeof(b[i].qh));
     for (int g = 0; g < 4; ++g) {
       for (int l = 0; l < 32; ++l) {
@@ -426,14 +442,20 @@ void q6_k_to_float(const void* src, float* dst, int64_t n) {
 }
 
 void q6_k_from_float(const float* src, void* dst, int64_t n) {
+  q6_k_from_float_weighted(src, dst, n, nullptr);
+}
+
+void q6_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* wrow) {
   TS_CHECK(n % kQK_K == 0);
   auto* b = static_cast<BlockQ6_K*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     const float* x = src + i * kQK_K;
+    const float* w = wrow != nullptr ? wrow + i * kQK_K : nullptr;
+    const auto sub_w = [&](int j) { return w != nullptr ? w + kSub6 * j : nullptr; };
     float steps[kQK_K / kSub6];
     float big = 0.0f;
     for (int j = 0; j < kQK_K / kSub6; ++j) {
-      steps[j] = search_symmetric(x + kSub6 * j);
+      steps[j] = search_symmetric(x + kSub6 * j, sub_w(j));
       if (std::fabs(steps[j]) > std::fabs(big)) big = steps[j];
     }
     std::memset(&b[i], 0, sizeof(BlockQ6_K));
@@ -451,8 +473,8 @@ void q6_k_from_float(const float* src, void* dst, int64_t n) {
       const float r = steps[j] / d;
       const int lo = round_clamp(std::floor(r), -128, 127);
       const int hi = round_clamp(std::ceil(r), -128, 127);
-      const float err_lo = symmetric_error(xj, kSub6, d * static_cast<float>(lo));
-      const float err_hi = symmetric_error(xj, kSub6, d * static_cast<float>(hi));
+      const float err_lo = symmetric_error(xj, kSub6, d * static_cast<float>(lo), sub_w(j));
+      const float err_hi = symmetric_error(xj, kSub6, d * static_cast<float>(hi), sub_w(j));
       const int sc = err_hi < err_lo ? hi : lo;
       b[i].scales[j] = static_cast<int8_t>(sc);
       const float step = d * static_cast<float>(sc);

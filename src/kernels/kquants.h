@@ -51,6 +51,13 @@ void q6_k_to_float(const void* src, float* dst, int64_t n);
 void q6_k_from_float(const float* src, void* dst, int64_t n);
 float q6_k_dot(const void* row, const float* x, int64_t n);  // x: f32
 
+// The three searches above minimizing the weighted squared error sum_i w[i] (x[i] - x^[i])^2,
+// with n per-value weights w >= 0 (null: unweighted, exactly the plain from_float); see
+// weighted_quantize.h for the weights an importance matrix gives.
+void q4_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+void q5_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+void q6_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+
 // Q8_K: d = max|x| / 127 (an f32), q = round-half-even(x * (1/d)) in -127..127; bsums filled. A
 // block with max|x| < 1e-30 codes as all zero (d = 0). Error per value <= d/2 (plus f32
 // rounding). NaN inputs are ignored for d and code as -127.

@@ -102,23 +102,24 @@ constexpr int kQ3Lo = -4, kQ3Hi = 3;
 
 // Squared error of x[0..kSub) on the grid step*q, each value at its nearest level; levels out
 // when `levels` is not null.
-float sym_error(const float* x, float step, int* levels) {
+// Weighted by w (null: unweighted).
+float sym_error(const float* x, float step, int* levels, const float* w) {
   const float inv = step != 0.0f ? 1.0f / step : 0.0f;
   float err = 0.0f;
   for (int i = 0; i < kSub; ++i) {
     const int q = round_clamp(x[i] * inv, kQ3Lo, kQ3Hi);
     if (levels != nullptr) levels[i] = q;
     const float e = step * static_cast<float>(q) - x[i];
-    err += e * e;
+    err += weight_at(w, i) * e * e;
   }
   return err;
 }
 
-float search_sym(const float* x) {
+float search_sym(const float* x, const float* w) {
   float amax = 0.0f, vmax = 0.0f;
   double sxx = 0;
   for (int i = 0; i < kSub; ++i) {
-    sxx += static_cast<double>(x[i]) * x[i];
+    sxx += static_cast<double>(weight_at(w, i)) * x[i] * x[i];
     if (std::fabs(x[i]) > amax) {
       amax = std::fabs(x[i]);
       vmax = x[i];
@@ -131,7 +132,7 @@ float search_sym(const float* x) {
   auto consider = [&](float inv) {
     for (int i = 0; i < kSub; ++i) levels[i] = round_clamp(x[i] * inv, kQ3Lo, kQ3Hi);
     double fit = 0;
-    const float step = fit_symmetric(x, levels, kSub, sxx, &fit);
+    const float step = fit_symmetric(x, levels, kSub, sxx, &fit, w);
     if (fit < best_fit) {
       best_fit = fit;
       best = step;
@@ -139,12 +140,12 @@ float search_sym(const float* x) {
   };
   for (int k = 0; k <= 20; ++k) consider(-(2.5f + 0.1f * static_cast<float>(k)) / vmax);
   for (int k = 0; k <= 15; ++k) consider((2.0f + 0.1f * static_cast<float>(k)) / vmax);
-  float best_err = sym_error(x, best, nullptr);
+  float best_err = sym_error(x, best, nullptr, w);
   for (int round = 0; round < 3; ++round) {
-    sym_error(x, best, levels);
+    sym_error(x, best, levels, w);
     double fit = 0;
-    const float step = fit_symmetric(x, levels, kSub, sxx, &fit);
-    const float err = sym_error(x, step, nullptr);
+    const float step = fit_symmetric(x, levels, kSub, sxx, &fit, w);
+    const float err = sym_error(x, step, nullptr, w);
     if (!(err < best_err)) break;
     best_err = err;
     best = step;
@@ -155,24 +156,25 @@ float search_sym(const float* x) {
 // Chooses each sub-block's scale code for super-block scale d (the code in floor-1 .. ceil+1 of
 // its ideal step / d with the least error) and the levels for it; returns the total error.
 float q3_code_steps(const float* x, const float steps[kSubs], float d, int8_t codes[kSubs],
-                    int levels[kQK_K]) {
+                    int levels[kQK_K], const float* w) {
   float total = 0.0f;
   for (int j = 0; j < kSubs; ++j) {
     const float* xj = x + kSub * j;
+    const float* wj = w != nullptr ? w + kSub * j : nullptr;
     const float r = steps[j] / d;
     const int lo = round_clamp(std::floor(r) - 1.0f, -32, 31);
     const int hi = round_clamp(std::ceil(r) + 1.0f, -32, 31);
     float best_err = INFINITY;
     int best = lo;
     for (int c = lo; c <= hi; ++c) {
-      const float err = sym_error(xj, d * static_cast<float>(c), nullptr);
+      const float err = sym_error(xj, d * static_cast<float>(c), nullptr, wj);
       if (err < best_err) {
         best_err = err;
         best = c;
       }
     }
     codes[j] = static_cast<int8_t>(best);
-    total += sym_error(xj, d * static_cast<float>(best), levels + kSub * j);
+    total += sym_error(xj, d * static_cast<float>(best), levels + kSub * j, wj);
   }
   return total;
 }
@@ -181,14 +183,15 @@ float q3_code_steps(const float* x, const float steps[kSubs], float d, int8_t co
 
 constexpr int kQ2Max = 3;
 
-float affine_error(const float* x, float step, float offset, int* levels) {
+// Weighted by w (null: unweighted).
+float affine_error(const float* x, float step, float offset, int* levels, const float* w) {
   const float inv = step > 0.0f ? 1.0f / step : 0.0f;
   float err = 0.0f;
   for (int i = 0; i < kSub; ++i) {
     const int q = step > 0.0f ? round_clamp((x[i] + offset) * inv, 0, kQ2Max) : 0;
     if (levels != nullptr) levels[i] = q;
     const float e = step * static_cast<float>(q) - offset - x[i];
-    err += e * e;
+    err += weight_at(w, i) * e * e;
   }
   return err;
 }
@@ -200,18 +203,23 @@ struct Affine {
 
 // Least-squares (step, offset >= 0) for fixed levels and that fit's squared error; false when
 // the levels are all equal or the fit is degenerate.
+// With weights w (not null) the weighted least squares; sx, sxx are then sums of w x, w x^2.
 bool fit_affine(const float* x, const int* levels, double sx, double sxx, Affine* out,
-                double* err) {
-  int64_t sl = 0, sll = 0;
+                double* err, const float* w) {
+  // Unweighted, the sums are exact integers and kSub stands for sum w.
+  double sw = kSub, sl = 0, sll = 0;
   double sxl = 0;
+  if (w != nullptr) sw = 0;
   for (int i = 0; i < kSub; ++i) {
-    sl += levels[i];
-    sll += levels[i] * levels[i];
-    sxl += static_cast<double>(x[i]) * levels[i];
+    const double wi = weight_at(w, i);
+    if (w != nullptr) sw += wi;
+    sl += wi * levels[i];
+    sll += wi * levels[i] * levels[i];
+    sxl += wi * x[i] * levels[i];
   }
-  const int64_t det = kSub * sll - sl * sl;
-  if (det <= 0) return false;
-  double step = (kSub * sxl - sx * static_cast<double>(sl)) / static_cast<double>(det);
+  const double det = sw * sll - sl * sl;
+  if (!(det > 0)) return false;
+  double step = (sw * sxl - sx * static_cast<double>(sl)) / static_cast<double>(det);
   double base = (static_cast<double>(sll) * sx - static_cast<double>(sl) * sxl) /
                 static_cast<double>(det);  // the value of level 0, = -offset
   if (base > 0) {  // not codable (offset >= 0): refit through the origin
@@ -225,14 +233,14 @@ bool fit_affine(const float* x, const int* levels, double sx, double sxx, Affine
   return true;
 }
 
-Affine search_affine(const float* x) {
+Affine search_affine(const float* x, const float* w) {
   float lo = 0.0f, hi = x[0];
   double sx = 0, sxx = 0;
   for (int i = 0; i < kSub; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
-    sx += x[i];
-    sxx += static_cast<double>(x[i]) * x[i];
+    sx += static_cast<double>(weight_at(w, i)) * x[i];
+    sxx += static_cast<double>(weight_at(w, i)) * x[i] * x[i];
   }
   if (!(hi > lo)) return {0.0f, -lo};  // constant non-positive sub-block: the offset codes it
   Affine best{(hi - lo) / static_cast<float>(kQ2Max), -lo};  // the min-max grid
@@ -243,18 +251,18 @@ Affine search_affine(const float* x) {
     for (int i = 0; i < kSub; ++i) levels[i] = round_clamp((x[i] - lo) * inv, 0, kQ2Max);
     Affine a;
     double fit = 0;
-    if (fit_affine(x, levels, sx, sxx, &a, &fit) && fit < best_fit) {
+    if (fit_affine(x, levels, sx, sxx, &a, &fit, w) && fit < best_fit) {
       best_fit = fit;
       best = a;
     }
   }
-  float best_err = affine_error(x, best.step, best.offset, nullptr);
+  float best_err = affine_error(x, best.step, best.offset, nullptr, w);
   for (int round = 0; round < 3; ++round) {
-    affine_error(x, best.step, best.offset, levels);
+    affine_error(x, best.step, best.offset, levels, w);
     Affine a;
     double fit = 0;
-    if (!fit_affine(x, levels, sx, sxx, &a, &fit)) break;
-    const float err = affine_error(x, a.step, a.offset, nullptr);
+    if (!fit_affine(x, levels, sx, sxx, &a, &fit, w)) break;
+    const float err = affine_error(x, a.step, a.offset, nullptr, w);
     if (!(err < best_err)) break;
     best_err = err;
     best = a;
@@ -270,10 +278,11 @@ void code_range(float r, int* lo, int* hi) {
 
 // Chooses each sub-block's (scale, min) codes for (d, dmin) and the levels; returns the error.
 float q2_code(const float* x, const Affine sub[kSubs], float d, float dmin, uint8_t sc[kSubs],
-              uint8_t m[kSubs], int levels[kQK_K]) {
+              uint8_t m[kSubs], int levels[kQK_K], const float* w) {
   float total = 0.0f;
   for (int j = 0; j < kSubs; ++j) {
     const float* xj = x + kSub * j;
+    const float* wj = w != nullptr ? w + kSub * j : nullptr;
     int s_lo, s_hi, m_lo, m_hi;
     code_range(d > 0.0f ? sub[j].step / d : 0.0f, &s_lo, &s_hi);
     code_range(dmin > 0.0f ? sub[j].offset / dmin : 0.0f, &m_lo, &m_hi);
@@ -283,7 +292,7 @@ float q2_code(const float* x, const Affine sub[kSubs], float d, float dmin, uint
     for (int s = s_lo; s <= s_hi; ++s) {
       for (int mm = m_lo; mm <= m_hi; ++mm) {
         const float err = affine_error(xj, d * static_cast<float>(s),
-                                       dmin * static_cast<float>(mm), nullptr);
+                                       dmin * static_cast<float>(mm), nullptr, wj);
         if (err < best_err) {
           best_err = err;
           sc[j] = static_cast<uint8_t>(s);
@@ -292,16 +301,16 @@ float q2_code(const float* x, const Affine sub[kSubs], float d, float dmin, uint
       }
     }
     total += affine_error(xj, d * static_cast<float>(sc[j]), dmin * static_cast<float>(m[j]),
-                          levels + kSub * j);
+                          levels + kSub * j, wj);
   }
   return total;
 }
 
-void encode_q2_k(const float* x, BlockQ2_K* b) {
+void encode_q2_k(const float* x, BlockQ2_K* b, const float* w) {
   Affine sub[kSubs];
   float max_step = 0.0f, max_offset = 0.0f;
   for (int j = 0; j < kSubs; ++j) {
-    sub[j] = search_affine(x + kSub * j);
+    sub[j] = search_affine(x + kSub * j, w != nullptr ? w + kSub * j : nullptr);
     max_step = std::max(max_step, sub[j].step);
     max_offset = std::max(max_offset, sub[j].offset);
   }
@@ -309,7 +318,7 @@ void encode_q2_k(const float* x, BlockQ2_K* b) {
   uint16_t mh = saturating_f16(max_offset / 15.0f);
   uint8_t sc[kSubs], m[kSubs];
   int levels[kQK_K];
-  float err = q2_code(x, sub, f16_to_f32(dh), f16_to_f32(mh), sc, m, levels);
+  float err = q2_code(x, sub, f16_to_f32(dh), f16_to_f32(mh), sc, m, levels, w);
   // Joint least-squares refit of (d, dmin) for the chosen codes and levels:
   // x[e] ~ d * (sc[j] * q[e]) - dmin * m[j].
   for (int round = 0; round < 2; ++round) {
@@ -317,11 +326,12 @@ void encode_q2_k(const float* x, BlockQ2_K* b) {
     for (int e = 0; e < kQK_K; ++e) {
       const double a = static_cast<double>(sc[e / kSub]) * levels[e];
       const double bm = -static_cast<double>(m[e / kSub]);
-      aa += a * a;
-      ab += a * bm;
-      bb += bm * bm;
-      xa += x[e] * a;
-      xb += x[e] * bm;
+      const double we = weight_at(w, e);
+      aa += we * a * a;
+      ab += we * a * bm;
+      bb += we * bm * bm;
+      xa += we * x[e] * a;
+      xb += we * x[e] * bm;
     }
     const double det = aa * bb - ab * ab;
     if (!(det > 0)) break;
@@ -334,7 +344,7 @@ void encode_q2_k(const float* x, BlockQ2_K* b) {
     uint8_t sc2[kSubs], m2[kSubs];
     int levels2[kQK_K];
     // The ideal per-sub-block grids stay the targets; codes are re-chosen for the new scales.
-    const float err2 = q2_code(x, sub, d2, dmin2, sc2, m2, levels2);
+    const float err2 = q2_code(x, sub, d2, dmin2, sc2, m2, levels2, w);
     if (!(err2 < err)) break;
     err = err2;
     dh = dh2;
@@ -349,11 +359,11 @@ void encode_q2_k(const float* x, BlockQ2_K* b) {
   b->dmin = mh;
 }
 
-void encode_q3_k(const float* x, BlockQ3_K* b) {
+void encode_q3_k(const float* x, BlockQ3_K* b, const float* w) {
   float steps[kSubs];
   float big = 0.0f;
   for (int j = 0; j < kSubs; ++j) {
-    steps[j] = search_sym(x + kSub * j);
+    steps[j] = search_sym(x + kSub * j, w != nullptr ? w + kSub * j : nullptr);
     if (std::fabs(steps[j]) > std::fabs(big)) big = steps[j];
   }
   // The step of largest magnitude codes as -32, the end of the 6-bit range with one value more.
@@ -368,14 +378,15 @@ void encode_q3_k(const float* x, BlockQ3_K* b) {
     pack_q3_k_scales(zero, b->scales);
     return;
   }
-  float err = q3_code_steps(x, steps, d, codes, levels);
+  float err = q3_code_steps(x, steps, d, codes, levels, w);
   // Least-squares refit of d for the chosen codes and levels: x[e] ~ d * (codes[j] * q[e]).
   for (int round = 0; round < 2; ++round) {
     double aa = 0, xa = 0;
     for (int e = 0; e < kQK_K; ++e) {
       const double a = static_cast<double>(codes[e / kSub]) * levels[e];
-      aa += a * a;
-      xa += x[e] * a;
+      const double we = weight_at(w, e);
+      aa += we * a * a;
+      xa += we * x[e] * a;
     }
     if (!(aa > 0)) break;
     const uint16_t dh2 = saturating_f16(static_cast<float>(xa / aa));
@@ -383,7 +394,7 @@ void encode_q3_k(const float* x, BlockQ3_K* b) {
     if (d2 == 0.0f || !std::isfinite(d2)) break;
     int8_t codes2[kSubs];
     int levels2[kQK_K];
-    const float err2 = q3_code_steps(x, steps, d2, codes2, levels2);
+    const float err2 = q3_code_steps(x, steps, d2, codes2, levels2, w);
     if (!(err2 < err)) break;
     err = err2;
     dh = dh2;
@@ -423,9 +434,15 @@ void q3_k_to_float(const void* src, float* dst, int64_t n) {
 }
 
 void q3_k_from_float(const float* src, void* dst, int64_t n) {
+  q3_k_from_float_weighted(src, dst, n, nullptr);
+}
+
+void q3_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
   TS_CHECK(n % kQK_K == 0);
   auto* b = static_cast<BlockQ3_K*>(dst);
-  for (int64_t i = 0; i < n / kQK_K; ++i) encode_q3_k(src + i * kQK_K, &b[i]);
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    encode_q3_k(src + i * kQK_K, &b[i], w != nullptr ? w + i * kQK_K : nullptr);
+  }
 }
 
 float q3_k_dot(const void* row, const float* x, int64_t n) {
@@ -471,9 +488,15 @@ void q2_k_to_float(const void* src, float* dst, int64_t n) {
 }
 
 void q2_k_from_float(const float* src, void* dst, int64_t n) {
+  q2_k_from_float_weighted(src, dst, n, nullptr);
+}
+
+void q2_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
   TS_CHECK(n % kQK_K == 0);
   auto* b = static_cast<BlockQ2_K*>(dst);
-  for (int64_t i = 0; i < n / kQK_K; ++i) encode_q2_k(src + i * kQK_K, &b[i]);
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    encode_q2_k(src + i * kQK_K, &b[i], w != nullptr ? w + i * kQK_K : nullptr);
+  }
 }
 
 float q2_k_dot(const void* row, const float* x, int64_t n) {

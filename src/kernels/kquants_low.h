@@ -55,6 +55,11 @@ float q2_k_dot(const void* row, const float* x, int64_t n);  // x: f32
 float q2_k_q8_k_vec_dot(const void* row, const void* x, int64_t n);
 float q3_k_q8_k_vec_dot(const void* row, const void* x, int64_t n);
 
+// The two searches above minimizing the weighted squared error sum_i w[i] (x[i] - x^[i])^2,
+// with n per-value weights w >= 0 (null: unweighted, exactly the plain from_float).
+void q3_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+void q2_k_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+
 }  // namespace scalar
 
 // SIMD variants of the vec_dots (avx2_kquants_low.cpp, avx512_kquants_low.cpp): the same integer

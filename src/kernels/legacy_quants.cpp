@@ -47,31 +47,38 @@ void pack_five_bits(const int levels[kQK], uint8_t qh[4], uint8_t qs[kHalf]) {
   for (int k = 0; k < 4; ++k) qh[k] = static_cast<uint8_t>(h >> (8 * k));
 }
 
-// ---- Q5_0 quantizer: x ~ d * l, l in -16..15 ----------------------------------------------
+// ---- Symmetric quantizer: x ~ d * l, l in lo..hi (Q5_0; the weighted Q4_0 and Q8_0) ----------
 
-// Squared error of coding x on the step d (already f16-representable), each value at its
-// nearest level, evaluated as the decoder computes d * l.
-float symmetric_error(const float* x, float d) {
+// The level range of a symmetric block format and its weights (null: unweighted).
+struct SymmetricGrid {
+  int lo, hi;
+  const float* w;
+};
+
+// Squared error (weighted by g.w) of coding x on the step d (already f16-representable), each
+// value at its nearest level, evaluated as the decoder computes d * l.
+float symmetric_error(const float* x, float d, const SymmetricGrid& g) {
   if (d == 0.0f) {
     float err = 0.0f;
-    for (int i = 0; i < kQK; ++i) err += x[i] * x[i];
+    for (int i = 0; i < kQK; ++i) err += weight_at(g.w, i) * x[i] * x[i];
     return err;
   }
   const float inv = 1.0f / d;
   float err = 0.0f;
   for (int i = 0; i < kQK; ++i) {
-    const float e = d * static_cast<float>(round_clamp(x[i] * inv, -16, 15)) - x[i];
-    err += e * e;
+    const float e = d * static_cast<float>(round_clamp(x[i] * inv, g.lo, g.hi)) - x[i];
+    err += weight_at(g.w, i) * e * e;
   }
   return err;
 }
 
-// 13.5 .. 17 levels to the peak, in quarters. (Eighths and a Lloyd polish were tried: they gain
-// under 0.1% of RMS error on N(0,1) data, for twice the time.)
+// From 2.5 below to 1 above the negative end's level count to the peak, in quarters (13.5 .. 17
+// for Q5_0). (Eighths and a Lloyd polish were tried: they gain under 0.1% of RMS error on N(0,1)
+// data, for twice the time.)
 constexpr int kSymmetricTries = 15;
 
-// The f16 step of least error for one block; see q5_0_from_float's contract.
-uint16_t search_symmetric(const float* x) {
+// The f16 step of least (weighted) error for one block; see q5_0_from_float's contract.
+uint16_t search_symmetric(const float* x, const SymmetricGrid& g) {
   float amax = 0.0f, peak = 0.0f;
   for (int i = 0; i < kQK; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -80,36 +87,54 @@ uint16_t search_symmetric(const float* x) {
     }
   }
   if (amax == 0.0f) return 0;
-  uint16_t best = f32_to_f16(peak / -16.0f);  // GGML's choice, as a baseline
-  float best_err = symmetric_error(x, f16_to_f32(best));
+  uint16_t best = f32_to_f16(peak / static_cast<float>(g.lo));  // GGML's choice, as a baseline
+  float best_err = symmetric_error(x, f16_to_f32(best), g);
   auto consider = [&](float d) {
     const uint16_t h = f32_to_f16(d);
-    const float err = symmetric_error(x, f16_to_f32(h));
+    const float err = symmetric_error(x, f16_to_f32(h), g);
     if (err < best_err) {
       best_err = err;
       best = h;
     }
   };
-  // Least-squares step for the levels d assigns: sum x l / sum l^2 (0 when every level is 0).
+  // Least-squares step for the levels d assigns: sum w x l / sum w l^2 (0 when every level is 0).
   auto refit = [&](float d) {
     const float inv = 1.0f / d;
     double sxl = 0, sll = 0;
     for (int i = 0; i < kQK; ++i) {
-      const int l = round_clamp(x[i] * inv, -16, 15);
-      sxl += static_cast<double>(x[i]) * l;
-      sll += static_cast<double>(l) * l;
+      const int l = round_clamp(x[i] * inv, g.lo, g.hi);
+      const double wi = weight_at(g.w, i);
+      sxl += wi * x[i] * l;
+      sll += wi * l * l;
     }
     return sll > 0 ? static_cast<float>(sxl / sll) : 0.0f;
   };
+  const float first = static_cast<float>(-g.lo) - 2.5f;
   for (int sign = -1; sign <= 1; sign += 2) {
     for (int k = 0; k < kSymmetricTries; ++k) {
-      const float levels_to_peak = 13.5f + 0.25f * static_cast<float>(k);
+      const float levels_to_peak = first + 0.25f * static_cast<float>(k);
       const float d = peak / (static_cast<float>(sign) * levels_to_peak);
       consider(d);
       consider(refit(d));
     }
   }
   return best;
+}
+
+// Codes n values as blocks of f16 step + levels in g's range; pack(levels + offset) writes one.
+template <class Block, class Pack>
+void symmetric_from_float(const float* src, Block* b, int64_t n, int lo, int hi,
+                          const float* w, Pack pack) {
+  int levels[kQK];
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const float* x = src + i * kQK;
+    const SymmetricGrid g{lo, hi, w != nullptr ? w + i * kQK : nullptr};
+    b[i].d = search_symmetric(x, g);
+    const float d = f16_to_f32(b[i].d);
+    const float inv = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int e = 0; e < kQK; ++e) levels[e] = round_clamp(x[e] * inv, lo, hi);
+    pack(levels, b[i]);
+  }
 }
 
 // ---- Q4_1 / Q5_1 quantizer: x ~ d * q + m, q in 0..nmax ------------------------------------
@@ -119,8 +144,9 @@ struct Affine {
   uint16_t m = 0;  // f16
 };
 
-// Squared error of the coded grid (d, m), each value at its nearest level; levels out if asked.
-float affine_error(const float* x, int nmax, Affine a, int* levels) {
+// Squared error (weighted by w; null: unweighted) of the coded grid (d, m), each value at its
+// nearest level; levels out if asked.
+float affine_error(const float* x, int nmax, Affine a, int* levels, const float* w) {
   const float d = f16_to_f32(a.d), m = f16_to_f32(a.m);
   const float inv = d > 0.0f ? 1.0f / d : 0.0f;
   float err = 0.0f;
@@ -128,14 +154,33 @@ float affine_error(const float* x, int nmax, Affine a, int* levels) {
     const int q = d > 0.0f ? round_clamp((x[i] - m) * inv, 0, nmax) : 0;
     if (levels != nullptr) levels[i] = q;
     const float e = d * static_cast<float>(q) + m - x[i];
-    err += e * e;
+    err += weight_at(w, i) * e * e;
   }
   return err;
 }
 
 // Least-squares (step, base) for fixed levels, coded as f16. False when the levels are all equal
-// or the fitted step is not positive.
-bool fit_affine(const float* x, const int* levels, Affine* out) {
+// or the fitted step is not positive. Weighted by w when it is not null.
+bool fit_affine(const float* x, const int* levels, Affine* out, const float* w) {
+  if (w != nullptr) {
+    double sw = 0, sl = 0, sll = 0, sx = 0, sxl = 0;
+    for (int i = 0; i < kQK; ++i) {
+      const double wi = w[i];
+      sw += wi;
+      sl += wi * levels[i];
+      sll += wi * levels[i] * levels[i];
+      sx += wi * x[i];
+      sxl += wi * x[i] * levels[i];
+    }
+    const double det = sw * sll - sl * sl;
+    if (!(det > 0)) return false;
+    const double step = (sw * sxl - sx * sl) / det;
+    const double base = (sll * sx - sl * sxl) / det;
+    if (!(step > 0)) return false;
+    out->d = f32_to_f16(static_cast<float>(step));
+    out->m = f32_to_f16(static_cast<float>(base));
+    return true;
+  }
   int64_t sl = 0, sll = 0;
   double sx = 0, sxl = 0;
   for (int i = 0; i < kQK; ++i) {
@@ -155,17 +200,18 @@ bool fit_affine(const float* x, const int* levels, Affine* out) {
   return true;
 }
 
-// The coded grid of least error for one block and its levels; see q4_1_from_float's contract.
-Affine search_affine(const float* x, int nmax, int levels[kQK]) {
+// The coded grid of least (weighted) error for one block and its levels; see q4_1_from_float's
+// contract.
+Affine search_affine(const float* x, int nmax, int levels[kQK], const float* w) {
   float lo = x[0], hi = x[0];
   for (int i = 1; i < kQK; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
   }
   Affine best{f32_to_f16((hi - lo) / static_cast<float>(nmax)), f32_to_f16(lo)};  // GGML's grid
-  float best_err = affine_error(x, nmax, best, nullptr);
+  float best_err = affine_error(x, nmax, best, nullptr, w);
   auto consider = [&](Affine a) {
-    const float err = affine_error(x, nmax, a, nullptr);
+    const float err = affine_error(x, nmax, a, nullptr, w);
     if (err < best_err) {
       best_err = err;
       best = a;
@@ -178,18 +224,18 @@ Affine search_affine(const float* x, int nmax, int levels[kQK]) {
           (static_cast<float>(nmax) - 1.0f + 0.2f * static_cast<float>(k)) / (hi - lo);
       for (int i = 0; i < kQK; ++i) cand[i] = round_clamp((x[i] - lo) * inv, 0, nmax);
       Affine a;
-      if (fit_affine(x, cand, &a)) consider(a);
+      if (fit_affine(x, cand, &a, w)) consider(a);
     }
     for (int round = 0; round < 2; ++round) {  // Lloyd polish: re-assign levels, refit
-      affine_error(x, nmax, best, cand);
+      affine_error(x, nmax, best, cand, w);
       Affine a;
-      if (!fit_affine(x, cand, &a)) break;
+      if (!fit_affine(x, cand, &a, w)) break;
       const float before = best_err;
       consider(a);
       if (!(best_err < before)) break;
     }
   }
-  affine_error(x, nmax, best, levels);
+  affine_error(x, nmax, best, levels, w);
   return best;
 }
 
@@ -221,17 +267,36 @@ void q5_0_to_float(const void* src, float* dst, int64_t n) {
 }
 
 void q5_0_from_float(const float* src, void* dst, int64_t n) {
+  q5_0_from_float_weighted(src, dst, n, nullptr);
+}
+
+void q5_0_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
   TS_CHECK(n % kQK == 0);
-  auto* b = static_cast<BlockQ5_0*>(dst);
-  int levels[kQK];
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    const float* x = src + i * kQK;
-    b[i].d = search_symmetric(x);
-    const float d = f16_to_f32(b[i].d);
-    const float inv = d != 0.0f ? 1.0f / d : 0.0f;
-    for (int e = 0; e < kQK; ++e) levels[e] = round_clamp(x[e] * inv, -16, 15) + 16;
-    pack_five_bits(levels, b[i].qh, b[i].qs);
-  }
+  symmetric_from_float(src, static_cast<BlockQ5_0*>(dst), n, -16, 15, w,
+                       [](const int* levels, BlockQ5_0& b) {
+                         int u[kQK];
+                         for (int e = 0; e < kQK; ++e) u[e] = levels[e] + 16;
+                         pack_five_bits(u, b.qh, b.qs);
+                       });
+}
+
+void q4_0_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
+  TS_CHECK(n % kQK == 0);
+  symmetric_from_float(src, static_cast<BlockQ4_0*>(dst), n, -8, 7, w,
+                       [](const int* levels, BlockQ4_0& b) {
+                         int u[kQK];
+                         for (int e = 0; e < kQK; ++e) u[e] = levels[e] + 8;
+                         pack_nibbles(u, b.qs);
+                       });
+}
+
+// Q8_0's levels stop at -127: the SIMD dot products assume |level| <= 127.
+void q8_0_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
+  TS_CHECK(n % kQK == 0);
+  symmetric_from_float(src, static_cast<BlockQ8_0*>(dst), n, -127, 127, w,
+                       [](const int* levels, BlockQ8_0& b) {
+                         for (int e = 0; e < kQK; ++e) b.qs[e] = static_cast<int8_t>(levels[e]);
+                       });
 }
 
 float q5_0_dot(const void* row, const float* x, int64_t n) {
@@ -289,12 +354,13 @@ void affine_to_float(const void* src, float* dst, int64_t n) {
 }
 
 template <class Block, bool kFiveBits>
-void affine_from_float(const float* src, void* dst, int64_t n) {
+void affine_from_float(const float* src, void* dst, int64_t n, const float* w) {
   TS_CHECK(n % kQK == 0);
   auto* b = static_cast<Block*>(dst);
   int levels[kQK];
   for (int64_t i = 0; i < n / kQK; ++i) {
-    const Affine a = search_affine(src + i * kQK, kFiveBits ? 31 : 15, levels);
+    const Affine a = search_affine(src + i * kQK, kFiveBits ? 31 : 15, levels,
+                                   w != nullptr ? w + i * kQK : nullptr);
     b[i].d = a.d;
     b[i].m = a.m;
     if constexpr (kFiveBits) {
@@ -347,7 +413,10 @@ void q4_1_to_float(const void* src, float* dst, int64_t n) {
   affine_to_float<BlockQ4_1, false>(src, dst, n);
 }
 void q4_1_from_float(const float* src, void* dst, int64_t n) {
-  affine_from_float<BlockQ4_1, false>(src, dst, n);
+  affine_from_float<BlockQ4_1, false>(src, dst, n, nullptr);
+}
+void q4_1_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
+  affine_from_float<BlockQ4_1, false>(src, dst, n, w);
 }
 float q4_1_dot(const void* row, const float* x, int64_t n) {
   return affine_dot<BlockQ4_1, false>(row, x, n);
@@ -360,7 +429,10 @@ void q5_1_to_float(const void* src, float* dst, int64_t n) {
   affine_to_float<BlockQ5_1, true>(src, dst, n);
 }
 void q5_1_from_float(const float* src, void* dst, int64_t n) {
-  affine_from_float<BlockQ5_1, true>(src, dst, n);
+  affine_from_float<BlockQ5_1, true>(src, dst, n, nullptr);
+}
+void q5_1_from_float_weighted(const float* src, void* dst, int64_t n, const float* w) {
+  affine_from_float<BlockQ5_1, true>(src, dst, n, w);
 }
 float q5_1_dot(const void* row, const float* x, int64_t n) {
   return affine_dot<BlockQ5_1, true>(row, x, n);

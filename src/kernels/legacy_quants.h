@@ -42,6 +42,17 @@ void q5_1_to_float(const void* src, float* dst, int64_t n);
 void q5_1_from_float(const float* src, void* dst, int64_t n);
 float q5_1_dot(const void* row, const float* x, int64_t n);  // x: f32
 
+// The same searches minimizing the weighted squared error sum_i w[i] (x[i] - x^[i])^2, with n
+// per-value weights w >= 0 (null: unweighted, which is exactly the plain from_float). The q4_0 and
+// q8_0 ones use Q5_0's search on their level ranges (-8..7; -127..127), so unlike the plain
+// Q4_0 / Q8_0 quantizers (GGML's rounding, kept bit for bit) they search their step.
+// weighted_quantize.h turns an importance matrix row into these weights.
+void q4_0_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+void q8_0_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+void q5_0_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+void q4_1_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+void q5_1_from_float_weighted(const float* src, void* dst, int64_t n, const float* w);
+
 // Weight rows against Q8_0 activations (a_x = the activation block's quants, d_x its scale). Per
 // block, exactly in integers: s = sum q * a_x and t = sum a_x; then in float
 //   Q5_0:       block = (d * d_x) * float(s - 16 t)

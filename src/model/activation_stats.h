@@ -33,6 +33,7 @@ struct TensorActivationStats {
 struct ActivationStats {
   std::map<std::string, TensorActivationStats> tensors;  // by GGUF tensor name
   int64_t n_chunks = 0;                                   // calibration chunks run
+  int32_t chunk_size = 0;                                 // tokens per chunk (0: unknown)
   std::string dataset;                                    // where the text came from (file name)
 
   // sqrt(sum_sq[j] / count) for the tensor, i.e. the RMS of column j (Wanda's ||x_j|| up to a
@@ -48,6 +49,8 @@ struct ActivationStatsOptions {
 };
 
 // Runs `model` over `text` chunk by chunk and accumulates every weight matrix's input statistics.
+// Every token of a chunk is observed, the output matrix's input included (llama-imatrix observes
+// whole chunks too). The result's dataset is left empty for the caller to name.
 // Errors: kInvalidArgument for ctx < 8 or a text shorter than one chunk; kUnsupported when the
 // architecture does not report matmul inputs; the model's forward errors.
 Result<ActivationStats> collect_activation_stats(Model& model, const Tokenizer& tokenizer,

@@ -49,6 +49,10 @@ class LlamaModel final : public Model {
     return run(batch, kv, logits, pool, {});
   }
   bool can_skip_layers() const override { return true; }
+  bool set_matmul_input_observer(MatmulInputObserver* observer) override {
+    observer_ = observer;
+    return true;
+  }
   Status forward_skipping(const Batch& batch, KvCache& kv, std::span<float> logits,
                           ThreadPool* pool, std::span<const uint8_t> skip) override {
     if (static_cast<int64_t>(skip.size()) != config_.n_layers) {
@@ -63,6 +67,14 @@ class LlamaModel final : public Model {
   Result<MatrixRef> matrix(const std::string& name, int64_t rows, int64_t cols) const;
   Result<std::vector<float>> vector(const std::string& name, int64_t n) const;
   Status validate(const Batch& batch, const KvCache& kv, size_t n_logit_floats) const;
+  // Reports x (T rows of `cols`) as the input of layer `l`'s matrices first..first+count-1
+  // (LayerWeights order: q, k, v, output, gate, up, down) to the observer, if any.
+  void observe(int64_t l, int first, int count, const float* x, int64_t T, int64_t cols) {
+    if (observer_ == nullptr) return;
+    for (int m = first; m < first + count; ++m) {
+      observer_->observe(matrix_names_[static_cast<size_t>(7 * l + m)], x, T, cols);
+    }
+  }
   void attention(const Batch& batch, const KvCache& kv, int64_t layer, ThreadPool* pool);
   void resize_scratch(int64_t n_rows);
 
@@ -73,6 +85,10 @@ class LlamaModel final : public Model {
   std::vector<float> output_norm_;
   std::vector<float> inv_freq_;  // [H/2]
   std::vector<LayerWeights> layers_;
+  // observe()'s names: per layer, the seven matrices in LayerWeights order; then the output's.
+  std::vector<std::string> matrix_names_;
+  std::string output_name_;
+  MatmulInputObserver* observer_ = nullptr;
   PageBuffer own_image_;     // the image when no allocator was given
   size_t image_bytes_ = 0;   // 0: matrices point into the file
 
@@ -150,7 +166,12 @@ Status LlamaModel::load() {
     TS_ASSIGN_OR_RETURN(l.w_gate, matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim));
     TS_ASSIGN_OR_RETURN(l.w_up, matrix(p + "ffn_up.weight", c.ffn_dim, c.dim));
     TS_ASSIGN_OR_RETURN(l.w_down, matrix(p + "ffn_down.weight", c.dim, c.ffn_dim));
+    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                          "ffn_down"}) {
+      matrix_names_.push_back(p + m + ".weight");
+    }
   }
+  output_name_ = config_.tied_output ? "token_embd.weight" : "output.weight";
   return Status::ok();
 }
 
@@ -337,6 +358,7 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
     }
     const MatrixRef qkv[] = {w.wq, w.wk, w.wv};
     float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
+    observe(l, 0, 3, xn_.data(), T, c.dim);
     kernels::matmul_shared_input(qkv, xn_.data(), T, qkv_out, pool);
     for (int64_t t = 0; t < T; ++t) {
       const int64_t pos = b.positions[static_cast<size_t>(t)];
@@ -348,6 +370,7 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
       kv_conv.from_float(v_.data() + t * c.kv_dim(), kv.v_row(l, slot, pos), c.kv_dim());
     }
     attention(b, kv, l, pool);
+    observe(l, 3, 1, att_.data(), T, c.q_dim());
     kernels::matmul(w.wo, att_.data(), T, tmp_.data(), pool);
     for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
 
@@ -357,8 +380,10 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
     }
     const MatrixRef gate_up[] = {w.w_gate, w.w_up};
     float* const gate_up_out[] = {gate_.data(), up_.data()};
+    observe(l, 4, 2, xn_.data(), T, c.dim);
     kernels::matmul_shared_input(gate_up, xn_.data(), T, gate_up_out, pool);
     kernels::silu_mul(gate_.data(), up_.data(), T * c.ffn_dim);
+    observe(l, 6, 1, gate_.data(), T, c.ffn_dim);
     kernels::matmul(w.w_down, gate_.data(), T, tmp_.data(), pool);
     for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
   }
@@ -370,6 +395,9 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
     kernels::rmsnorm(x_.data() + t * c.dim, output_norm_.data(), c.dim, c.rms_eps,
                      xn_.data() + n_out * c.dim);
     ++n_out;
+  }
+  if (n_out > 0 && observer_ != nullptr) {
+    observer_->observe(output_name_, xn_.data(), n_out, c.dim);
   }
   if (n_out > 0) kernels::matmul(output_, xn_.data(), n_out, logits.data(), pool);
   return Status::ok();

@@ -3,8 +3,10 @@
 // Thread-safety: not thread-safe (holds scratch buffers); one caller thread at a time.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
@@ -15,6 +17,18 @@
 
 namespace tessera::model {
 
+// Sees the input of every weight matmul of a forward pass (calibration statistics:
+// activation_stats.h). `tensor` is the weight's GGUF name (blk.N.attn_q.weight, ..., output.weight,
+// or token_embd.weight when the output is tied to it); x holds n_tokens rows of n_cols floats,
+// valid only during the call. Called on the thread that called forward, in graph order, once per
+// distinct input: matrices that share an input (Q, K, V; gate, up) are each reported with it.
+class MatmulInputObserver {
+ public:
+  virtual ~MatmulInputObserver() = default;
+  virtual void observe(std::string_view tensor, const float* x, int64_t n_tokens,
+                       int64_t n_cols) = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -24,6 +38,11 @@ class Model {
   // Bytes of the weight image the model made at load (load_options.h), 0 when it reads the file
   // mapping in place.
   virtual size_t image_bytes() const { return 0; }
+
+  // Installs `observer` (not owned; null removes it) to see every weight matmul's input in later
+  // forward calls; costs nothing while none is set. Returns false for architectures that cannot
+  // report their matmul inputs (the default).
+  virtual bool set_matmul_input_observer(MatmulInputObserver* /*observer*/) { return false; }
 
   // Runs one step over `batch`, reading and writing `kv`, and writes batch.n_logits() rows of
   // n_vocab logits to `logits` in row order. `pool` may be null.

@@ -63,9 +63,9 @@ Result<Plan> plan_tensor(const TensorInfo& ti, const PruneOptions& o) {
     }
   }
   if (cols % kernels::dtype_info(p.to).block_size != 0) {
-    return invalid(fmt::format("tensor '{}': rows of {} weights do not fit {}'s blocks of {}",
-                               ti.name, cols, kernels::dtype_name(p.to),
-                               kernels::dtype_info(p.to).block_size));
+    // As quantize falls back: a row the dense type's blocks do not divide is stored in f16.
+    p.why = fmt::format("fallback: {} % {} (pruned, f16)", cols, kernels::dtype_info(p.to).block_size);
+    p.to = kernels::DType::kF16;
   }
   return p;
 }

@@ -13,7 +13,7 @@
 // Output: with 2:4 and the default packed output the pruned matrices are stored in Tessera's
 // sparse types (kernels/sparse_blocks.h: f16_2of4, q8_0_2of4, q4_0_2of4), which only Tessera
 // reads; a matrix whose rows the packed block does not divide is written pruned in the dense
-// type instead (reported). `dense = true` writes every pruned matrix in its dense type with the
+// type instead, or in f16 when that type's blocks do not divide them either (reported). `dense = true` writes every pruned matrix in its dense type with the
 // zeros stored (any N:M; the file loads in llama.cpp).
 // Thread-safety: pure functions; prune_model uses its own threads.
 #pragma once
@@ -73,7 +73,7 @@ struct PruneEntry {
   kernels::DType from = kernels::DType::kF32;
   kernels::DType to = kernels::DType::kF32;
   bool pruned = false;
-  std::string why;  // "packed", "dense", "fallback: 172 % 32 (pruned, dense)", "copied"
+  std::string why;  // "packed", "dense", "fallback: 172 % 32 (pruned, f16)", "copied"
 };
 
 struct PruneReport {

@@ -13,6 +13,7 @@
 
 #include "tessera/base/thread_pool.h"
 #include "tessera/kernels/kernel_table.h"
+#include "tessera/kernels/weighted_quantize.h"
 #include "tessera/model/format/gguf_writer.h"
 
 namespace tessera::model {
@@ -214,14 +215,43 @@ Result<QuantizeReport> quantize_model(const ModelFile& in, const QuantType& type
       const auto& dst = kernels::kernels_for(kernels::scalar_kernel_table(), e.to);
       const size_t in_row = kernels::dtype_row_bytes(ti.dtype, row);
       const size_t out_row = kernels::dtype_row_bytes(e.to, row);
+      // Importance per column (the input's mean square), when the matrix has statistics and the
+      // type a weighted quantizer.
+      const kernels::WeightedFromFloatFn weighted = kernels::weighted_from_float(e.to);
+      std::vector<float> importance;
+      if (options.imatrix != nullptr && weighted != nullptr) {
+        const auto it = options.imatrix->tensors.find(ti.name);
+        if (it == options.imatrix->tensors.end() || it->second.count <= 0) {
+          report.without_imatrix.push_back(ti.name);
+        } else if (static_cast<int64_t>(it->second.sum_sq.size()) != row) {
+          return invalid_argument(fmt::format(
+              "the importance matrix has {} columns for tensor '{}', whose rows have {} values "
+              "(was it made for another model?)",
+              it->second.sum_sq.size(), ti.name, row));
+        } else {
+          importance.resize(static_cast<size_t>(row));
+          for (int64_t j = 0; j < row; ++j) {
+            importance[static_cast<size_t>(j)] = static_cast<float>(
+                it->second.sum_sq[static_cast<size_t>(j)] / static_cast<double>(it->second.count));
+          }
+          ++report.n_weighted;
+        }
+      }
       std::vector<std::byte> out(out_row * static_cast<size_t>(rows));
       pool.parallel_for(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, row)),
                         [&](int64_t begin, int64_t end) {
                           std::vector<float> f(static_cast<size_t>(row));
+                          std::vector<float> wt(importance.empty() ? 0 : static_cast<size_t>(row));
                           for (int64_t r = begin; r < end; ++r) {
                             src.to_float(ti.data + static_cast<size_t>(r) * in_row, f.data(), row);
-                            dst.from_float(f.data(), out.data() + static_cast<size_t>(r) * out_row,
-                                           row);
+                            std::byte* o = out.data() + static_cast<size_t>(r) * out_row;
+                            if (importance.empty()) {
+                              dst.from_float(f.data(), o, row);
+                            } else {
+                              kernels::importance_weights(f.data(), importance.data(), row,
+                                                          wt.data());
+                              weighted(f.data(), o, row, wt.data());
+                            }
                           }
                         });
       TS_RETURN_IF_ERROR(w.add_tensor(ti.name, e.to, shape, out));

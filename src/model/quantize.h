@@ -16,8 +16,13 @@
 //   - a row length the type's block does not divide falls back as llama.cpp does: q2_k and q3_k
 //     to q4_0, q4_k to q5_0, q5_k to q5_1, q6_k to q8_0, iq4_xs to iq4_nl; f16 if even that does
 //     not divide it.
-// Not yet: importance matrices (--imatrix), the i-quant mixes below 4 bits, mixture-of-experts
-// and non-llama architectures' special cases.
+// With an importance matrix (QuantizeOptions::imatrix, from `tessera eval imatrix` or
+// llama-imatrix), every matrix it has statistics for is coded by its type's weighted quantizer
+// (kernels/weighted_quantize.h) with importance = each input column's mean square; matrices it
+// lacks are coded unweighted and listed in the report. Without one, the output is byte-identical
+// to the unweighted quantizers'.
+// Not yet: the i-quant mixes below 4 bits, mixture-of-experts and non-llama architectures'
+// special cases.
 // Thread-safety: pure functions; quantize_model uses its own threads.
 #pragma once
 
@@ -29,6 +34,7 @@
 
 #include "tessera/base/status.h"
 #include "tessera/kernels/dtype.h"
+#include "tessera/model/activation_stats.h"
 #include "tessera/model/format/model_file.h"
 
 namespace tessera::model {
@@ -62,6 +68,8 @@ Result<std::vector<QuantPlanEntry>> plan_quantization(const ModelFile& in, const
 
 struct QuantizeOptions {
   int n_threads = 0;  // 0: all cores
+  // Importance matrix (not owned; null: none), by GGUF tensor name.
+  const ActivationStats* imatrix = nullptr;
   // Called from the calling thread after each tensor with the bytes of input done and in total.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -70,11 +78,17 @@ struct QuantizeReport {
   std::vector<QuantPlanEntry> plan;
   uint64_t bytes_in = 0, bytes_out = 0;
   int64_t n_quantized = 0;  // tensors whose type changed
+  int64_t n_weighted = 0;   // of those, coded with importance weights
+  // Re-encoded tensors of a quantized type that the importance matrix has no statistics for
+  // (coded unweighted), when one was given.
+  std::vector<std::string> without_imatrix;
   double seconds = 0.0;
 };
 
 // Writes `out_path` (via a temporary file renamed into place). Errors: those of
-// plan_quantization; kUnsupported for an input tensor type without a to_float kernel; kIoError.
+// plan_quantization; kUnsupported for an input tensor type without a to_float kernel;
+// kInvalidArgument when the importance matrix's column count for a tensor differs from the
+// tensor's row length (the matrix was made for another model); kIoError.
 Result<QuantizeReport> quantize_model(const ModelFile& in, const QuantType& type,
                                       const std::string& out_path,
                                       const QuantizeOptions& options = {});

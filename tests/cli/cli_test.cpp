@@ -318,5 +318,41 @@ TEST(Cli, BenchServeReplaysASharedTrace) {
   EXPECT_NE(r.out.find("40 completed"), std::string::npos) << r.out;
 }
 
+// eval imatrix -> quantize --imatrix on stories260K: the file is written with JSON stats, the
+// quantizer reports how many tensors it weighted, and a bad imatrix file is refused clearly.
+TEST(Cli, ImatrixCalibratesAndWeightsQuantize) {
+  TS_SKIP_WITHOUT_SHARED(model, "models/stories260K.bin");
+  TS_SKIP_WITHOUT_SHARED(tok, "models/stories260K-tok512.bin");
+  testing::TempDir dir;
+  {
+    std::ofstream text(dir.file("calib.txt"));
+    for (int i = 0; i < 40; ++i) {
+      text << "Once upon a time there was a little girl named Lily. She liked to play in the park "
+              "with her dog, and one day they found a big red ball under a tree.\n";
+    }
+  }
+  auto r = run_cli("eval imatrix -m " + model.string() + " --tokenizer " + tok.string() + " -f " +
+                   dir.file("calib.txt") + " -c 64 --chunks 4 -t 1 --json -o " +
+                   dir.file("s.imatrix"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["chunks"], 4);
+  EXPECT_EQ(j["tensors"].size(), 36u);  // 5 layers x 7 matrices + the tied output
+  EXPECT_EQ(j["tensors"]["blk.0.ffn_down.weight"]["columns"], 172);
+  EXPECT_EQ(j["tensors"]["blk.0.ffn_down.weight"]["count"], 256);
+  r = run_cli("quantize " + model.string() + " " + dir.file("q.gguf") +
+              " --type q4_k_m -t 1 --imatrix " + dir.file("s.imatrix"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("31 tensors weighted by the importance matrix"), std::string::npos) << r.err;
+  {
+    std::ofstream bad(dir.file("bad.imatrix"));
+    bad << "not an importance matrix";
+  }
+  r = run_cli("quantize " + model.string() + " " + dir.file("q2.gguf") +
+              " --type q4_k_m --imatrix " + dir.file("bad.imatrix"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("imatrix"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace tessera

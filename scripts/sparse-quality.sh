@@ -16,6 +16,9 @@ mkdir -p "$dir"
 brown=.cache/corpus/brown.txt
 [ -f "$brown" ] || brown=/work/main/.cache/corpus/brown.txt
 threads=2
+# Wanda calibrates on the last 300 kB of Brown; the evaluation reads its first chunks.
+calib_text="$dir/calib.txt"
+tail -c 300000 "$brown" >"$calib_text"
 
 if [ "$what" = quality ] || [ "$what" = all ]; then
   echo "== quality (tessera eval kl against the f32 original, Brown)"
@@ -31,7 +34,7 @@ if [ "$what" = quality ] || [ "$what" = all ]; then
         IFS=: read -r base flag <<<"$ty"
         out="$dir/$name-$method-$base${flag:+-dense}.gguf"
         calib=()
-        [ "$method" = wanda ] && calib=(--calib "$brown")
+        [ "$method" = wanda ] && calib=(--calib "$calib_text" --tokenizer "$tok" -c "$ctx" --chunks 40)
         if ! "$T" prune "$src" "$out" --pattern 2:4 --method "$method" "${calib[@]}" --type "$base" $flag \
              -t "$threads" >/dev/null 2>"$dir/err"; then
           echo "| $method | $base ${flag:-packed} | $(head -c 160 "$dir/err") |"

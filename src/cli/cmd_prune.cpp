@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -14,28 +15,46 @@
 #include "common.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/model/format/model_file.h"
+#include "tessera/base/thread_pool.h"
+#include "tessera/model/activation_stats.h"
+#include "tessera/model/imatrix_file.h"
 #include "tessera/model/prune.h"
 
 namespace tessera::cli {
 namespace {
 
 struct PruneArgs {
-  std::string in, out, pattern = "2:4", method = "magnitude", type, calib;
+  std::string in, out, pattern = "2:4", method = "magnitude", type, calib, imatrix, tokenizer;
   bool dense = false;
   int threads = 0;
+  int32_t ctx = 512;
+  int64_t chunks = 0;
 };
 
-// Wanda's per-column activation norms of every matrix of the model at `model_path`, from running
-// it over the text at `calib_path`.
-Result<std::function<std::vector<float>(std::string_view)>> wanda_column_norms(
-    const std::string& model_path, const std::string& calib_path, int threads) {
-  // The statistics come from model::collect_activation_stats (activation_stats.h), which is not
-  // implemented in this build yet.
-  return Status(ErrorCode::kUnsupported,
-                fmt::format("--method wanda: collecting activation statistics from '{}' is not "
-                            "implemented in this build yet (model::collect_activation_stats); "
-                            "use --method magnitude",
-                            calib_path));
+// Wanda's per-column activation norms: from a statistics file saved by `tessera eval imatrix`, or
+// from running the model over a calibration text.
+Result<std::function<std::vector<float>(std::string_view)>> wanda_column_norms(const PruneArgs& a) {
+  auto stats = std::make_shared<model::ActivationStats>();
+  if (!a.imatrix.empty()) {
+    TS_ASSIGN_OR_RETURN(*stats, model::read_imatrix(a.imatrix));
+  } else {
+    TS_ASSIGN_OR_RETURN(std::string text, read_text(a.calib));
+    TS_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_and_tokenizer(a.in, a.tokenizer));
+    const int threads = a.threads > 0 ? a.threads : hardware_threads();
+    ThreadPool pool(threads);
+    model::ActivationStatsOptions o;
+    o.ctx = a.ctx;
+    o.max_chunks = a.chunks;
+    o.pool = &pool;
+    o.progress = [](int64_t c, int64_t n) {
+      std::fprintf(stderr, "tessera prune: calibration chunk %lld/%lld\n",
+                   static_cast<long long>(c + 1), static_cast<long long>(n));
+    };
+    TS_ASSIGN_OR_RETURN(*stats, model::collect_activation_stats(*loaded.model, *loaded.tokenizer,
+                                                                text, o));
+  }
+  return std::function<std::vector<float>(std::string_view)>(
+      [stats](std::string_view tensor) { return stats->column_rms(tensor); });
 }
 
 int run_prune(const PruneArgs& a) {
@@ -61,12 +80,12 @@ int run_prune(const PruneArgs& a) {
   auto in = model::open_model_file(a.in);
   if (!in.is_ok()) return fail(in.status());
   if (o.method == model::PruneMethod::kWanda) {
-    if (a.calib.empty()) {
+    if (a.calib.empty() == a.imatrix.empty()) {
       return fail(Status(ErrorCode::kInvalidArgument,
-                         "--method wanda needs --calib TEXT (activation norms from a calibration "
-                         "text)"));
+                         "--method wanda needs one of --calib TEXT (activation norms from a "
+                         "calibration text) or --imatrix FILE (saved by tessera eval imatrix)"));
     }
-    auto norms = wanda_column_norms(a.in, a.calib, a.threads);
+    auto norms = wanda_column_norms(a);
     if (!norms.is_ok()) return fail(norms.status());
     o.column_norms = *norms;
   }
@@ -125,6 +144,11 @@ void add_prune_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--method", a->method, "magnitude (|W|) or wanda (|W| * ||x||)")
       ->capture_default_str();
   cmd->add_option("--calib", a->calib, "Calibration text for wanda's activation norms");
+  cmd->add_option("--imatrix", a->imatrix, "Activation statistics saved by tessera eval imatrix (instead of --calib)");
+  cmd->add_option("--tokenizer", a->tokenizer, "Tokenizer for --calib (llama2.c .bin or GGUF; default: the model's)");
+  cmd->add_option("--ctx,-c", a->ctx, "Calibration chunk length in tokens")->capture_default_str();
+  cmd->add_option("--chunks", a->chunks, "Calibration chunks (0: every whole chunk of the text)")
+      ->capture_default_str();
   cmd->add_option("--type", a->type,
                   "Dense type of the pruned matrices: f16, q8_0, q4_0 (default: each matrix's own)");
   cmd->add_flag("--dense", a->dense, "Store pruned matrices in the dense type, zeros kept (any N:M; "

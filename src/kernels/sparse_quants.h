@@ -52,7 +52,7 @@ void q8_0_2of4_to_float(const void* src, float* dst, int64_t n);
 void q8_0_2of4_from_float(const float* src, void* dst, int64_t n);
 float q8_0_2of4_dot(const void* row, const float* x, int64_t n);  // x: f32
 // Against Q8_0 activations, per block exactly in integers s = sum over kept q * a_x, then
-// block = (d * d_x) * float(s), blocks summed in order. The SIMD variants match bit for bit.
+// block = (d * d_x) * float(s), blocks summed in order. The AVX2 variant matches bit for bit.
 float q8_0_2of4_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 
 void q4_0_2of4_to_float(const void* src, float* dst, int64_t n);
@@ -60,7 +60,7 @@ void q4_0_2of4_from_float(const float* src, void* dst, int64_t n);
 float q4_0_2of4_dot(const void* row, const float* x, int64_t n);  // x: f32
 // Against Q8_0 activations (two activation blocks per weight block): s_h = sum over the kept
 // weights of half h of (q - 8) * a_x, block = d * (d_x0 * float(s_0) + d_x1 * float(s_1)),
-// blocks summed in order. The SIMD variants match bit for bit.
+// blocks summed in order. The AVX2 variant matches bit for bit.
 float q4_0_2of4_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 
 }  // namespace scalar
@@ -79,7 +79,9 @@ float q4_0_2of4_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 
 // AVX-512 (BW, VL, VNNI) vec_dots (avx512_sparse_quants.cpp): kept values placed by a masked
 // shuffle whose control is computed from the mask in registers (vpexpandb/w measured slower on
-// Zen 4). Numerics as the AVX2 ones. Precondition: cpu_features().has_avx512_set().
+// Zen 4). All three within f32 rounding of the references (another summation order: one
+// accumulator over pairs of blocks, as the dense Q8_0 kernel). Precondition:
+// cpu_features().has_avx512_set().
 namespace avx512 {
 float f16_2of4_vec_dot(const void* row, const void* x, int64_t n);
 float q8_0_2of4_q8_0_vec_dot(const void* row, const void* x, int64_t n);

@@ -2,7 +2,8 @@
 // parameterized by an `Isa` policy with
 //   expand_bytes(kept16, mask32): 32 bytes, the 16 kept int8 at the set bits of mask32, else 0;
 //   dot_s8s8(w, q):              8 int32 lanes summing to sum_j w_j * q_j (32 signed bytes each).
-// AVX-512 expands with vpexpandb; AVX2 with pshufb from a table of masks. Not a public header:
+// AVX2 places with pshufb from a table of masks; AVX-512 with a masked shuffle whose control it
+// computes (used for an odd last block; its main loop is its own). Not a public header:
 // each including file gets its own internal copy compiled with its own flags.
 //
 // Integer blocks go four at a time through the helpers of x86_legacy_quants.h (hadd tree, then

@@ -59,6 +59,15 @@ bool add_all_dtypes(GgufWriter& w) {
                        pattern(static_cast<size_t>(info.block_bytes)))
               .is_ok();
   }
+  // Tessera's 2:4 types with valid keep-masks (every group keeps weights 0 and 1), so the seed
+  // parses and mutations reach the mask check.
+  for (DType t : {DType::kF16_2of4, DType::kQ8_0_2of4, DType::kQ4_0_2of4}) {
+    const auto& info = tessera::kernels::dtype_info(t);
+    auto bytes = pattern(static_cast<size_t>(info.block_bytes));
+    const size_t mask_at = t == DType::kF16_2of4 ? 0 : 2;
+    for (int64_t b = 0; b < info.block_size / 8; ++b) bytes[mask_at + b] = std::byte{0x33};
+    ok &= w.add_tensor(std::string(info.name), t, {info.block_size}, bytes).is_ok();
+  }
   return ok;
 }
 

@@ -34,14 +34,6 @@ struct EvalArgs {
   bool json = false;
 };
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(ErrorCode::kNotFound, "cannot read the text file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int run_kl(const EvalArgs& a) {
   auto text = read_text(a.text);
   if (!text.is_ok()) return fail(text.status());

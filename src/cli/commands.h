@@ -15,6 +15,7 @@ void add_generate_command(CLI::App& app, RunFn& run);
 void add_synth_command(CLI::App& app, RunFn& run);
 void add_quantize_command(CLI::App& app, RunFn& run);
 void add_lora_command(CLI::App& app, RunFn& run);
+void add_prune_command(CLI::App& app, RunFn& run);
 void add_eval_command(CLI::App& app, RunFn& run);
 void add_info_command(CLI::App& app, RunFn& run);
 void add_demo_command(CLI::App& app, RunFn& run);

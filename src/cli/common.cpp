@@ -57,4 +57,12 @@ std::string load_chart_js(const std::string& flag_path, std::string* used) {
   return ss.str();
 }
 
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(ErrorCode::kNotFound, "cannot read the text file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace tessera::cli

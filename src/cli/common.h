@@ -25,6 +25,9 @@ struct LoadedModel {
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_path,
                                              const std::string& tokenizer_path);
 
+// The whole file at `path` (a text to evaluate or calibrate on). Errors: kNotFound.
+Result<std::string> read_text(const std::string& path);
+
 // Chart.js (UMD) to inline in an HTML report: from `flag_path`, else $TESSERA_CHARTJS, else the
 // npm cache scripts/fetch-chartjs.sh fills. Empty when none is readable; `*used` (optional) gets
 // the path tried.

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_synth_command(app, run);
   tessera::cli::add_quantize_command(app, run);
   tessera::cli::add_lora_command(app, run);
+  tessera::cli::add_prune_command(app, run);
   tessera::cli::add_eval_command(app, run);
   tessera::cli::add_info_command(app, run);
   tessera::cli::add_demo_command(app, run);

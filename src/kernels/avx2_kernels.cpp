@@ -112,7 +112,7 @@ __m256 q4_0_q8_0_block(const BlockQ4_0& w, const BlockQ8_0& a, __m256 acc) {
   return _mm256_fmadd_ps(d, i8_dot_ps(q4_0_bytes(w.qs), qa), acc);
 }
 
-DTypeKernels& row_of(KernelTable& t, DType d) { return t.dtypes[static_cast<uint32_t>(d)]; }
+DTypeKernels& row_of(KernelTable& t, DType d) { return t.dtypes[dtype_slot(d)]; }
 
 }  // namespace
 

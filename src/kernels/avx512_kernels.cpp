@@ -539,7 +539,7 @@ int64_t head_to_align(const void* p, size_t elem_bytes, size_t align, int64_t n)
   return head < n ? head : 0;
 }
 
-DTypeKernels& row_of(KernelTable& t, DType d) { return t.dtypes[static_cast<uint32_t>(d)]; }
+DTypeKernels& row_of(KernelTable& t, DType d) { return t.dtypes[dtype_slot(d)]; }
 
 constexpr int kRowPrefetchBytes = 6912;
 

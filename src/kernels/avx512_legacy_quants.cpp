@@ -39,9 +39,9 @@ float q5_1_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
 }  // namespace avx512
 
 void install_avx512_legacy_quant_rows(KernelTable& t) {
-  t.dtypes[static_cast<uint32_t>(DType::kQ4_1)].vec_dot = avx512::q4_1_q8_0_vec_dot;
-  t.dtypes[static_cast<uint32_t>(DType::kQ5_0)].vec_dot = avx512::q5_0_q8_0_vec_dot;
-  t.dtypes[static_cast<uint32_t>(DType::kQ5_1)].vec_dot = avx512::q5_1_q8_0_vec_dot;
+  t.dtypes[dtype_slot(DType::kQ4_1)].vec_dot = avx512::q4_1_q8_0_vec_dot;
+  t.dtypes[dtype_slot(DType::kQ5_0)].vec_dot = avx512::q5_0_q8_0_vec_dot;
+  t.dtypes[dtype_slot(DType::kQ5_1)].vec_dot = avx512::q5_1_q8_0_vec_dot;
 }
 
 }  // namespace tessera::kernels

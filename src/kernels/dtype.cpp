@@ -41,7 +41,12 @@ constexpr std::array kTypes = {
     DTypeInfo{DType::kBF16, "bf16", 1, 2, true},
     DTypeInfo{DType::kTQ1_0, "tq1_0", 256, 54, false},
     DTypeInfo{DType::kTQ2_0, "tq2_0", 256, 66, false},
+    // 2:4 sparse (sparse_blocks.h): 32 values in 36 bytes, 32 in 22, 64 in 26.
+    DTypeInfo{DType::kF16_2of4, "f16_2of4", 32, 36, true},
+    DTypeInfo{DType::kQ8_0_2of4, "q8_0_2of4", 32, 22, true},
+    DTypeInfo{DType::kQ4_0_2of4, "q4_0_2of4", 64, 26, true},
 };
+static_assert(dtype_slot(DType::kQ4_0_2of4) < kDTypeSlots);
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -71,6 +76,9 @@ const DTypeInfo& dtype_info(DType t) {
 }
 
 std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+
+const DTypeInfo* dtype_infos_begin() { return kTypes.data(); }
+const DTypeInfo* dtype_infos_end() { return kTypes.data() + kTypes.size(); }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const auto& t : kTypes) {

@@ -44,7 +44,22 @@ enum class DType : uint32_t {
   kBF16 = 30,
   kTQ1_0 = 34,
   kTQ2_0 = 35,
+  // Tessera's own types, outside GGML's range (GGML numbers its types from 0 and had reached 42
+  // by 2026; 1024 leaves it room). Only Tessera reads them; llama.cpp refuses a file holding one
+  // ("invalid ggml type"). 2:4 sparse layouts (sparse_blocks.h, docs/QUANTIZATION.md).
+  kF16_2of4 = 1024,
+  kQ8_0_2of4 = 1025,
+  kQ4_0_2of4 = 1026,
 };
+
+// Number of rows of a per-dtype table indexed by dtype_slot.
+constexpr uint32_t kDTypeSlots = 48;
+// A dense index for per-dtype tables: GGML ids below 40 map to themselves, Tessera's own ids
+// (1024 + k) to 40 + k. Precondition: `t` is one of the enumerators above.
+constexpr uint32_t dtype_slot(DType t) {
+  const auto id = static_cast<uint32_t>(t);
+  return id < 1024 ? id : 40 + (id - 1024);
+}
 
 struct DTypeInfo {
   DType type;
@@ -54,11 +69,16 @@ struct DTypeInfo {
   bool supported;         // Tessera has kernels for it
 };
 
-// Info for a GGML type id, or nullopt for an id GGML does not define.
+// Info for a type id as files store it (GGML's or Tessera's own), or nullopt for an unknown id.
 std::optional<DTypeInfo> dtype_info(uint32_t ggml_type_id);
 // Info for a known type. Precondition: `t` is one of the enumerators above.
 const DTypeInfo& dtype_info(DType t);
 std::string_view dtype_name(DType t);
+// Whether `t` is one of Tessera's own types (not readable by GGML-based tools).
+inline bool is_tessera_dtype(DType t) { return static_cast<uint32_t>(t) >= 1024; }
+// Every known type, GGML's in id order, then Tessera's.
+const DTypeInfo* dtype_infos_begin();
+const DTypeInfo* dtype_infos_end();
 // Parses a name like "q8_0" or "Q8_0" (case-insensitive). nullopt if unknown.
 std::optional<DType> dtype_from_name(std::string_view name);
 

@@ -368,22 +368,22 @@ float iq4_xs_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
 }  // namespace scalar
 
 void install_scalar_iquant_rows(KernelTable& t) {
-  t.dtypes[static_cast<uint32_t>(DType::kIQ4_NL)] = {
+  t.dtypes[dtype_slot(DType::kIQ4_NL)] = {
       scalar::iq4_nl_to_float, scalar::iq4_nl_from_float, scalar::iq4_nl_dot, DType::kQ8_0,
       scalar::iq4_nl_q8_0_vec_dot};
-  t.dtypes[static_cast<uint32_t>(DType::kIQ4_XS)] = {
+  t.dtypes[dtype_slot(DType::kIQ4_XS)] = {
       scalar::iq4_xs_to_float, scalar::iq4_xs_from_float, scalar::iq4_xs_dot, DType::kQ8_K,
       scalar::iq4_xs_q8_k_vec_dot};
 }
 
 void install_avx2_iquant_rows(KernelTable& t) {
-  t.dtypes[static_cast<uint32_t>(DType::kIQ4_NL)].vec_dot = avx2::iq4_nl_q8_0_vec_dot;
-  t.dtypes[static_cast<uint32_t>(DType::kIQ4_XS)].vec_dot = avx2::iq4_xs_q8_k_vec_dot;
+  t.dtypes[dtype_slot(DType::kIQ4_NL)].vec_dot = avx2::iq4_nl_q8_0_vec_dot;
+  t.dtypes[dtype_slot(DType::kIQ4_XS)].vec_dot = avx2::iq4_xs_q8_k_vec_dot;
 }
 
 void install_avx512_iquant_rows(KernelTable& t) {
-  t.dtypes[static_cast<uint32_t>(DType::kIQ4_NL)].vec_dot = avx512::iq4_nl_q8_0_vec_dot;
-  t.dtypes[static_cast<uint32_t>(DType::kIQ4_XS)].vec_dot = avx512::iq4_xs_q8_k_vec_dot;
+  t.dtypes[dtype_slot(DType::kIQ4_NL)].vec_dot = avx512::iq4_nl_q8_0_vec_dot;
+  t.dtypes[dtype_slot(DType::kIQ4_XS)].vec_dot = avx512::iq4_xs_q8_k_vec_dot;
 }
 
 }  // namespace tessera::kernels

@@ -13,11 +13,12 @@
 #include "tessera/kernels/legacy_quants.h"
 #include "tessera/kernels/kquants_low.h"
 #include "tessera/kernels/scalar_kernels.h"
+#include "tessera/kernels/sparse_quants.h"
 
 namespace tessera::kernels {
 namespace {
 
-void set_row(KernelTable& t, DType d, DTypeKernels k) { t.dtypes[static_cast<uint32_t>(d)] = k; }
+void set_row(KernelTable& t, DType d, DTypeKernels k) { t.dtypes[dtype_slot(d)] = k; }
 
 KernelTable make_scalar_table() {
   KernelTable t;
@@ -45,6 +46,7 @@ KernelTable make_scalar_table() {
   install_scalar_legacy_quant_rows(t);  // Q4_1, Q5_0, Q5_1
   install_scalar_kquant_low_rows(t);  // Q2_K, Q3_K
   install_scalar_iquant_rows(t);  // IQ4_NL, IQ4_XS
+  install_scalar_sparse_rows(t);  // F16_2of4, Q8_0_2of4, Q4_0_2of4
   t.attention_row = scalar::attention_row;
   t.attention_rows = scalar::attention_rows;
   t.silu_mul = scalar::silu_mul;
@@ -86,6 +88,7 @@ KernelTable make_active_table() {
     install_avx2_legacy_quant_rows(t);
     install_avx2_kquant_low_rows(t);
     install_avx2_iquant_rows(t);
+    install_avx2_sparse_rows(t);
     t.isa = "avx2";
   }
   if (cap >= IsaLevel::kAvx512 && cpu.has_avx512_set()) {
@@ -93,6 +96,7 @@ KernelTable make_active_table() {
     install_avx512_legacy_quant_rows(t);
     install_avx512_kquant_low_rows(t);
     install_avx512_iquant_rows(t);
+    install_avx512_sparse_rows(t);
     t.isa = "avx512";
   }
   return t;
@@ -111,8 +115,8 @@ const KernelTable& kernel_table() {
 }
 
 const DTypeKernels& kernels_for(const KernelTable& table, DType t) {
-  const auto idx = static_cast<uint32_t>(t);
-  TS_CHECK(idx < 32 && table.dtypes[idx].dot != nullptr);
+  const uint32_t idx = dtype_slot(t);
+  TS_CHECK(idx < kDTypeSlots && table.dtypes[idx].dot != nullptr);
   return table.dtypes[idx];
 }
 

@@ -44,7 +44,7 @@ constexpr int kMaxTile = 4;
 
 struct KernelTable {
   const char* isa = "scalar";  // which implementation set was chosen, for benchmark records
-  DTypeKernels dtypes[32];     // indexed by static_cast<uint32_t>(DType); unsupported rows null
+  DTypeKernels dtypes[kDTypeSlots];  // indexed by dtype_slot(DType); unsupported rows null
   AttentionRowFn attention_row = nullptr;  // attention over the KV cache (attention.h)
   AttentionRowsFn attention_rows = nullptr;  // the same for several rows of one sequence
   // gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i] (the SwiGLU FFN).

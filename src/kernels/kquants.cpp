@@ -575,10 +575,10 @@ float q8_k_vec_dot(const void* row, const void* x, int64_t n) {
 }  // namespace scalar
 
 void install_avx2_kquant_rows(KernelTable& t) {
-  auto& q4 = t.dtypes[static_cast<uint32_t>(DType::kQ4_K)];
-  auto& q5 = t.dtypes[static_cast<uint32_t>(DType::kQ5_K)];
-  auto& q6 = t.dtypes[static_cast<uint32_t>(DType::kQ6_K)];
-  auto& q8 = t.dtypes[static_cast<uint32_t>(DType::kQ8_K)];
+  auto& q4 = t.dtypes[dtype_slot(DType::kQ4_K)];
+  auto& q5 = t.dtypes[dtype_slot(DType::kQ5_K)];
+  auto& q6 = t.dtypes[dtype_slot(DType::kQ6_K)];
+  auto& q8 = t.dtypes[dtype_slot(DType::kQ8_K)];
   TS_CHECK(q4.dot != nullptr && q5.dot != nullptr && q6.dot != nullptr && q8.dot != nullptr);
   q4.vec_dot = avx2::q4_k_q8_k_vec_dot;
   q5.vec_dot = avx2::q5_k_q8_k_vec_dot;

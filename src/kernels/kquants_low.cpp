@@ -526,25 +526,25 @@ float q2_k_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
 }  // namespace scalar
 
 void install_scalar_kquant_low_rows(KernelTable& t) {
-  t.dtypes[static_cast<uint32_t>(DType::kQ2_K)] = {
+  t.dtypes[dtype_slot(DType::kQ2_K)] = {
       scalar::q2_k_to_float, scalar::q2_k_from_float, scalar::q2_k_dot, DType::kQ8_K,
       scalar::q2_k_q8_k_vec_dot};
-  t.dtypes[static_cast<uint32_t>(DType::kQ3_K)] = {
+  t.dtypes[dtype_slot(DType::kQ3_K)] = {
       scalar::q3_k_to_float, scalar::q3_k_from_float, scalar::q3_k_dot, DType::kQ8_K,
       scalar::q3_k_q8_k_vec_dot};
 }
 
 void install_avx2_kquant_low_rows(KernelTable& t) {
-  auto& q2 = t.dtypes[static_cast<uint32_t>(DType::kQ2_K)];
-  auto& q3 = t.dtypes[static_cast<uint32_t>(DType::kQ3_K)];
+  auto& q2 = t.dtypes[dtype_slot(DType::kQ2_K)];
+  auto& q3 = t.dtypes[dtype_slot(DType::kQ3_K)];
   TS_CHECK(q2.dot != nullptr && q3.dot != nullptr);
   q2.vec_dot = avx2::q2_k_q8_k_vec_dot;
   q3.vec_dot = avx2::q3_k_q8_k_vec_dot;
 }
 
 void install_avx512_kquant_low_rows(KernelTable& t) {
-  auto& q2 = t.dtypes[static_cast<uint32_t>(DType::kQ2_K)];
-  auto& q3 = t.dtypes[static_cast<uint32_t>(DType::kQ3_K)];
+  auto& q2 = t.dtypes[dtype_slot(DType::kQ2_K)];
+  auto& q3 = t.dtypes[dtype_slot(DType::kQ3_K)];
   TS_CHECK(q2.dot != nullptr && q3.dot != nullptr);
   q2.vec_dot = avx512::q2_k_q8_k_vec_dot;
   q3.vec_dot = avx512::q3_k_q8_k_vec_dot;

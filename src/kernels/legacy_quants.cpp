@@ -444,13 +444,13 @@ float q5_1_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
 }  // namespace scalar
 
 void install_scalar_legacy_quant_rows(KernelTable& t) {
-  auto& q4_1 = t.dtypes[static_cast<uint32_t>(DType::kQ4_1)];
+  auto& q4_1 = t.dtypes[dtype_slot(DType::kQ4_1)];
   q4_1 = {scalar::q4_1_to_float, scalar::q4_1_from_float, scalar::q4_1_dot, DType::kQ8_0,
           scalar::q4_1_q8_0_vec_dot};
-  auto& q5_0 = t.dtypes[static_cast<uint32_t>(DType::kQ5_0)];
+  auto& q5_0 = t.dtypes[dtype_slot(DType::kQ5_0)];
   q5_0 = {scalar::q5_0_to_float, scalar::q5_0_from_float, scalar::q5_0_dot, DType::kQ8_0,
           scalar::q5_0_q8_0_vec_dot};
-  auto& q5_1 = t.dtypes[static_cast<uint32_t>(DType::kQ5_1)];
+  auto& q5_1 = t.dtypes[dtype_slot(DType::kQ5_1)];
   q5_1 = {scalar::q5_1_to_float, scalar::q5_1_from_float, scalar::q5_1_dot, DType::kQ8_0,
           scalar::q5_1_q8_0_vec_dot};
 }

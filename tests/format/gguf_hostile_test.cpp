@@ -217,6 +217,39 @@ TEST(GgufHostile, NewTypesCheckBlocksAndTheirBytes) {
   }
 }
 
+// Tessera's 2:4 types (ids 1024-1026): rows that are not whole blocks and data one byte short
+// are refused naming the type; a block whose keep-mask is not 2 of every 4 is refused naming the
+// tensor and the block (the kernels trust the masks); valid blocks parse.
+TEST(GgufHostile, SparseTypesCheckBlocksBytesAndMasks) {
+  for (DType t : {DType::kF16_2of4, DType::kQ8_0_2of4, DType::kQ4_0_2of4}) {
+    const auto& info = kernels::dtype_info(t);
+    const auto id = static_cast<uint32_t>(t);
+    const auto bs = static_cast<uint64_t>(info.block_size);
+    const auto block = static_cast<size_t>(info.block_bytes);
+    const size_t mask_at = t == DType::kF16_2of4 ? 0 : 2;
+    // Two rows of one block, every group keeping its first two weights (mask nibbles 0x3).
+    auto with_data = [&](size_t data_bytes, uint8_t mask_byte) {
+      RawGguf g;
+      g.header(3, 1, 0).tensor("blk.0.attn_q.weight", {bs, 2}, id, 0).pad(32);
+      for (size_t b = 0; b < data_bytes; ++b) {
+        const size_t in_block = b % block;
+        const bool is_mask = in_block >= mask_at && in_block < mask_at + bs / 8;
+        g.u8(is_mask ? mask_byte : 0x11);
+      }
+      return g.bytes();
+    };
+    expect_error(one_tensor({bs / 2, 2}, id, 0, 2 * block), ErrorCode::kCorruptData,
+                 {"is not a multiple of the", std::string(info.name)});
+    expect_error(with_data(2 * block - 1, 0x33), ErrorCode::kCorruptData, {"ends past end of file"});
+    EXPECT_TRUE(parse_gguf(with_data(2 * block, 0x33)).is_ok()) << info.name;
+    expect_error(with_data(2 * block, 0x37), ErrorCode::kCorruptData,
+                 {"tensor 'blk.0.attn_q.weight'", std::string(info.name), "block 0",
+                  "not 2 of every 4"});
+    expect_error(with_data(2 * block, 0x00), ErrorCode::kCorruptData, {"not 2 of every 4"});
+  }
+  expect_error(one_tensor({32}, 1027, 0, 64), ErrorCode::kCorruptData, {"unknown type id 1027"});
+}
+
 TEST(GgufHostile, ElementCountOverflow) {
   expect_error(one_tensor({1ull << 32, 1ull << 32}, kF32, 0, 32), ErrorCode::kCorruptData,
                {"overflows"});

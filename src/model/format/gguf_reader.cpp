@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessera/kernels/dtype.h"
+#include "tessera/kernels/sparse_quants.h"
 #include "tessera/model/format/byte_reader.h"
 
 namespace tessera::model {
@@ -179,9 +180,8 @@ Result<uint64_t> read_alignment(const Metadata& metadata) {
 
 std::string supported_type_names() {
   std::string out;
-  for (uint32_t id = 0; id < 64; ++id) {
-    auto info = kernels::dtype_info(id);
-    if (!info || !info->supported) continue;
+  for (const auto* info = kernels::dtype_infos_begin(); info != kernels::dtype_infos_end(); ++info) {
+    if (!info->supported) continue;
     if (!out.empty()) out += ", ";
     out += info->name;
   }
@@ -193,7 +193,7 @@ Status check_type_and_shape(TensorInfo& t, uint32_t type_id) {
   const std::string name = printable(t.name);
   const auto info = kernels::dtype_info(type_id);
   if (!info) {
-    return corrupt_data(fmt::format("tensor '{}' has unknown type id {} (not a GGML type)", name,
+    return corrupt_data(fmt::format("tensor '{}' has unknown type id {} (neither a GGML type nor a Tessera one)", name,
                                     type_id));
   }
   if (!info->supported) {
@@ -304,6 +304,15 @@ Status place_tensors(std::vector<TensorInfo>& tensors, std::span<const std::byte
           alignment));
     }
     t.data = bytes.data() + data_start + t.offset;
+    if (kernels::is_2of4_dtype(t.dtype)) {
+      // The kernels trust each group's two kept values; a hostile mask is refused here.
+      const int64_t bad = kernels::first_invalid_2of4_block(t.dtype, t.data, t.n_bytes);
+      if (bad >= 0) {
+        return corrupt_data(fmt::format(
+            "tensor '{}': {} block {} has a keep-mask that is not 2 of every 4 weights",
+            printable(t.name), kernels::dtype_name(t.dtype), bad));
+      }
+    }
   }
   std::vector<const TensorInfo*> by_offset(tensors.size());
   std::transform(tensors.begin(), tensors.end(), by_offset.begin(), [](auto& t) { return &t; });

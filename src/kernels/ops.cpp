@@ -307,7 +307,7 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
       }
     }
   };
-  if (pool == nullptr) {
+  if (pool == nullptr || pool->size() == 1 || w.n_rows <= 16) {
     rows(0, w.n_rows);
   } else {
     // Guided, as matmul_packed splits its groups: one contiguous range per thread over 7/8 of

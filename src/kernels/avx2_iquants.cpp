@@ -12,6 +12,7 @@
 #include "tessera/base/check.h"
 #include "tessera/kernels/iquants.h"
 #include "tessera/kernels/quant_blocks.h"
+#include "x86_iquants.h"
 
 namespace tessera::kernels::avx2 {
 namespace {
@@ -52,6 +53,18 @@ __m256i pair_dot(__m256i levels, const int8_t* act) {
 __m256i block_dot(const BlockIQ4_NL& w, const BlockQ8_0& a, __m256i table) {
   return _mm256_madd_epi16(pair_dot(levels32(w.qs, table), a.qs), _mm256_set1_epi16(1));
 }
+
+// How the tiles (x86_iquants.h) form integer dots: maddubs + madd.
+struct Avx2Dot {
+  static constexpr bool kVnni = false;
+  static __m256i u8s8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  }
+  static __m256i acc(__m256i c, __m256i u, __m256i s) { return _mm256_add_epi32(c, u8s8(u, s)); }
+  static __m256i wacc(__m256i c, __m256i pairs, __m256i scales) {
+    return _mm256_add_epi32(c, _mm256_madd_epi16(pairs, scales));
+  }
+};
 
 }  // namespace
 
@@ -109,6 +122,22 @@ float iq4_xs_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
     sum += d * static_cast<float>(hsum_i32(acc));
   }
   return sum;
+}
+
+void iq4_nl_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                              size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                              int64_t n) {
+  TS_CHECK(n % kQK4_NL == 0);
+  dispatch_tile<Tile32<IQ4_NLFormat<Avx2Dot>>>(w, w_row_bytes, n_rows, x, x_row_bytes, n_tokens, y,
+                                            y_stride, n);
+}
+
+void iq4_xs_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                              size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                              int64_t n) {
+  TS_CHECK(n % kQK_K == 0);
+  dispatch_tile<Tile256<IQ4_XSTileFormat, Avx2Dot>>(w, w_row_bytes, n_rows, x, x_row_bytes, n_tokens,
+                                                y, y_stride, n);
 }
 
 }  // namespace tessera::kernels::avx2

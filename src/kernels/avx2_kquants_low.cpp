@@ -11,6 +11,7 @@
 
 #include "tessera/base/check.h"
 #include "tessera/kernels/kquants_low.h"
+#include "x86_kquants_low.h"
 
 namespace tessera::kernels::avx2 {
 namespace {
@@ -24,22 +25,6 @@ int32_t hsum_i32(__m256i v) {
 
 float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
-// The sixteen Q3_K scales s - 32 as int8 lanes, in sub-block order (layout in
-// kquant_low_blocks.h): low nibbles from bytes 0-7 (low halves, then high halves), top bits from
-// the 32-bit word of bytes 8-11 shifted by 0, 2, 4, 6 for sub-blocks 0-3, 4-7, 8-11, 12-15.
-__m128i q3_scales8(const uint8_t* p) {
-  const __m128i low4 = _mm_set1_epi8(15);
-  const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(packed, low4),
-                                         _mm_and_si128(_mm_srli_epi16(packed, 4), low4));
-  uint32_t top;
-  __builtin_memcpy(&top, p + 8, 4);
-  const __m128i tops = _mm_and_si128(
-      _mm_set_epi32(static_cast<int>(top >> 6), static_cast<int>(top >> 4),
-                    static_cast<int>(top >> 2), static_cast<int>(top)),
-      _mm_set1_epi8(3));
-  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(tops, 4)), _mm_set1_epi8(32));
-}
 
 // The scales as int16s in memory, for the broadcast loads of pair_scales.
 struct Scales16 {
@@ -55,6 +40,13 @@ struct Scales16 {
 __m256i pair_scales(const Scales16& s, int p) {
   return _mm256_set_m128i(_mm_set1_epi16(s.v[2 * p + 1]), _mm_set1_epi16(s.v[2 * p]));
 }
+
+// How maddubs pair sums meet int16 scales in the tiles (x86_tile256.h).
+struct Avx2Dot {
+  static __m256i wacc(__m256i c, __m256i pairs, __m256i scales) {
+    return _mm256_add_epi32(c, _mm256_madd_epi16(pairs, scales));
+  }
+};
 
 }  // namespace
 
@@ -128,6 +120,20 @@ float q2_k_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
     sum += d * static_cast<float>(isum) - dmin * static_cast<float>(msum);
   }
   return sum;
+}
+
+void q2_k_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n) {
+  TS_CHECK(n % kQK_K == 0);
+  dispatch_tile<Tile256<Q2_KTileFormat, Avx2Dot>>(w, w_row_bytes, n_rows, x, x_row_bytes, n_tokens, y,
+                                              y_stride, n);
+}
+
+void q3_k_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n) {
+  TS_CHECK(n % kQK_K == 0);
+  dispatch_tile<Tile256<Q3_KTileFormat, Avx2Dot>>(w, w_row_bytes, n_rows, x, x_row_bytes, n_tokens, y,
+                                              y_stride, n);
 }
 
 }  // namespace tessera::kernels::avx2

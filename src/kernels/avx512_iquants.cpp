@@ -21,6 +21,7 @@
 #include "tessera/base/check.h"
 #include "tessera/kernels/iquants.h"
 #include "tessera/kernels/quant_blocks.h"
+#include "x86_iquants.h"
 
 namespace tessera::kernels::avx512 {
 namespace {
@@ -63,6 +64,18 @@ __m256i block_dot(const BlockIQ4_NL& w, const BlockQ8_0& a, __m256i table) {
                                              _mm256_set1_epi8(static_cast<char>(0x80)), act);
   return _mm256_sub_epi32(offset_dot(w.qs, a.qs, table), act128);
 }
+
+// How the tiles (x86_iquants.h) form integer dots: vpdpbusd and vpdpwssd.
+struct VnniDot {
+  static constexpr bool kVnni = true;
+  static __m256i u8s8(__m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+  }
+  static __m256i acc(__m256i c, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(c, u, s); }
+  static __m256i wacc(__m256i c, __m256i pairs, __m256i scales) {
+    return _mm256_dpwssd_epi32(c, pairs, scales);
+  }
+};
 
 }  // namespace
 
@@ -150,6 +163,22 @@ float iq4_xs_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
     sum += d * static_cast<float>(isum);
   }
   return sum;
+}
+
+void iq4_nl_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                              size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                              int64_t n) {
+  TS_CHECK(n % kQK4_NL == 0);
+  dispatch_tile<Tile32<IQ4_NLFormat<VnniDot>>>(w, w_row_bytes, n_rows, x, x_row_bytes, n_tokens, y,
+                                            y_stride, n);
+}
+
+void iq4_xs_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                              size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                              int64_t n) {
+  TS_CHECK(n % kQK_K == 0);
+  dispatch_tile<Tile256<IQ4_XSTileFormat, VnniDot>>(w, w_row_bytes, n_rows, x, x_row_bytes, n_tokens,
+                                                y, y_stride, n);
 }
 
 }  // namespace tessera::kernels::avx512

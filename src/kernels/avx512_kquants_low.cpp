@@ -19,6 +19,7 @@
 
 #include "tessera/base/check.h"
 #include "tessera/kernels/kquants_low.h"
+#include "x86_kquants_low.h"
 
 namespace tessera::kernels::avx512 {
 namespace {
@@ -32,20 +33,6 @@ int32_t hsum_i32(__m256i v) {
 
 float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
-// The sixteen Q3_K scales s - 32 as int8 lanes (as avx2_kquants_low.cpp's q3_scales8).
-__m128i q3_scales8(const uint8_t* p) {
-  const __m128i low4 = _mm_set1_epi8(15);
-  const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(packed, low4),
-                                         _mm_and_si128(_mm_srli_epi16(packed, 4), low4));
-  uint32_t top;
-  __builtin_memcpy(&top, p + 8, 4);
-  const __m128i tops = _mm_and_si128(
-      _mm_set_epi32(static_cast<int>(top >> 6), static_cast<int>(top >> 4),
-                    static_cast<int>(top >> 2), static_cast<int>(top)),
-      _mm_set1_epi8(3));
-  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(tops, 4)), _mm_set1_epi8(32));
-}
 
 // Word indices spreading scales 4c .. 4c+3 over the four 128-bit lanes (8 words each).
 constexpr auto kChunkSpread = [] {
@@ -83,6 +70,13 @@ int32_t scaled_block_sum(__m128i scales8, const int8_t* act, Levels levels) {
   }
   return _mm512_reduce_add_epi32(acc);
 }
+
+// How maddubs pair sums meet int16 scales in the tiles (x86_tile256.h): one vpdpwssd.
+struct VnniDot {
+  static __m256i wacc(__m256i c, __m256i pairs, __m256i scales) {
+    return _mm256_dpwssd_epi32(c, pairs, scales);
+  }
+};
 
 }  // namespace
 
@@ -143,6 +137,20 @@ float q2_k_q8_k_vec_dot(const void* row, const void* x, int64_t n) {
     sum += d * static_cast<float>(isum) - dmin * static_cast<float>(msum);
   }
   return sum;
+}
+
+void q2_k_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n) {
+  TS_CHECK(n % kQK_K == 0);
+  dispatch_tile<Tile256<Q2_KTileFormat, VnniDot>>(w, w_row_bytes, n_rows, x, x_row_bytes, n_tokens, y,
+                                              y_stride, n);
+}
+
+void q3_k_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n) {
+  TS_CHECK(n % kQK_K == 0);
+  dispatch_tile<Tile256<Q3_KTileFormat, VnniDot>>(w, w_row_bytes, n_rows, x, x_row_bytes, n_tokens, y,
+                                              y_stride, n);
 }
 
 }  // namespace tessera::kernels::avx512

@@ -379,11 +379,15 @@ void install_scalar_iquant_rows(KernelTable& t) {
 void install_avx2_iquant_rows(KernelTable& t) {
   t.dtypes[dtype_slot(DType::kIQ4_NL)].vec_dot = avx2::iq4_nl_q8_0_vec_dot;
   t.dtypes[dtype_slot(DType::kIQ4_XS)].vec_dot = avx2::iq4_xs_q8_k_vec_dot;
+  t.dtypes[dtype_slot(DType::kIQ4_NL)].vec_dot_tile = avx2::iq4_nl_q8_0_vec_dot_tile;
+  t.dtypes[dtype_slot(DType::kIQ4_XS)].vec_dot_tile = avx2::iq4_xs_q8_k_vec_dot_tile;
 }
 
 void install_avx512_iquant_rows(KernelTable& t) {
   t.dtypes[dtype_slot(DType::kIQ4_NL)].vec_dot = avx512::iq4_nl_q8_0_vec_dot;
   t.dtypes[dtype_slot(DType::kIQ4_XS)].vec_dot = avx512::iq4_xs_q8_k_vec_dot;
+  t.dtypes[dtype_slot(DType::kIQ4_NL)].vec_dot_tile = avx512::iq4_nl_q8_0_vec_dot_tile;
+  t.dtypes[dtype_slot(DType::kIQ4_XS)].vec_dot_tile = avx512::iq4_xs_q8_k_vec_dot_tile;
 }
 
 }  // namespace tessera::kernels

@@ -6,6 +6,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tessera/kernels/iquant_blocks.h"
@@ -70,6 +71,13 @@ void iq4_xs_from_float_weighted(const float* src, void* dst, int64_t n, const fl
 namespace avx2 {
 float iq4_nl_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 float iq4_xs_q8_k_vec_dot(const void* row, const void* x, int64_t n);
+// vec_dot_tile (kernel_table.h) of each: every output bit-identical to its vec_dot.
+void iq4_nl_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                              size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                              int64_t n);
+void iq4_xs_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                              size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                              int64_t n);
 }  // namespace avx2
 
 // AVX-512 (F, BW, VL, VNNI) variants (avx512_iquants.cpp), bit-identical likewise.
@@ -77,12 +85,19 @@ float iq4_xs_q8_k_vec_dot(const void* row, const void* x, int64_t n);
 namespace avx512 {
 float iq4_nl_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 float iq4_xs_q8_k_vec_dot(const void* row, const void* x, int64_t n);
+void iq4_nl_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                              size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                              int64_t n);
+void iq4_xs_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                              size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride,
+                              int64_t n);
 }  // namespace avx512
 
 // Fills the IQ4_NL and IQ4_XS rows of `t` with the scalar references.
 void install_scalar_iquant_rows(KernelTable& t);
-// Replace the vec_dot entries of those rows with the AVX2 / AVX-512 variants. Preconditions: the
-// rows are filled and the CPU has the instruction set.
+// Replace the vec_dot entries of those rows with the AVX2 / AVX-512 variants and set their
+// vec_dot_tile (the scalar rows have none). Preconditions: the rows are filled and the CPU has
+// the instruction set.
 void install_avx2_iquant_rows(KernelTable& t);
 void install_avx512_iquant_rows(KernelTable& t);
 

@@ -540,6 +540,8 @@ void install_avx2_kquant_low_rows(KernelTable& t) {
   TS_CHECK(q2.dot != nullptr && q3.dot != nullptr);
   q2.vec_dot = avx2::q2_k_q8_k_vec_dot;
   q3.vec_dot = avx2::q3_k_q8_k_vec_dot;
+  q2.vec_dot_tile = avx2::q2_k_q8_k_vec_dot_tile;
+  q3.vec_dot_tile = avx2::q3_k_q8_k_vec_dot_tile;
 }
 
 void install_avx512_kquant_low_rows(KernelTable& t) {
@@ -548,6 +550,8 @@ void install_avx512_kquant_low_rows(KernelTable& t) {
   TS_CHECK(q2.dot != nullptr && q3.dot != nullptr);
   q2.vec_dot = avx512::q2_k_q8_k_vec_dot;
   q3.vec_dot = avx512::q3_k_q8_k_vec_dot;
+  q2.vec_dot_tile = avx512::q2_k_q8_k_vec_dot_tile;
+  q3.vec_dot_tile = avx512::q3_k_q8_k_vec_dot_tile;
 }
 
 }  // namespace tessera::kernels

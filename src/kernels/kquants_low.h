@@ -5,6 +5,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tessera/kernels/kernel_table.h"
@@ -69,16 +70,26 @@ void q2_k_from_float_weighted(const float* src, void* dst, int64_t n, const floa
 namespace avx2 {
 float q2_k_q8_k_vec_dot(const void* row, const void* x, int64_t n);
 float q3_k_q8_k_vec_dot(const void* row, const void* x, int64_t n);
+// vec_dot_tile (kernel_table.h) of each: every output bit-identical to its vec_dot.
+void q2_k_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
+void q3_k_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
 }  // namespace avx2
 namespace avx512 {
 float q2_k_q8_k_vec_dot(const void* row, const void* x, int64_t n);
 float q3_k_q8_k_vec_dot(const void* row, const void* x, int64_t n);
+void q2_k_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
+void q3_k_q8_k_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
 }  // namespace avx512
 
 // Fills the Q2_K and Q3_K rows of `t` with the scalar references.
 void install_scalar_kquant_low_rows(KernelTable& t);
-// Replace the Q2_K/Q3_K vec_dot entries with the AVX2 / AVX-512 variants. Preconditions: the rows
-// are filled (install_scalar_kquant_low_rows) and the CPU has the set.
+// Replace the Q2_K/Q3_K vec_dot entries with the AVX2 / AVX-512 variants and set their
+// vec_dot_tile (the scalar rows have none). Preconditions: the rows are filled
+// (install_scalar_kquant_low_rows) and the CPU has the set.
 void install_avx2_kquant_low_rows(KernelTable& t);
 void install_avx512_kquant_low_rows(KernelTable& t);
 

@@ -6,6 +6,7 @@
 // blocks of the stated format. Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tessera/kernels/kernel_table.h"
@@ -73,6 +74,13 @@ namespace avx2 {
 float q5_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 float q4_1_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 float q5_1_q8_0_vec_dot(const void* row, const void* x, int64_t n);
+// vec_dot_tile (kernel_table.h) of each: every output bit-identical to the vec_dot above.
+void q5_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
+void q4_1_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
+void q5_1_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
 }  // namespace avx2
 
 // AVX-512 VNNI vec_dots (avx512_legacy_quants.cpp), bit-identical to the scalar ones.
@@ -81,9 +89,17 @@ namespace avx512 {
 float q5_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 float q4_1_q8_0_vec_dot(const void* row, const void* x, int64_t n);
 float q5_1_q8_0_vec_dot(const void* row, const void* x, int64_t n);
+// vec_dot_tile (kernel_table.h) of each: every output bit-identical to the vec_dot above.
+void q5_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
+void q4_1_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
+void q5_1_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const void* x,
+                            size_t x_row_bytes, int n_tokens, float* y, int64_t y_stride, int64_t n);
 }  // namespace avx512
 
-// Replace the three rows' vec_dot with the AVX2 / AVX-512 variants. Precondition: the rows are
+// Replace the three rows' vec_dot with the AVX2 / AVX-512 variants and set their vec_dot_tile
+// (the scalar rows have none: matmul then runs vec_dot per output). Precondition: the rows are
 // filled (install_scalar_legacy_quant_rows) and the CPU has the named set.
 void install_avx2_legacy_quant_rows(KernelTable& t);
 void install_avx512_legacy_quant_rows(KernelTable& t);

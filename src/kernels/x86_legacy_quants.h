@@ -1,6 +1,7 @@
 // The Q4_1 / Q5_0 / Q5_1 x Q8_0 vec_dot bodies shared by the AVX2 and AVX-512 translation units,
 // parameterized by how 32 unsigned bytes meet 32 signed ones (`Dot::u8s8`: maddubs + madd on AVX2,
-// vpdpbusd on AVX-512 VNNI). Not a public header: each including file gets its own internal copy
+// vpdpbusd on AVX-512 VNNI; `Dot::acc(c, u, s)` = c + u8s8(u, s), one vpdpbusd with VNNI), and
+// their tiles' block formats (x86_tile32.h). Not a public header: each including file gets its own internal copy
 // compiled with its own flags, so the linker never merges a wide body into baseline code.
 //
 // Blocks go four at a time: their integer sums are reduced together by a hadd tree, and the float
@@ -16,6 +17,7 @@
 
 #include "tessera/kernels/legacy_quant_blocks.h"
 #include "tessera/kernels/quant_blocks.h"
+#include "x86_tile32.h"
 
 namespace tessera::kernels {
 namespace {
@@ -122,6 +124,56 @@ float affine_vec_dot_body(const Block* w, const BlockQ8_0* a, int64_t nb) {
   }
   return sum;
 }
+
+// ---- Tile formats (x86_tile32.h) -------------------------------------------------------------
+
+// Q5_0: the tokens' -16 * sum(a) is formed once per token and block and starts each output's
+// accumulator, so per (row, token) one Dot::acc gives s - 16 t.
+template <class Dot>
+struct Q5_0Format {
+  using Block = BlockQ5_0;
+  static constexpr bool kAffine = false;
+  struct Weight {
+    __m256i l;  // levels 0..31
+  };
+  struct Act {
+    __m256i q, start;
+  };
+  static Weight weight(const Block& b) {
+    return {_mm256_or_si256(nibble_levels(b.qs), fifth_bits(b.qh))};
+  }
+  static Act act(const BlockQ8_0& a) {
+    const __m256i q = load32(a.qs);
+    return {q, _mm256_sub_epi32(_mm256_setzero_si256(), Dot::u8s8(_mm256_set1_epi8(16), q))};
+  }
+  static __m256i dot(const Weight& w, const Act& a) { return Dot::acc(a.start, w.l, a.q); }
+};
+
+// Q4_1 (kFiveBits false) and Q5_1 (true): s = sum l * a per (row, token), t = sum a per token.
+template <class Dot, class B, bool kFiveBits>
+struct AffineFormat {
+  using Block = B;
+  static constexpr bool kAffine = true;
+  struct Weight {
+    __m256i l;
+  };
+  struct Act {
+    __m256i q;
+  };
+  static Weight weight(const Block& b) {
+    __m256i l = nibble_levels(b.qs);
+    if constexpr (kFiveBits) l = _mm256_or_si256(l, fifth_bits(b.qh));
+    return {l};
+  }
+  static Act act(const BlockQ8_0& a) { return {load32(a.qs)}; }
+  static __m256i quant_sum(const Act& a) { return Dot::u8s8(_mm256_set1_epi8(1), a.q); }
+  static __m256i dot(const Weight& w, const Act& a) { return Dot::u8s8(w.l, a.q); }
+};
+
+template <class Dot>
+using Q4_1Format = AffineFormat<Dot, BlockQ4_1, false>;
+template <class Dot>
+using Q5_1Format = AffineFormat<Dot, BlockQ5_1, true>;
 
 }  // namespace
 }  // namespace tessera::kernels

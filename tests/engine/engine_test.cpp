@@ -143,7 +143,8 @@ TEST_F(EngineTest, BatchInvarianceHoldsForEveryWeightType) {
   for (kernels::DType dt : {kernels::DType::kF32, kernels::DType::kF16, kernels::DType::kBF16,
                             kernels::DType::kQ4_0, kernels::DType::kQ4_1, kernels::DType::kQ5_0,
                             kernels::DType::kQ5_1, kernels::DType::kQ4_K, kernels::DType::kQ6_K,
-                            kernels::DType::kQ3_K, kernels::DType::kQ2_K}) {
+                            kernels::DType::kQ3_K, kernels::DType::kQ2_K, kernels::DType::kIQ4_NL,
+                            kernels::DType::kIQ4_XS}) {
     SCOPED_TRACE(kernels::dtype_name(dt));
     model::SynthOptions so;
     so.shape = *model::find_synth_shape("tiny");

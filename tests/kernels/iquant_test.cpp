@@ -2,7 +2,9 @@
 // definition (not from our encoder), an independent dequantizer written here from the documented
 // layout against to_float on random bytes, quantizer round trips within the bounds stated in
 // iquants.h, dot and vec_dot against f64 references, and the AVX2 / AVX-512 vec_dots bit for bit
-// against the scalar references (skipped on CPUs without those sets).
+// against the scalar references (skipped on CPUs without those sets), their vec_dot_tiles bit for
+// bit against the vec_dots in every tile shape, and matmuls of several tokens at once against one
+// at a time.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tessera/kernels/cpu_features.h"
@@ -22,6 +25,7 @@
 #include "tessera/kernels/ops.h"
 #include "tessera/kernels/quant_blocks.h"
 #include "tessera/kernels/scalar_kernels.h"
+#include "tile_check.h"
 
 namespace tessera::kernels {
 namespace {
@@ -500,6 +504,89 @@ TEST(IQuantSimd, ActiveTableAgreesWithScalarTable) {
     const float want = ref.vec_dot(w.data(), a.data(), n);
     const float got = act.vec_dot(w.data(), a.data(), n);
     EXPECT_EQ(std::memcmp(&want, &got, sizeof(float)), 0) << dtype_name(t);
+  }
+}
+
+// ---- Tiles ------------------------------------------------------------------------------------
+
+// Every tile shape against the same ISA's vec_dot (bit-identical to the scalar reference) on
+// random blocks, quantizer output and extreme levels against extreme activations, rows and
+// tokens padded apart.
+TEST(IQuantSimd, TileIsBitIdenticalToVecDot) {
+  struct Tiles {
+    const char* name;
+    bool available;
+    VecDot nl, xs;
+    tile_check::VecDotTile nl_tile, xs_tile;
+  };
+  const Tiles tiles[] = {
+      {"avx2", cpu_features().has_avx2_set(), avx2::iq4_nl_q8_0_vec_dot, avx2::iq4_xs_q8_k_vec_dot,
+       avx2::iq4_nl_q8_0_vec_dot_tile, avx2::iq4_xs_q8_k_vec_dot_tile},
+      {"avx512", cpu_features().has_avx512_set(), avx512::iq4_nl_q8_0_vec_dot,
+       avx512::iq4_xs_q8_k_vec_dot, avx512::iq4_nl_q8_0_vec_dot_tile,
+       avx512::iq4_xs_q8_k_vec_dot_tile},
+  };
+  std::mt19937_64 rng(78);
+  int ran = 0;
+  for (const Tiles& v : tiles) {
+    if (!v.available) continue;
+    ++ran;
+    for (DType t : kTypes) {
+      const bool nl = t == DType::kIQ4_NL;
+      const DType at = nl ? DType::kQ8_0 : DType::kQ8_K;
+      const int64_t bs = dtype_info(t).block_size;
+      const std::vector<int64_t> sizes = nl ? std::vector<int64_t>{32, 3 * 32, 18 * 32, 4096}
+                                            : std::vector<int64_t>{256, 768, 11008};
+      for (int64_t n : sizes) {
+        const size_t w_row_bytes = dtype_row_bytes(t, n) + dtype_info(t).block_bytes;
+        const size_t x_row_bytes = dtype_row_bytes(at, n) + dtype_info(at).block_bytes;
+        std::vector<std::byte> w(w_row_bytes * kMaxTile), x(x_row_bytes * kMaxTile);
+        for (int rep = 0; rep < 3; ++rep) {
+          for (int r = 0; r < kMaxTile; ++r) {
+            std::byte* row = w.data() + r * w_row_bytes;
+            if (rep == 0) {
+              const auto b = random_blocks(t, n / bs, rng);
+              std::memcpy(row, b.data(), b.size());
+            } else {  // quantizer output, and (rep 2) every index at the -127 level
+              auto data = make_data(Shape::kOutliers, static_cast<size_t>(n), rng(), 1.0f);
+              if (rep == 2) std::fill(data.begin(), data.end(), -1.0f);
+              kernels_for(scalar_kernel_table(), t).from_float(data.data(), row, n);
+            }
+          }
+          for (int tok = 0; tok < kMaxTile; ++tok) {
+            auto a = random_activations(at, n, rng);
+            if (rep == 2 && nl) {
+              auto* b = reinterpret_cast<BlockQ8_0*>(a.data());
+              for (int64_t i = 0; i < n / 32; ++i) std::fill(b[i].qs, b[i].qs + 32, -127);
+            } else if (rep == 2) {
+              auto* b = reinterpret_cast<BlockQ8_K*>(a.data());
+              for (int64_t i = 0; i < n / 256; ++i) {
+                std::fill(b[i].qs, b[i].qs + 256, -127);
+                std::fill(b[i].bsums, b[i].bsums + 16, static_cast<int16_t>(-127 * 16));
+              }
+            }
+            std::memcpy(x.data() + tok * x_row_bytes, a.data(), a.size());
+          }
+          tile_check::expect_tile_equals_vec_dot(
+              nl ? v.nl_tile : v.xs_tile, nl ? v.nl : v.xs, w.data(), w_row_bytes, x.data(),
+              x_row_bytes, n, std::string(dtype_name(t)) + " " + v.name + " rep " + std::to_string(rep));
+        }
+      }
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "CPU lacks AVX2 and AVX-512";
+}
+
+// Batch invariance through matmul: 13 rows (a partial row tile), 576 (IQ4_NL) or 512 columns,
+// tokens in one call (tiles, partial token tiles) against one call per token (vec_dot).
+TEST(IQuant, MatmulOfSeveralTokensEqualsOneAtATime) {
+  for (DType t : kTypes) {
+    const int64_t cols = t == DType::kIQ4_NL ? 576 : 512;
+    for (int64_t tokens : {2, 5, 9}) {
+      const bool tiled = tile_check::expect_matmul_batch_invariant(t, 13, cols, tokens, 950 + tokens);
+      EXPECT_EQ(tiled, cpu_features().has_avx2_set() && std::string(kernel_table().isa) != "scalar")
+          << dtype_name(t);
+    }
   }
 }
 

@@ -2,7 +2,9 @@
 // definition (not from our encoder), an independent dequantizer written here from the documented
 // layout against to_float, quantizer round trips within stated bounds, special values, vec_dot and
 // dot against f64 dots, the AVX2 and AVX-512 vec_dots bit for bit against the scalar references
-// (skipped on CPUs without them), and a matmul through the active kernel table.
+// (skipped on CPUs without them), their vec_dot_tiles bit for bit against the vec_dots in every
+// tile shape, and matmuls through the active kernel table (several tokens at once equal to one at
+// a time).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "tessera/kernels/kquants.h"
 #include "tessera/kernels/kquants_low.h"
 #include "tessera/kernels/ops.h"
+#include "tile_check.h"
 
 namespace tessera::kernels {
 namespace {
@@ -546,6 +549,69 @@ TEST(KQuantLowSimd, ActiveTableAgreesWithScalarTable) {
     EXPECT_EQ(kernels_for(t).vec_dot(qa.data(), xa.data(), n),
               kernels_for(scalar_kernel_table(), t).vec_dot(qa.data(), xa.data(), n))
         << dtype_name(t) << " isa " << kernel_table().isa;
+  }
+}
+
+// ---- Tiles ------------------------------------------------------------------------------------
+
+struct TileVariant {
+  const char* isa;
+  bool (*available)();
+  DType type;
+  VecDot vec_dot;
+  tile_check::VecDotTile tile;
+};
+const TileVariant kTiles[] = {
+    {"avx2", have_avx2, DType::kQ3_K, avx2::q3_k_q8_k_vec_dot, avx2::q3_k_q8_k_vec_dot_tile},
+    {"avx2", have_avx2, DType::kQ2_K, avx2::q2_k_q8_k_vec_dot, avx2::q2_k_q8_k_vec_dot_tile},
+    {"avx512", have_avx512, DType::kQ3_K, avx512::q3_k_q8_k_vec_dot, avx512::q3_k_q8_k_vec_dot_tile},
+    {"avx512", have_avx512, DType::kQ2_K, avx512::q2_k_q8_k_vec_dot, avx512::q2_k_q8_k_vec_dot_tile},
+};
+
+// Every tile shape against the same ISA's vec_dot (bit-identical to the scalar reference) on
+// random blocks and quantized data: one, three and 43 super-blocks, rows and tokens padded apart.
+TEST(KQuantLowSimd, TileIsBitIdenticalToVecDot) {
+  std::mt19937_64 rng(44);
+  int ran = 0;
+  for (const auto& p : kTiles) {
+    if (!p.available()) continue;
+    ++ran;
+    const int64_t block_bytes = dtype_info(p.type).block_bytes;
+    for (int64_t n : {int64_t{256}, int64_t{768}, int64_t{11008}}) {
+      const size_t w_row_bytes = dtype_row_bytes(p.type, n) + block_bytes;
+      const size_t x_row_bytes = (n / kQK_K + 1) * sizeof(BlockQ8_K);
+      std::vector<std::byte> w(w_row_bytes * kMaxTile), x(x_row_bytes * kMaxTile);
+      for (int rep = 0; rep < 2; ++rep) {
+        for (int r = 0; r < kMaxTile; ++r) {
+          std::byte* row = w.data() + r * w_row_bytes;
+          if (rep == 0) {
+            for (int64_t b = 0; b < n / kQK_K; ++b) randomize_block(p.type, row + b * block_bytes, rng);
+          } else {
+            const auto wf = make_data(Shape::kNormal, static_cast<size_t>(n), rng(), 0.02f);
+            kernels_for(scalar_kernel_table(), p.type).from_float(wf.data(), row, n);
+          }
+        }
+        for (int t = 0; t < kMaxTile; ++t) {
+          const auto a = random_q8_k(n, rng);
+          std::memcpy(x.data() + t * x_row_bytes, a.data(), a.size() * sizeof(BlockQ8_K));
+        }
+        tile_check::expect_tile_equals_vec_dot(p.tile, p.vec_dot, w.data(), w_row_bytes, x.data(),
+                                               x_row_bytes, n,
+                                               std::string(dtype_name(p.type)) + " " + p.isa);
+      }
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "CPU lacks AVX2 and AVX-512";
+}
+
+// Batch invariance through matmul: 13 rows (a partial row tile), 512 columns, tokens in one call
+// (tiles, partial token tiles) against one call per token (vec_dot).
+TEST(KQuantLow, MatmulOfSeveralTokensEqualsOneAtATime) {
+  for (DType t : kTypes) {
+    for (int64_t tokens : {2, 5, 9}) {
+      const bool tiled = tile_check::expect_matmul_batch_invariant(t, 13, 512, tokens, 900 + tokens);
+      EXPECT_EQ(tiled, have_avx2() && std::string(kernel_table().isa) != "scalar") << dtype_name(t);
+    }
   }
 }
 

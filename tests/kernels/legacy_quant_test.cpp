@@ -2,7 +2,8 @@
 // definition (not from our encoder), an independent dequantizer written here from that
 // definition, quantizer round trips within stated bounds, dot and vec_dot against f64 dots, the
 // AVX2 / AVX-512 vec_dots bit for bit against the scalar references (skipped where the CPU lacks
-// the set), and a matmul through the active kernel table.
+// the set), their vec_dot_tiles bit for bit against the vec_dots in every tile shape, and a matmul
+// through the active kernel table (several tokens at once equal to one at a time).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "tessera/kernels/ops.h"
 #include "tessera/kernels/quant_blocks.h"
 #include "tessera/kernels/scalar_kernels.h"
+#include "tile_check.h"
 
 namespace tessera::kernels {
 namespace {
@@ -386,6 +388,76 @@ TEST(LegacyQuantSimd, VecDotIsBitIdenticalToScalar) {
     }
   }
   if (ran == 0) GTEST_SKIP() << "CPU lacks AVX2+FMA+F16C";
+}
+
+using tile_check::VecDotTile;
+struct TileVariant {
+  DType type;
+  const char* isa;
+  VecDot vec_dot;
+  VecDotTile tile;
+  bool available;
+};
+
+std::vector<TileVariant> tile_variants() {
+  const bool avx2 = cpu_features().has_avx2_set();
+  const bool avx512 = cpu_features().has_avx512_set();
+  return {
+      {DType::kQ5_0, "avx2", avx2::q5_0_q8_0_vec_dot, avx2::q5_0_q8_0_vec_dot_tile, avx2},
+      {DType::kQ4_1, "avx2", avx2::q4_1_q8_0_vec_dot, avx2::q4_1_q8_0_vec_dot_tile, avx2},
+      {DType::kQ5_1, "avx2", avx2::q5_1_q8_0_vec_dot, avx2::q5_1_q8_0_vec_dot_tile, avx2},
+      {DType::kQ5_0, "avx512", avx512::q5_0_q8_0_vec_dot, avx512::q5_0_q8_0_vec_dot_tile, avx512},
+      {DType::kQ4_1, "avx512", avx512::q4_1_q8_0_vec_dot, avx512::q4_1_q8_0_vec_dot_tile, avx512},
+      {DType::kQ5_1, "avx512", avx512::q5_1_q8_0_vec_dot, avx512::q5_1_q8_0_vec_dot_tile, avx512},
+  };
+}
+
+// Every tile shape against the same ISA's vec_dot (itself bit-identical to the scalar reference)
+// on random blocks and on quantized data, rows and tokens not adjacent in memory.
+TEST(LegacyQuantSimd, TileIsBitIdenticalToVecDot) {
+  std::mt19937_64 rng(43);
+  int ran = 0;
+  for (const TileVariant& v : tile_variants()) {
+    if (!v.available) continue;
+    ++ran;
+    const int64_t block_bytes = dtype_info(v.type).block_bytes;
+    for (int64_t nb : kRowBlocks) {
+      const int64_t n = nb * kQK;
+      const size_t w_row_bytes = dtype_row_bytes(v.type, n) + 2 * block_bytes;  // padded rows
+      const size_t x_row_bytes = (nb + 1) * sizeof(BlockQ8_0);
+      std::vector<std::byte> w(w_row_bytes * kMaxTile), x(x_row_bytes * kMaxTile);
+      for (int rep = 0; rep < 2; ++rep) {
+        for (int r = 0; r < kMaxTile; ++r) {
+          std::byte* row = w.data() + r * w_row_bytes;
+          if (rep == 0) {
+            for (int64_t b = 0; b < nb; ++b) randomize_block(v.type, row + b * block_bytes, rng);
+          } else {
+            const auto wf = make_data(Shape::kNormal, static_cast<size_t>(n), rng(), 0.02f);
+            kernels_for(scalar_kernel_table(), v.type).from_float(wf.data(), row, n);
+          }
+        }
+        for (int t = 0; t < kMaxTile; ++t) {
+          const auto a = random_q8_0(nb, rng);
+          std::memcpy(x.data() + t * x_row_bytes, a.data(), a.size() * sizeof(BlockQ8_0));
+        }
+        tile_check::expect_tile_equals_vec_dot(v.tile, v.vec_dot, w.data(), w_row_bytes, x.data(),
+                                               x_row_bytes, n, name(v.type) + " " + v.isa);
+      }
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "CPU lacks AVX2+FMA+F16C";
+}
+
+// Batch invariance through matmul: 13 rows (a partial row tile), 576 columns (18 blocks), tokens
+// in one call (tiles, partial token tiles) against one call per token (vec_dot).
+TEST(LegacyQuant, MatmulOfSeveralTokensEqualsOneAtATime) {
+  for (DType t : kTypes) {
+    for (int64_t tokens : {2, 5, 9}) {
+      const bool tiled = tile_check::expect_matmul_batch_invariant(t, 13, 576, tokens, 800 + tokens);
+      EXPECT_EQ(tiled, cpu_features().has_avx2_set() && std::string(kernel_table().isa) != "scalar")
+          << name(t);
+    }
+  }
 }
 
 // The active table agrees with the scalar table for every entry (conversions stay scalar).

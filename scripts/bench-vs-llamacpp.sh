@@ -43,7 +43,7 @@ for shape in $shapes; do
       }
       run_llama() {
         "$tessera" bench machine -t "$threads" --reps 1 --json > "$dir/results/probe-before-$tag-r$round.json"
-        "$llama_bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -o json \
+        "$llama_bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -mmp 0 -o json \
           > "$dir/results/llamacpp-$tag-r$round.json" 2>/dev/null
         "$tessera" bench machine -t "$threads" --reps 1 --json > "$dir/results/probe-after-$tag-r$round.json"
       }

@@ -40,8 +40,7 @@ int run_kl(const EvalArgs& a) {
   if (a.base.empty() == a.base_logits.empty()) return fail("pass --base MODEL or --base-logits FILE");
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
-  const int threads = a.threads > 0 ? a.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = a.threads > 0 ? a.threads : hardware_threads();
   ThreadPool pool(threads);
   bench::PerplexityOptions o;
   o.ctx = a.ctx;
@@ -93,8 +92,7 @@ int run_perplexity(const EvalArgs& a) {
   const std::string& text = *read;
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
-  const int threads = a.threads > 0 ? a.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = a.threads > 0 ? a.threads : hardware_threads();
   ThreadPool pool(threads);
   bench::PerplexityOptions o;
   o.ctx = a.ctx;
@@ -151,8 +149,7 @@ int run_imatrix(const EvalArgs& a) {
   if (!text.is_ok()) return fail(text.status());
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
-  const int threads = a.threads > 0 ? a.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = a.threads > 0 ? a.threads : hardware_threads();
   ThreadPool pool(threads);
   model::ActivationStatsOptions o;
   o.ctx = a.ctx;

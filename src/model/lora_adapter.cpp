@@ -9,7 +9,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "tessera/base/thread_pool.h"
 #include "tessera/kernels/kernel_table.h"
@@ -363,7 +362,7 @@ Result<MergeReport> merge_lora(const ModelFile& base, const LoraAdapter& adapter
   MergeReport report;
   GgufWriter w;
   for (const auto& [key, value] : base.metadata.entries()) w.metadata().set(key, value);
-  ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  ThreadPool pool(hardware_threads());
   for (const TensorInfo& t : base.tensors) {
     std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + std::max(1, t.n_dims));
     const LoraMatrix* m = adapter.find(t.name);

@@ -344,10 +344,11 @@ nlohmann::json HttpBackend::describe() const {
           {"io_threads", o.io_threads},
           {"timeout_s", o.timeout_s},
           {"ignore_eos", o.ignore_eos},
-          {"include_usage", o.include_usage}};
+          {"include_usage", o.include_usage},
+          {"body_variants", o.body_variants.size()}};
 }
 
-std::string HttpBackend::request_body(const QuerySample& s) const {
+std::string HttpBackend::request_body(const QuerySample& s, uint64_t query_id) const {
   const auto& o = impl_->options;
   nlohmann::json j = {{"model", o.model},
                       {"max_tokens", s.max_output_tokens},
@@ -361,11 +362,12 @@ std::string HttpBackend::request_body(const QuerySample& s) const {
   }
   if (o.include_usage) j["stream_options"] = {{"include_usage", true}};
   if (o.ignore_eos) j["ignore_eos"] = true;
+  if (!o.body_variants.empty()) j.merge_patch(o.body_variants[query_id % o.body_variants.size()]);
   return j.dump();
 }
 
 void HttpBackend::issue(const Query& q, QueryObserver* observer) {
-  auto session = std::make_shared<Session>(impl_.get(), q.id, observer, request_body(*q.sample));
+  auto session = std::make_shared<Session>(impl_.get(), q.id, observer, request_body(*q.sample, q.id));
   session->start();
 }
 

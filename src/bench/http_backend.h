@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/bench/system_under_test.h"
 
@@ -29,6 +30,10 @@ struct HttpBackendOptions {
   bool include_usage = true;  // stream_options.include_usage
   double temperature = 0.0;
   int max_idle_connections = 4096;
+  // Per-query changes to the body: query `id` gets body_variants[id % size] merged in (RFC 7386
+  // merge patch: a null value removes the field). For mixes such as requests spread over LoRA
+  // adapters ({"model": "base:a1"}, ... or llama-server's {"lora": [{"id": 1, "scale": 1}]}).
+  std::vector<nlohmann::json> body_variants;
 };
 
 struct ParsedUrl {
@@ -48,8 +53,8 @@ class HttpBackend final : public SystemUnderTest {
   nlohmann::json describe() const override;
   void issue(const Query& query, QueryObserver* observer) override;
 
-  // The JSON body sent for `sample` (for tests and --dry-run).
-  std::string request_body(const QuerySample& sample) const;
+  // The JSON body sent for `sample` as query `query_id` (for tests and --dry-run).
+  std::string request_body(const QuerySample& sample, uint64_t query_id = 0) const;
 
   struct Impl;  // the io_context, threads and connection pool (http_backend.cpp)
 

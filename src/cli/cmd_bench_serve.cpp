@@ -69,6 +69,7 @@ struct ServeArgs {
   int io_threads = 1;
   bool ignore_eos = false;
   bool no_usage = false;
+  std::string body_variants;  // JSONL of objects merged into the request bodies, cycled
   int threads = 0;
   int parallel = engine::EngineOptions{}.max_running;
   int64_t ctx_size = 0;
@@ -85,6 +86,26 @@ struct Target {
   std::unique_ptr<bench::SystemUnderTest> sut;
   std::string name;
 };
+
+// One JSON object per non-empty line. Errors: kNotFound (unreadable), kInvalidArgument naming the
+// line that is not a JSON object, or a file with none.
+Result<std::vector<nlohmann::json>> read_body_variants(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status(ErrorCode::kNotFound, "--body-variants: cannot read '" + path + "'");
+  std::vector<nlohmann::json> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) {
+      return invalid_argument(
+          fmt::format("--body-variants: {} line {} is not a JSON object", path, n));
+    }
+    out.push_back(std::move(j));
+  }
+  if (out.empty()) return invalid_argument("--body-variants: " + path + " has no JSON object");
+  return out;
+}
 
 Result<Target> make_target(const ServeArgs& a) {
   Target t;
@@ -135,6 +156,9 @@ Result<Target> make_target(const ServeArgs& a) {
     o.io_threads = a.io_threads;
     o.ignore_eos = a.ignore_eos;
     o.include_usage = !a.no_usage;
+    if (!a.body_variants.empty()) {
+      TS_ASSIGN_OR_RETURN(o.body_variants, read_body_variants(a.body_variants));
+    }
     TS_ASSIGN_OR_RETURN(t.sut, bench::HttpBackend::create(o));
     if (!a.tokenizer.empty()) {
       TS_ASSIGN_OR_RETURN(auto f, model::open_model_file(a.tokenizer));
@@ -436,6 +460,9 @@ void add_bench_serve_command(CLI::App* bench, RunFn& run) {
   c->add_option("--io-threads", a->io_threads, "HTTP client threads (1 or 2)")
       ->capture_default_str();
   c->add_flag("--ignore-eos", a->ignore_eos, "HTTP: send ignore_eos (exact output lengths)");
+  c->add_option("--body-variants", a->body_variants,
+                 "HTTP: JSONL file of objects merged into the request bodies, query i taking line "
+                 "i mod N (e.g. {\"model\": \"base:a1\"} per line to spread requests over adapters)");
   c->add_flag("--no-usage", a->no_usage,
               "HTTP: do not ask for stream usage (count one token per chunk)");
   c->add_option("--threads,-t", a->threads, "inproc: compute threads (default: all cores)");

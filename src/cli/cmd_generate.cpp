@@ -12,6 +12,7 @@
 #include "tessera/base/thread_pool.h"
 #include "tessera/engine/engine.h"
 #include "tessera/engine/generator.h"
+#include "tessera/model/lora_adapter.h"
 
 namespace tessera::cli {
 namespace {
@@ -26,6 +27,7 @@ struct GenerateArgs {
   int threads = 0;
   bool json = false;
   bool no_special = false;
+  std::string lora;  // LoRA adapter (PEFT directory or GGUF LoRA) applied to every token
   SpecArgs spec;
 };
 
@@ -142,6 +144,17 @@ int run_generate(const GenerateArgs& a) {
                                                                .count());
   std::vector<int32_t> prompt = tokenizer->encode(a.prompt, !a.no_special, false);
   if (prompt.empty()) return fail("the prompt encodes to no tokens (pass a non-empty --prompt)");
+  if (!a.lora.empty()) {
+    if (spec->method != engine::SpecMethod::kNone) {
+      return fail("--lora with --spec is not supported yet");
+    }
+    auto adapter = model::load_lora_adapter(a.lora, model->file());
+    if (!adapter.is_ok()) return fail(adapter.status().with_context("--lora " + a.lora));
+    Status set = model->set_adapter(
+        0, std::make_shared<const model::LoraAdapter>(std::move(*adapter)));
+    if (!set.is_ok()) return fail(set.with_context("--lora " + a.lora));
+    opts.adapter_id = 0;
+  }
   if (spec->method != engine::SpecMethod::kNone) {
     return run_generate_speculative(a, std::move(model), std::move(tokenizer), std::move(*spec),
                                     std::move(prompt), opts.sampling);
@@ -215,6 +228,8 @@ void add_generate_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of streaming text");
   cmd->add_flag("--no-special", args->no_special, "Do not add BOS/EOS to the prompt");
+  cmd->add_option("--lora", args->lora,
+                  "LoRA adapter applied to every token (PEFT directory or GGUF LoRA), unmerged");
   add_spec_options(cmd, &args->spec);
   cmd->callback([&run, args] { run = [args] { return run_generate(*args); }; });
 }

@@ -59,7 +59,7 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt,
     batch.clear();
     const size_t end = std::min(prompt.size(), start + static_cast<size_t>(chunk));
     for (size_t i = start; i < end; ++i) {
-      batch.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+      batch.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size(), o.adapter_id);
     }
     TS_RETURN_IF_ERROR(model_.forward(batch, kv, logits, pool_));
   }
@@ -95,7 +95,7 @@ Result<GenerateResult> Generator::generate(std::span<const int32_t> prompt,
     }
     if (i + 1 == o.max_tokens) break;  // no forward needed for a token we will not extend
     batch.clear();
-    batch.add(next, static_cast<int32_t>(history.size() - 1), 0, true);
+    batch.add(next, static_cast<int32_t>(history.size() - 1), 0, true, o.adapter_id);
     if (i == 0) t_first = clock_->now_ns();
     TS_RETURN_IF_ERROR(model_.forward(batch, kv, logits, pool_));
     ++r.decode_steps;

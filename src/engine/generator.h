@@ -26,6 +26,8 @@ struct GenerateOptions {
   bool stop_at_end_of_generation = true;  // stop on EOS/EOT tokens
   int32_t prefill_chunk = 512;            // prompt rows per forward step
   kernels::DType kv_dtype = kernels::DType::kF16;  // KV cache storage: f16 (default) or f32
+  // LoRA adapter applied to every row (an id registered with Model::set_adapter); -1 = none.
+  int32_t adapter_id = -1;
 };
 
 enum class StopReason { kLength, kEndOfGeneration, kCallback };

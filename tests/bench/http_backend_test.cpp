@@ -99,6 +99,32 @@ TEST(HttpBackend, StreamsCompletionsWithExactUsage) {
   EXPECT_EQ(body["model"], "m");
 }
 
+TEST(HttpBackend, BodyVariantsAreMergedByQueryId) {
+  HttpBackendOptions o;
+  o.url = "http://127.0.0.1:1";
+  o.model = "base";
+  o.body_variants = {nlohmann::json{{"model", "base:a"}},
+                     nlohmann::json{{"lora", {{{"id", 1}, {"scale", 1.0}}}}, {"stream_options", nullptr}},
+                     nlohmann::json::object()};
+  auto b = HttpBackend::create(o);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  QuerySample s;
+  s.prompt = "p";
+  s.max_output_tokens = 2;
+  const auto q0 = nlohmann::json::parse((*b)->request_body(s, 0));
+  const auto q1 = nlohmann::json::parse((*b)->request_body(s, 1));
+  const auto q2 = nlohmann::json::parse((*b)->request_body(s, 2));
+  const auto q3 = nlohmann::json::parse((*b)->request_body(s, 3));
+  EXPECT_EQ(q0["model"], "base:a");
+  EXPECT_EQ(q1["model"], "base");
+  EXPECT_EQ(q1["lora"][0]["id"], 1);
+  EXPECT_FALSE(q1.contains("stream_options"));  // null removes a field (merge patch)
+  EXPECT_EQ(q2["model"], "base");
+  EXPECT_TRUE(q2.contains("stream_options"));
+  EXPECT_EQ(q3, q0);  // cycles
+  EXPECT_EQ(q0["prompt"], "p");
+}
+
 TEST(HttpBackend, ChatSkipsTheRoleChunkAndUsesThePrefixPath) {
   FakeOpenAiServer server;
   auto b = backend(server.url() + "/v1/", HttpApi::kChat);

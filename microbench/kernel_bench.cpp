@@ -39,6 +39,7 @@
 #include "tessera/kernels/kquants.h"
 #include "tessera/kernels/kquants_low.h"
 #include "tessera/kernels/legacy_quants.h"
+#include "tessera/kernels/lora.h"
 #include "tessera/kernels/ops.h"
 #include "tessera/kernels/probe.h"
 #include "tessera/base/thread_pool.h"
@@ -206,6 +207,23 @@ struct F16Cache {
 };
 
 // One decode row over n_pos cached positions.
+// One LoRA update y += s * B (A x) of a TinyLlama projection (n_in -> n_out) for `rows` rows of one
+// adapter: what a decode step adds per adapter segment and projection, one thread.
+void bm_lora(benchmark::State& state, const KernelTable* table, int64_t n_in, int64_t n_out,
+             int64_t rank, int64_t rows) {
+  const std::vector<float> a = random_floats(static_cast<size_t>(rank * n_in), 11);
+  const std::vector<float> b = random_floats(static_cast<size_t>(n_out * rank), 12);
+  const std::vector<float> x = random_floats(static_cast<size_t>(rows * n_in), 13);
+  std::vector<float> t(static_cast<size_t>(rows * rank));
+  std::vector<float> y(static_cast<size_t>(rows * n_out));
+  for (auto _ : state) {
+    lora_shrink(*table, a.data(), rank, n_in, x.data(), n_in, rows, t.data(), nullptr);
+    lora_expand(*table, b.data(), rank, n_out, t.data(), rows, 0.5f, y.data(), n_out, nullptr);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_counters(state, 4.0 * rank * (n_in + n_out), 4.0 * rows * rank * (n_in + n_out));
+}
+
 void bm_attention(benchmark::State& state, AttentionRowFn fn, int64_t n_pos) {
   constexpr int64_t H = kAttnH, NH = kAttnNH, NKV = kAttnNKV;
   const F16Cache cache(n_pos);
@@ -358,6 +376,17 @@ void register_all() {
     benchmark::RegisterBenchmark(name.c_str(), bm_decode_step, t)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+  }
+  for (const KernelTable* table : tables) {
+    for (int64_t rows : {1, 16}) {
+      for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 5632}, {5632, 2048}}) {
+        const std::string name = "lora/" + std::string(table->isa) + "/r16/" +
+                                 std::to_string(n_in) + "x" + std::to_string(n_out) + "/rows" +
+                                 std::to_string(rows);
+        benchmark::RegisterBenchmark(name.c_str(), bm_lora, table, n_in, n_out, 16, rows)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
   }
   for (int64_t n_pos : {128, 1024}) {
     for (const KernelTable* table : tables) {

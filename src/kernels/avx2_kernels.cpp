@@ -352,6 +352,21 @@ float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n) {
   return hsum(_mm256_add_ps(acc0, acc1));
 }
 
+void axpy(float a, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 p0 = _mm256_mul_ps(va, _mm256_loadu_ps(x + i));
+    const __m256 p1 = _mm256_mul_ps(va, _mm256_loadu_ps(x + i + 8));
+    _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), p0));
+    _mm256_storeu_ps(y + i + 8, _mm256_add_ps(_mm256_loadu_ps(y + i + 8), p1));
+  }
+  for (; i < n; ++i) {
+    const float p = a * x[i];
+    y[i] += p;
+  }
+}
+
 void silu_mul(float* gate, const float* up, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -374,6 +389,7 @@ void install_avx2_rows(KernelTable& t) {
   t.attention_row = avx2::attention_row;
   t.attention_rows = avx2::attention_rows;
   t.silu_mul = avx2::silu_mul;
+  t.axpy = avx2::axpy;
   t.q4_0x16_gemm = nullptr;  // no AVX2 kernels for the packed layouts yet: models keep GGUF rows
   t.q4_kx16_gemm = nullptr;
   t.q8_0x16_gemm = nullptr;

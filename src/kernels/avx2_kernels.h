@@ -50,6 +50,8 @@ float q4_0_q8_0_vec_dot(const void* row, const void* x, int64_t n);  // x: Q8_0
 // silu_mul with e^-g by a degree-6 polynomial after range reduction; within 2e-6 relative of the
 // scalar (std::exp) reference over [-20, 20] and the range ends (elementwise_test.cpp).
 void silu_mul(float* gate, const float* up, int64_t n);
+// y += a * x, 8 lanes (multiply, then add: the scalar row's bits).
+void axpy(float a, const float* x, float* y, int64_t n);
 
 }  // namespace avx2
 }  // namespace tessera::kernels

@@ -50,6 +50,7 @@ KernelTable make_scalar_table() {
   t.attention_row = scalar::attention_row;
   t.attention_rows = scalar::attention_rows;
   t.silu_mul = scalar::silu_mul;
+  t.axpy = scalar::axpy;
   t.q4_0x16_gemm = scalar::q4_0x16_q8_0_gemm;  // the oracles; forced-scalar runs test the layouts
   t.q4_kx16_gemm = scalar::q4_kx16_q8_k_gemm;
   t.q8_0x16_gemm = scalar::q8_0x16_q8_0_gemm;

@@ -49,6 +49,8 @@ struct KernelTable {
   AttentionRowsFn attention_rows = nullptr;  // the same for several rows of one sequence
   // gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i] (the SwiGLU FFN).
   void (*silu_mul)(float* gate, const float* up, int64_t n) = nullptr;
+  // y[i] += a * x[i] (a product rounded, then the sum: every row gives the same bits).
+  void (*axpy)(float a, const float* x, float* y, int64_t n) = nullptr;
   // Matmul of Q4_0 weights repacked into groups of 16 rows (packed_q4_0.h). Null where the
   // packed layout is not faster than the GGUF one (no kernel for this ISA yet): models then keep
   // Q4_0 weights as the file has them.

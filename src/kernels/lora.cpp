@@ -5,6 +5,13 @@
 #include "tessera/kernels/kernel_table.h"
 
 namespace tessera::kernels {
+namespace {
+
+// Multiply-adds below which a product runs on the calling thread (~30 us on one core): a decode
+// step's update of a few rows is smaller than the pool's fork and join.
+constexpr int64_t kParallelWork = int64_t{1} << 19;
+
+}  // namespace
 
 void lora_shrink(const KernelTable& table, const float* a, int64_t rank, int64_t n_in,
                  const float* x, int64_t x_stride, int64_t n_rows, float* t, ThreadPool* pool) {
@@ -16,27 +23,33 @@ void lora_shrink(const KernelTable& table, const float* a, int64_t rank, int64_t
     }
   };
   // Worth splitting only when there is enough work (rank x rows x n_in multiply-adds).
-  if (pool == nullptr || rank * n_rows * n_in < (int64_t{1} << 18)) {
+  if (pool == nullptr || rank * n_rows * n_in < kParallelWork) {
     run(0, rank);
   } else {
     pool->parallel_for(rank, std::max<int64_t>(1, rank / (4 * pool->size())), run);
   }
 }
 
-void lora_expand(const KernelTable& table, const float* b, int64_t rank, int64_t n_out,
+void lora_expand(const KernelTable& table, const float* bt, int64_t rank, int64_t n_out,
                  const float* t, int64_t n_rows, float scale, float* y, int64_t y_stride,
                  ThreadPool* pool) {
-  const auto dot = kernels_for(table, DType::kF32).dot;
-  auto run = [&](int64_t o0, int64_t o1) {
-    for (int64_t o = o0; o < o1; ++o) {
-      const float* bo = b + o * rank;
-      for (int64_t r = 0; r < n_rows; ++r) y[r * y_stride + o] += scale * dot(bo, t + r * rank, rank);
+  const auto axpy = table.axpy;
+  constexpr int64_t kSlice = 512;  // outputs per task: rank x 512 floats of Bt (32 KiB at rank 16)
+  auto run = [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t o0 = s * kSlice, len = std::min(kSlice, n_out - o0);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        const float* tr = t + r * rank;
+        float* yr = y + r * y_stride + o0;
+        for (int64_t k = 0; k < rank; ++k) axpy(scale * tr[k], bt + k * n_out + o0, yr, len);
+      }
     }
   };
-  if (pool == nullptr || rank * n_rows * n_out < (int64_t{1} << 18)) {
-    run(0, n_out);
+  const int64_t n_slices = (n_out + kSlice - 1) / kSlice;
+  if (pool == nullptr || rank * n_rows * n_out < kParallelWork) {
+    run(0, n_slices);
   } else {
-    pool->parallel_for(n_out, 64, run);
+    pool->parallel_for(n_slices, 1, run);
   }
 }
 

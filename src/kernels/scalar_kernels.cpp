@@ -178,6 +178,13 @@ void q4_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const
   }
 }
 
+void axpy(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float p = a * x[i];  // no contraction (-ffp-contract=off): the SIMD rows' bits
+    y[i] += p;
+  }
+}
+
 void silu_mul(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];

@@ -45,4 +45,7 @@ void q4_0_q8_0_vec_dot_tile(const void* w, size_t w_row_bytes, int n_rows, const
 // gate[i] = silu(gate[i]) * up[i], with std::exp.
 void silu_mul(float* gate, const float* up, int64_t n);
 
+// y[i] += a * x[i].
+void axpy(float a, const float* x, float* y, int64_t n);
+
 }  // namespace tessera::kernels::scalar

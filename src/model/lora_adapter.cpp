@@ -162,6 +162,15 @@ Result<std::pair<std::string, bool>> map_peft_name(const std::string& key) {
 }
 
 // GGML's adjacent-pair RoPE layout from a checkpoint's half-split one, on the rows of B.
+// B (n_out x rank, as files hold it) -> Bt (rank x n_out).
+std::vector<float> transpose_b(const std::vector<float>& b, int64_t n_out, int64_t rank) {
+  std::vector<float> bt(b.size());
+  for (int64_t o = 0; o < n_out; ++o) {
+    for (int64_t k = 0; k < rank; ++k) bt[static_cast<size_t>(k * n_out + o)] = b[static_cast<size_t>(o * rank + k)];
+  }
+  return bt;
+}
+
 void permute_rope_rows(std::vector<float>& b, int64_t n_out, int64_t rank, int64_t n_heads) {
   const int64_t hd = n_out / n_heads, half = hd / 2;
   std::vector<float> out(b.size());
@@ -176,8 +185,10 @@ void permute_rope_rows(std::vector<float>& b, int64_t n_out, int64_t rank, int64
   b = std::move(out);
 }
 
+// Fills m from the pair after checking it against the base; B comes back in `b` (n_out x rank)
+// for the caller to reorder (RoPE rows) before it is stored transposed.
 Status check_and_fill(const ModelFile& base, const std::string& target, const Pair& p,
-                      LoraMatrix& m) {
+                      LoraMatrix& m, std::vector<float>& b) {
   const TensorInfo* w = base.find_tensor(target);
   if (w == nullptr) {
     return invalid_argument(fmt::format("the base model has no tensor '{}' (another model's adapter?)", target));
@@ -206,7 +217,7 @@ Status check_and_fill(const ModelFile& base, const std::string& target, const Pa
                                         target, m.n_out, m.n_in, w->shape_string()));
   }
   TS_ASSIGN_OR_RETURN(m.a, to_f32(*p.a));
-  TS_ASSIGN_OR_RETURN(m.b, to_f32(*p.b));
+  TS_ASSIGN_OR_RETURN(b, to_f32(*p.b));
   return Status::ok();
 }
 
@@ -239,7 +250,8 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
   out.alpha = static_cast<float>(cfg.alpha);
   for (const auto& [target, p] : pairs) {
     LoraMatrix m;
-    TS_RETURN_IF_ERROR(check_and_fill(base, target, p, m));
+    std::vector<float> b;
+    TS_RETURN_IF_ERROR(check_and_fill(base, target, p, m, b));
     const double r = static_cast<double>(m.rank);
     m.scale = static_cast<float>(cfg.rslora ? cfg.alpha / std::sqrt(r) : cfg.alpha / r);
     const bool q = ends_with(target, ".attn_q.weight"), k = ends_with(target, ".attn_k.weight");
@@ -248,8 +260,9 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
       if (heads <= 0 || m.n_out % (2 * heads) != 0) {
         return invalid_argument(fmt::format("'{}': {} rows do not split into {} heads", target, m.n_out, heads));
       }
-      permute_rope_rows(m.b, m.n_out, m.rank, heads);
+      permute_rope_rows(b, m.n_out, m.rank, heads);
     }
+    m.bt = transpose_b(b, m.n_out, m.rank);
     out.matrices.push_back(std::move(m));
   }
   sort_by_base_order(base, out.matrices);
@@ -298,8 +311,10 @@ Result<LoraAdapter> load_gguf_lora(const std::string& path, const ModelFile& bas
   out.alpha = static_cast<float>(alpha);
   for (const auto& [target, p] : pairs) {
     LoraMatrix m;
-    TS_RETURN_IF_ERROR(check_and_fill(base, target, p, m));
+    std::vector<float> b;
+    TS_RETURN_IF_ERROR(check_and_fill(base, target, p, m, b));
     m.scale = alpha == 0.0 ? 1.0f : static_cast<float>(alpha / static_cast<double>(m.rank));
+    m.bt = transpose_b(b, m.n_out, m.rank);
     out.matrices.push_back(std::move(m));
   }
   sort_by_base_order(base, out.matrices);
@@ -323,7 +338,7 @@ int64_t LoraAdapter::max_rank() const {
 
 size_t LoraAdapter::bytes() const {
   size_t n = 0;
-  for (const auto& m : matrices) n += (m.a.size() + m.b.size()) * sizeof(float);
+  for (const auto& m : matrices) n += (m.a.size() + m.bt.size()) * sizeof(float);
   return n;
 }
 
@@ -383,7 +398,7 @@ Result<MergeReport> merge_lora(const ModelFile& base, const LoraAdapter& adapter
       for (int64_t r = r0; r < r1; ++r) {
         k.to_float(t.data + static_cast<size_t>(r) * row_bytes, row.data(), m->n_in);
         for (int64_t j = 0; j < m->rank; ++j) {
-          const float c = s * m->b[static_cast<size_t>(r * m->rank + j)];
+          const float c = s * m->bt[static_cast<size_t>(j * m->n_out + r)];
           const float* a = m->a.data() + j * m->n_in;
           for (int64_t i = 0; i < m->n_in; ++i) row[static_cast<size_t>(i)] += c * a[i];
         }

@@ -47,7 +47,9 @@ struct LoraMatrix {
   int64_t n_out = 0;       // rows of the base matrix (its ne[1])
   float scale = 1.0f;      // alpha / rank (see above)
   std::vector<float> a;    // rank x n_in, row-major: A's row k is a[k * n_in ...]
-  std::vector<float> b;    // n_out x rank, row-major, rows in the base's (GGUF) order
+  // B held transposed: rank x n_out, row-major (Bt's row k is column k of B, B's rows in the base's
+  // GGUF order), the layout the batched expand reads (kernels/lora.h). B[o][k] = bt[k * n_out + o].
+  std::vector<float> bt;
 };
 
 struct LoraAdapter {

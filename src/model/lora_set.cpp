@@ -96,7 +96,7 @@ void LoraSet::apply(int64_t layer, LoraSlot slot, std::span<const int32_t> ids, 
       const int64_t r0 = rows_.front();
       kernels::lora_shrink(table, m.a.data(), m.rank, m.n_in, x + r0 * x_stride, x_stride, n,
                            ts_.data(), pool);
-      kernels::lora_expand(table, m.b.data(), m.rank, m.n_out, ts_.data(), n, m.scale,
+      kernels::lora_expand(table, m.bt.data(), m.rank, m.n_out, ts_.data(), n, m.scale,
                            y + r0 * y_stride, y_stride, pool);
       continue;
     }
@@ -107,7 +107,7 @@ void LoraSet::apply(int64_t layer, LoraSlot slot, std::span<const int32_t> ids, 
                   static_cast<size_t>(m.n_in) * sizeof(float));
     }
     kernels::lora_shrink(table, m.a.data(), m.rank, m.n_in, xs_.data(), m.n_in, n, ts_.data(), pool);
-    kernels::lora_expand(table, m.b.data(), m.rank, m.n_out, ts_.data(), n, m.scale, ys_.data(),
+    kernels::lora_expand(table, m.bt.data(), m.rank, m.n_out, ts_.data(), n, m.scale, ys_.data(),
                          m.n_out, pool);
     for (int64_t i = 0; i < n; ++i) {
       float* yr = y + rows_[static_cast<size_t>(i)] * y_stride;

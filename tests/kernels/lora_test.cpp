@@ -51,11 +51,33 @@ TEST(Lora, ShrinkAndExpandMatchPlainReference) {
         }
         // Expand from the reference t, so each product is checked on its own.
         std::vector<float> tf(t_ref.begin(), t_ref.end());
-        lora_expand(*table, b.data(), c.rank, c.n_out, tf.data(), c.rows, scale, y.data(), c.n_out, p);
+        std::vector<float> bt(b.size());
+        for (int64_t o = 0; o < c.n_out; ++o) {
+          for (int64_t k = 0; k < c.rank; ++k) bt[k * c.n_out + o] = b[o * c.rank + k];
+        }
+        lora_expand(*table, bt.data(), c.rank, c.n_out, tf.data(), c.rows, scale, y.data(), c.n_out, p);
         for (size_t i = 0; i < y.size(); ++i) {
           EXPECT_NEAR(y[i], y_ref[i], 1e-4 * std::sqrt(double(c.rank)) * 40) << table->isa << " rank " << c.rank;
         }
       }
+    }
+  }
+}
+
+TEST(Lora, AxpyRowsGiveTheScalarBits) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t n : {0, 1, 7, 16, 33, 512, 1001}) {
+    std::vector<float> x(n), y0(n);
+    for (float& f : x) f = nd(rng);
+    for (float& f : y0) f = nd(rng);
+    std::vector<float> ys = y0, yv = y0;
+    scalar_kernel_table().axpy(0.37f, x.data(), ys.data(), n);
+    kernel_table().axpy(0.37f, x.data(), yv.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = y0[i] + 0.37f * x[i];
+      EXPECT_EQ(ys[i], want) << "scalar, n " << n << " i " << i;
+      EXPECT_EQ(yv[i], ys[i]) << kernel_table().isa << ", n " << n << " i " << i;
     }
   }
 }

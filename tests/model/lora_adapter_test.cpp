@@ -175,9 +175,14 @@ TEST_F(LoraAdapterTest, PeftAndGgufLoadTheSameMatrices) {
       EXPECT_FLOAT_EQ(x->scale, 8.0f / static_cast<float>(p.rank)) << target;
       EXPECT_FLOAT_EQ(y->scale, x->scale) << target;
       EXPECT_EQ(x->a, p.a) << target;
-      EXPECT_EQ(x->b, gguf_b(p, kTargets[i])) << target << ": B rows in GGUF order";
+      const std::vector<float> b = gguf_b(p, kTargets[i]);  // n_out x rank
+      std::vector<float> bt(b.size());
+      for (int64_t o = 0; o < x->n_out; ++o) {
+        for (int64_t k = 0; k < x->rank; ++k) bt[k * x->n_out + o] = b[o * x->rank + k];
+      }
+      EXPECT_EQ(x->bt, bt) << target << ": B rows in GGUF order, held transposed";
       EXPECT_EQ(y->a, x->a) << target;
-      EXPECT_EQ(y->b, x->b) << target;
+      EXPECT_EQ(y->bt, x->bt) << target;
     }
   }
   // The PEFT .safetensors path names the same adapter.

@@ -1,0 +1,248 @@
+#include "tessera/train/llama_trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "tessera/train/ops.h"
+
+namespace tessera::train {
+namespace {
+
+// Tensors per block, in layout order.
+enum BlockTensor { kAttnNorm, kQ, kK, kV, kO, kFfnNorm, kGate, kUp, kDown, kPerBlock };
+
+size_t block_tensor(int64_t layer, int j) { return 1 + static_cast<size_t>(layer) * kPerBlock + j; }
+
+// The ops with the pool for f32 and without for the f64 reference.
+void mm(const double* x, const double* w, double* y, int64_t n, int64_t k, int64_t m, ThreadPool*) {
+  matmul_forward(x, w, y, n, k, m);
+}
+void mm(const float* x, const float* w, float* y, int64_t n, int64_t k, int64_t m, ThreadPool* p) {
+  matmul_forward(x, w, y, n, k, m, p);
+}
+void mm_back(const double* dy, const double* x, const double* w, double* dx, double* dw, int64_t n,
+             int64_t k, int64_t m, ThreadPool*) {
+  matmul_backward(dy, x, w, dx, dw, n, k, m);
+}
+void mm_back(const float* dy, const float* x, const float* w, float* dx, float* dw, int64_t n,
+             int64_t k, int64_t m, ThreadPool* p) {
+  matmul_backward(dy, x, w, dx, dw, n, k, m, p);
+}
+void attn(const double* q, const double* k, const double* v, double* out, double* probs,
+          const AttentionShape& s, ThreadPool*) {
+  attention_forward(q, k, v, out, probs, s);
+}
+void attn(const float* q, const float* k, const float* v, float* out, float* probs,
+          const AttentionShape& s, ThreadPool* p) {
+  attention_forward(q, k, v, out, probs, s, p);
+}
+void attn_back(const double* dout, const double* q, const double* k, const double* v,
+               const double* probs, double* dq, double* dk, double* dv, const AttentionShape& s,
+               ThreadPool*) {
+  attention_backward(dout, q, k, v, probs, dq, dk, dv, s);
+}
+void attn_back(const float* dout, const float* q, const float* k, const float* v,
+               const float* probs, float* dq, float* dk, float* dv, const AttentionShape& s,
+               ThreadPool* p) {
+  attention_backward(dout, q, k, v, probs, dq, dk, dv, s, p);
+}
+double xent(const double* z, const int32_t* t, int64_t n, int64_t v, double* dz, double scale,
+            ThreadPool*) {
+  return cross_entropy(z, t, n, v, dz, scale);
+}
+double xent(const float* z, const int32_t* t, int64_t n, int64_t v, float* dz, float scale,
+            ThreadPool* p) {
+  return cross_entropy(z, t, n, v, dz, scale, p);
+}
+
+template <class T>
+void zero(std::vector<T>& v, size_t n) {
+  v.assign(n, T(0));
+}
+
+}  // namespace
+
+Status validate(const LlamaShape& s) {
+  for (auto [v, name] : {std::pair{s.vocab, "vocab"}, {s.dim, "dim"}, {s.layers, "layers"},
+                         {s.heads, "heads"}, {s.kv_heads, "kv_heads"}, {s.ffn, "ffn"},
+                         {s.context, "context"}}) {
+    if (v <= 0) return invalid_argument(fmt::format("model shape: {} must be positive, got {}", name, v));
+  }
+  if (s.dim % s.heads != 0) {
+    return invalid_argument(fmt::format("model shape: dim {} is not a multiple of heads {}", s.dim, s.heads));
+  }
+  if (s.heads % s.kv_heads != 0) {
+    return invalid_argument(fmt::format("model shape: heads {} is not a multiple of kv_heads {}", s.heads, s.kv_heads));
+  }
+  if (s.head_dim() % 2 != 0) {
+    return invalid_argument(fmt::format("model shape: head width {} is odd (RoPE turns pairs)", s.head_dim()));
+  }
+  if (!(s.rope_base > 0) || !(s.rms_eps > 0)) {
+    return invalid_argument("model shape: rope_base and rms_eps must be positive");
+  }
+  return Status::ok();
+}
+
+std::vector<ParamTensor> llama_param_layout(const LlamaShape& s, int64_t* total) {
+  std::vector<ParamTensor> out;
+  int64_t off = 0;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    ParamTensor t;
+    t.name = std::move(name);
+    t.size = 1;
+    for (int64_t d : shape) t.size *= d;
+    t.matrix = shape.size() == 2;
+    t.shape = std::move(shape);
+    t.offset = off;
+    off += t.size;
+    out.push_back(std::move(t));
+  };
+  const int64_t C = s.dim, HD = s.heads * s.head_dim(), GD = s.kv_heads * s.head_dim();
+  add("token_embd.weight", {s.vocab, C});
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string b = fmt::format("blk.{}.", l);
+    add(b + "attn_norm.weight", {C});
+    add(b + "attn_q.weight", {HD, C});
+    add(b + "attn_k.weight", {GD, C});
+    add(b + "attn_v.weight", {GD, C});
+    add(b + "attn_output.weight", {C, HD});
+    add(b + "ffn_norm.weight", {C});
+    add(b + "ffn_gate.weight", {s.ffn, C});
+    add(b + "ffn_up.weight", {s.ffn, C});
+    add(b + "ffn_down.weight", {C, s.ffn});
+  }
+  add("output_norm.weight", {C});
+  add("output.weight", {s.vocab, C});
+  if (total != nullptr) *total = off;
+  return out;
+}
+
+void init_llama_params(const LlamaShape& s, std::span<float> params, uint64_t seed) {
+  int64_t total = 0;
+  const auto layout = llama_param_layout(s, &total);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  const double residual_sd = 0.02 / std::sqrt(2.0 * static_cast<double>(s.layers));
+  for (const ParamTensor& t : layout) {
+    float* w = params.data() + t.offset;
+    if (!t.matrix) {
+      std::fill(w, w + t.size, 1.0f);
+      continue;
+    }
+    const bool residual = t.name.ends_with("attn_output.weight") || t.name.ends_with("ffn_down.weight");
+    const double sd = residual ? residual_sd : 0.02;
+    for (int64_t i = 0; i < t.size; ++i) w[i] = static_cast<float>(sd * nd(rng));
+  }
+}
+
+template <class T>
+LlamaTrainer<T>::LlamaTrainer(const LlamaShape& shape, ThreadPool* pool)
+    : s_(shape), pool_(pool), layout_(llama_param_layout(shape, &n_params_)) {
+  acts_.resize(static_cast<size_t>(shape.layers));
+}
+
+template <class T>
+const T* LlamaTrainer<T>::p(std::span<const T> params, size_t tensor) const {
+  return params.data() + layout_[tensor].offset;
+}
+template <class T>
+T* LlamaTrainer<T>::p(std::span<T> params, size_t tensor) const {
+  return params.data() + layout_[tensor].offset;
+}
+
+template <class T>
+double LlamaTrainer<T>::forward_backward(std::span<const T> params, const int32_t* tokens,
+                                         const int32_t* targets, int64_t batch, int64_t t,
+                                         std::span<T> grads, T grad_scale) {
+  const int64_t N = batch * t, C = s_.dim, V = s_.vocab, F = s_.ffn, D = s_.head_dim();
+  const int64_t HD = s_.heads * D, GD = s_.kv_heads * D;
+  const auto n = static_cast<size_t>(N);
+  const AttentionShape as{batch, t, s_.heads, s_.kv_heads, D};
+  const T eps = static_cast<T>(s_.rms_eps), base = static_cast<T>(s_.rope_base);
+  pos_.resize(n);
+  for (int64_t r = 0; r < N; ++r) pos_[static_cast<size_t>(r)] = static_cast<int32_t>(r % t);
+
+  // Forward. xl_ carries the residual stream x_l from layer to layer.
+  xl_.resize(n * C);
+  const T* emb = p(params, 0);
+  for (int64_t r = 0; r < N; ++r) std::copy_n(emb + tokens[r] * C, C, xl_.data() + r * C);
+  for (int64_t l = 0; l < s_.layers; ++l) {
+    Layer& a = acts_[static_cast<size_t>(l)];
+    a.x = xl_;
+    a.xn1.resize(n * C), a.rstd1.resize(n), a.q.resize(n * HD), a.k.resize(n * GD);
+    a.v.resize(n * GD), a.probs.resize(static_cast<size_t>(batch * s_.heads * t * t));
+    a.att.resize(n * HD), a.mid.resize(n * C), a.xn2.resize(n * C), a.rstd2.resize(n);
+    a.g.resize(n * F), a.u.resize(n * F), a.h.resize(n * F);
+    rmsnorm_forward(a.x.data(), p(params, block_tensor(l, kAttnNorm)), a.xn1.data(), a.rstd1.data(), N, C, eps);
+    mm(a.xn1.data(), p(params, block_tensor(l, kQ)), a.q.data(), N, C, HD, pool_);
+    mm(a.xn1.data(), p(params, block_tensor(l, kK)), a.k.data(), N, C, GD, pool_);
+    mm(a.xn1.data(), p(params, block_tensor(l, kV)), a.v.data(), N, C, GD, pool_);
+    rope(a.q.data(), pos_.data(), N, s_.heads, D, base, false);
+    rope(a.k.data(), pos_.data(), N, s_.kv_heads, D, base, false);
+    attn(a.q.data(), a.k.data(), a.v.data(), a.att.data(), a.probs.data(), as, pool_);
+    mm(a.att.data(), p(params, block_tensor(l, kO)), a.mid.data(), N, HD, C, pool_);
+    for (size_t i = 0; i < n * C; ++i) a.mid[i] += a.x[i];
+    rmsnorm_forward(a.mid.data(), p(params, block_tensor(l, kFfnNorm)), a.xn2.data(), a.rstd2.data(), N, C, eps);
+    mm(a.xn2.data(), p(params, block_tensor(l, kGate)), a.g.data(), N, C, F, pool_);
+    mm(a.xn2.data(), p(params, block_tensor(l, kUp)), a.u.data(), N, C, F, pool_);
+    swiglu_forward(a.g.data(), a.u.data(), a.h.data(), static_cast<int64_t>(n * F));
+    mm(a.h.data(), p(params, block_tensor(l, kDown)), xl_.data(), N, F, C, pool_);
+    for (size_t i = 0; i < n * C; ++i) xl_[i] += a.mid[i];
+  }
+  const size_t out_norm = block_tensor(s_.layers, 0), out_w = out_norm + 1;
+  xf_.resize(n * C), rstdf_.resize(n), logits_.resize(n * V);
+  rmsnorm_forward(xl_.data(), p(params, out_norm), xf_.data(), rstdf_.data(), N, C, eps);
+  mm(xf_.data(), p(params, out_w), logits_.data(), N, C, V, pool_);
+  const bool backward = !grads.empty();
+  if (backward) zero(dlogits_, n * V);
+  const double loss = xent(logits_.data(), targets, N, V, backward ? dlogits_.data() : nullptr,
+                           grad_scale, pool_);
+  if (!backward) return loss;
+
+  // Backward: dx_ is d loss / d x_l going down the layers.
+  zero(dxn_, n * C);
+  mm_back(dlogits_.data(), xf_.data(), p(params, out_w), dxn_.data(), p(grads, out_w), N, C, V, pool_);
+  zero(dx_, n * C);
+  rmsnorm_backward(dxn_.data(), xl_.data(), p(params, out_norm), rstdf_.data(), dx_.data(), p(grads, out_norm), N, C);
+  for (int64_t l = s_.layers - 1; l >= 0; --l) {
+    const Layer& a = acts_[static_cast<size_t>(l)];
+    // x_{l+1} = mid + swiglu(xn2 Wg, xn2 Wu) Wd^T, xn2 = rmsnorm(mid).
+    dmid_ = dx_;
+    zero(dh_, n * F);
+    mm_back(dx_.data(), a.h.data(), p(params, block_tensor(l, kDown)), dh_.data(), p(grads, block_tensor(l, kDown)), N, F, C, pool_);
+    zero(dg_, n * F), zero(du_, n * F);
+    swiglu_backward(dh_.data(), a.g.data(), a.u.data(), dg_.data(), du_.data(), static_cast<int64_t>(n * F));
+    zero(dxn_, n * C);
+    mm_back(dg_.data(), a.xn2.data(), p(params, block_tensor(l, kGate)), dxn_.data(), p(grads, block_tensor(l, kGate)), N, C, F, pool_);
+    mm_back(du_.data(), a.xn2.data(), p(params, block_tensor(l, kUp)), dxn_.data(), p(grads, block_tensor(l, kUp)), N, C, F, pool_);
+    rmsnorm_backward(dxn_.data(), a.mid.data(), p(params, block_tensor(l, kFfnNorm)), a.rstd2.data(), dmid_.data(), p(grads, block_tensor(l, kFfnNorm)), N, C);
+    // mid = x + attention(rope(xn1 Wq), rope(xn1 Wk), xn1 Wv) Wo^T, xn1 = rmsnorm(x).
+    dx_ = dmid_;
+    zero(datt_, n * HD);
+    mm_back(dmid_.data(), a.att.data(), p(params, block_tensor(l, kO)), datt_.data(), p(grads, block_tensor(l, kO)), N, HD, C, pool_);
+    zero(dq_, n * HD), zero(dk_, n * GD), zero(dv_, n * GD);
+    attn_back(datt_.data(), a.q.data(), a.k.data(), a.v.data(), a.probs.data(), dq_.data(), dk_.data(), dv_.data(), as, pool_);
+    rope(dq_.data(), pos_.data(), N, s_.heads, D, base, true);
+    rope(dk_.data(), pos_.data(), N, s_.kv_heads, D, base, true);
+    zero(dxn_, n * C);
+    mm_back(dq_.data(), a.xn1.data(), p(params, block_tensor(l, kQ)), dxn_.data(), p(grads, block_tensor(l, kQ)), N, C, HD, pool_);
+    mm_back(dk_.data(), a.xn1.data(), p(params, block_tensor(l, kK)), dxn_.data(), p(grads, block_tensor(l, kK)), N, C, GD, pool_);
+    mm_back(dv_.data(), a.xn1.data(), p(params, block_tensor(l, kV)), dxn_.data(), p(grads, block_tensor(l, kV)), N, C, GD, pool_);
+    rmsnorm_backward(dxn_.data(), a.x.data(), p(params, block_tensor(l, kAttnNorm)), a.rstd1.data(), dx_.data(), p(grads, block_tensor(l, kAttnNorm)), N, C);
+  }
+  T* demb = p(grads, 0);
+  for (int64_t r = 0; r < N; ++r) {  // in row order: deterministic for repeated tokens
+    T* row = demb + tokens[r] * C;
+    const T* g = dx_.data() + r * C;
+    for (int64_t i = 0; i < C; ++i) row[i] += g[i];
+  }
+  return loss;
+}
+
+template class LlamaTrainer<float>;
+template class LlamaTrainer<double>;
+
+}  // namespace tessera::train

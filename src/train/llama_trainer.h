@@ -1,0 +1,98 @@
+// A llama model that trains: parameters in one flat buffer laid out as named GGUF tensors, the
+// forward pass keeping what the backward pass needs, and the backward pass accumulating every
+// parameter's gradient into a buffer of the same layout (ops.h for each op). T = double is the
+// reference the tests check against finite differences; T = float is what training runs (the
+// kernel table's rows over a thread pool).
+//
+// Letters: B sequences of T positions (N = B*T rows), C width, H query heads, G key/value heads,
+// D = C/H head width, F feed-forward width, V vocabulary, L layers. Tensors (GGUF names, shapes as
+// [rows, columns] row-major, i.e. GGUF's ne reversed):
+//   token_embd.weight [V, C]            output_norm.weight [C]          output.weight [V, C]
+//   blk.l.attn_norm.weight [C]          blk.l.attn_q.weight [H*D, C]    blk.l.attn_k.weight [G*D, C]
+//   blk.l.attn_v.weight [G*D, C]        blk.l.attn_output.weight [C, H*D]
+//   blk.l.ffn_norm.weight [C]           blk.l.ffn_gate.weight [F, C]    blk.l.ffn_up.weight [F, C]
+//   blk.l.ffn_down.weight [C, F]
+// RoPE is GGML's normal (adjacent-pair) layout, so the tensors are what a llama GGUF holds and
+// Tessera's inference forward computes the same function from them.
+// Thread-safety: one trainer per thread; forward_backward() reuses its activation buffers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/base/thread_pool.h"
+
+namespace tessera::train {
+
+struct LlamaShape {
+  int64_t vocab = 0, dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0;
+  int64_t context = 0;  // longest sequence (T) the model is trained on
+  double rope_base = 10000.0;
+  double rms_eps = 1e-5;
+  int64_t head_dim() const { return heads > 0 ? dim / heads : 0; }
+};
+// Errors: kInvalidArgument naming the field (non-positive sizes, dim not divisible by heads,
+// heads by kv_heads, odd head width).
+Status validate(const LlamaShape& s);
+
+struct ParamTensor {
+  std::string name;            // GGUF name
+  std::vector<int64_t> shape;  // [rows, columns] or [n]
+  int64_t offset = 0;          // into the flat buffer, in elements
+  int64_t size = 0;            // elements
+  bool matrix = false;         // a 2-D weight (weight decay applies to these only)
+};
+
+// The tensors of `s` in GGUF order (token_embd, the blocks, output_norm, output) and their total
+// element count. Precondition: validate(s) is ok.
+std::vector<ParamTensor> llama_param_layout(const LlamaShape& s, int64_t* total);
+
+// Fills params (laid out by llama_param_layout) as llama2.c and GPT-2 initialize: N(0, 0.02) for
+// matrices, with the two residual projections (attn_output, ffn_down) scaled by 1/sqrt(2L), and
+// ones for norm weights. Deterministic in `seed`.
+void init_llama_params(const LlamaShape& s, std::span<float> params, uint64_t seed);
+
+template <class T>
+class LlamaTrainer {
+ public:
+  // Precondition: validate(shape) is ok. `pool` (may be null) is used by the T = float ops.
+  explicit LlamaTrainer(const LlamaShape& shape, ThreadPool* pool = nullptr);
+
+  const LlamaShape& shape() const { return s_; }
+  const std::vector<ParamTensor>& layout() const { return layout_; }
+  int64_t n_params() const { return n_params_; }
+
+  // Mean cross-entropy of predicting targets[N] from tokens[N] (B sequences of T positions, rows
+  // b*T + t at position t; a target < 0 is not counted). If grads is non-empty (n_params()
+  // elements), the gradient of loss * grad_scale is ADDED to it (gradient accumulation).
+  // Preconditions: params and grads have n_params() elements, tokens are < vocab, T <= context.
+  double forward_backward(std::span<const T> params, const int32_t* tokens,
+                          const int32_t* targets, int64_t batch, int64_t t, std::span<T> grads,
+                          T grad_scale = T(1));
+  // The logits of the last forward_backward(), [N, V].
+  std::span<const T> logits() const { return logits_; }
+
+ private:
+  struct Layer {  // activations of one layer, N rows
+    std::vector<T> x, xn1, rstd1, q, k, v, probs, att, mid, xn2, rstd2, g, u, h;
+  };
+  const T* p(std::span<const T> params, size_t tensor) const;
+  T* p(std::span<T> params, size_t tensor) const;
+
+  LlamaShape s_;
+  ThreadPool* pool_;
+  std::vector<ParamTensor> layout_;
+  int64_t n_params_ = 0;
+  std::vector<Layer> acts_;
+  std::vector<T> xl_, xf_, rstdf_, logits_, dlogits_, dx_, dmid_, datt_, dq_, dk_, dv_,
+      dh_, dg_, du_, dxn_;
+  std::vector<int32_t> pos_;
+};
+
+extern template class LlamaTrainer<float>;
+extern template class LlamaTrainer<double>;
+
+}  // namespace tessera::train

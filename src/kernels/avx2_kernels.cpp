@@ -390,6 +390,7 @@ void install_avx2_rows(KernelTable& t) {
   t.attention_rows = avx2::attention_rows;
   t.silu_mul = avx2::silu_mul;
   t.axpy = avx2::axpy;
+  t.fixed_dot = [](const float* a, const float* b, int64_t n) { return avx2::f32_dot(a, b, n); };
   t.q4_0x16_gemm = nullptr;  // no AVX2 kernels for the packed layouts yet: models keep GGUF rows
   t.q4_kx16_gemm = nullptr;
   t.q8_0x16_gemm = nullptr;

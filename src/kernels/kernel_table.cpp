@@ -51,6 +51,7 @@ KernelTable make_scalar_table() {
   t.attention_rows = scalar::attention_rows;
   t.silu_mul = scalar::silu_mul;
   t.axpy = scalar::axpy;
+  t.fixed_dot = [](const float* a, const float* b, int64_t n) { return scalar::f32_dot(a, b, n); };
   t.q4_0x16_gemm = scalar::q4_0x16_q8_0_gemm;  // the oracles; forced-scalar runs test the layouts
   t.q4_kx16_gemm = scalar::q4_kx16_q8_k_gemm;
   t.q8_0x16_gemm = scalar::q8_0x16_q8_0_gemm;

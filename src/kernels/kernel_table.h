@@ -51,6 +51,11 @@ struct KernelTable {
   void (*silu_mul)(float* gate, const float* up, int64_t n) = nullptr;
   // y[i] += a * x[i] (a product rounded, then the sum: every row gives the same bits).
   void (*axpy)(float a, const float* x, float* y, int64_t n) = nullptr;
+  // sum_i a[i] * b[i] over f32, summed in an order that depends on n alone (never on the
+  // addresses, unlike the f32 row's `dot`, which aligns its loads): the same inputs give the same
+  // bits in any buffers, which training's reproducibility needs. AVX2 where available (the AVX-512
+  // table keeps it: the f32 dot is not where training's time goes yet).
+  float (*fixed_dot)(const float* a, const float* b, int64_t n) = nullptr;
   // Matmul of Q4_0 weights repacked into groups of 16 rows (packed_q4_0.h). Null where the
   // packed layout is not faster than the GGUF one (no kernel for this ISA yet): models then keep
   // Q4_0 weights as the file has them.

@@ -140,7 +140,8 @@ void init_llama_params(const LlamaShape& s, std::span<float> params, uint64_t se
 
 template <class T>
 LlamaTrainer<T>::LlamaTrainer(const LlamaShape& shape, ThreadPool* pool)
-    : s_(shape), pool_(pool), layout_(llama_param_layout(shape, &n_params_)) {
+    : s_(shape), pool_(pool) {
+  layout_ = llama_param_layout(shape, &n_params_);  // after n_params_'s own initializer
   acts_.resize(static_cast<size_t>(shape.layers));
 }
 

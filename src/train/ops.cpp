@@ -25,7 +25,7 @@ struct PlainF64 {
 
 struct TableF32 {
   static float dot(const float* a, const float* b, int64_t n) {
-    static const auto f = kernels::kernels_for(kernels::kernel_table(), kernels::DType::kF32).dot;
+    static const auto f = kernels::kernel_table().fixed_dot;  // address-independent: reproducible
     return f(a, b, n);
   }
   static void axpy(float a, const float* x, float* y, int64_t n) {

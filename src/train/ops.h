@@ -1,7 +1,7 @@
 // The operations of a llama training step, each a forward and a backward (the gradient of a scalar
 // loss with respect to the inputs, given its gradient with respect to the outputs). Every op has
 // two versions with the same contract: a float64 one written plainly (the reference the tests
-// check against central finite differences) and a float32 one on the kernel table (its f32 `dot`
+// check against central finite differences) and a float32 one on the kernel table (its `fixed_dot`
 // and `axpy` rows, scalar or SIMD by dispatch) split over a thread pool, used by training.
 //
 // Letters (row-major arrays): N rows (tokens of a batch), K inputs, M outputs, C model width,

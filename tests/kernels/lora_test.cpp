@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -78,6 +79,28 @@ TEST(Lora, AxpyRowsGiveTheScalarBits) {
       const float want = y0[i] + 0.37f * x[i];
       EXPECT_EQ(ys[i], want) << "scalar, n " << n << " i " << i;
       EXPECT_EQ(yv[i], ys[i]) << kernel_table().isa << ", n " << n << " i " << i;
+    }
+  }
+}
+
+TEST(FixedDot, SameBitsWhateverTheAddresses) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> a(1100), b(1100);
+  for (float& f : a) f = nd(rng);
+  for (float& f : b) f = nd(rng);
+  for (const KernelTable* t : {&scalar_kernel_table(), &kernel_table()}) {
+    for (int64_t n : {5, 64, 333, 1000}) {
+      const float want = t->fixed_dot(a.data(), b.data(), n);
+      double ref = 0.0;
+      for (int64_t i = 0; i < n; ++i) ref += double(a[i]) * b[i];
+      EXPECT_NEAR(want, ref, 1e-4 * n) << t->isa;
+      for (int shift = 1; shift < 16; ++shift) {  // the same values at every alignment
+        std::vector<float> a2(n + shift), b2(n + 2 * shift);
+        std::copy_n(a.begin(), n, a2.begin() + shift);
+        std::copy_n(b.begin(), n, b2.begin() + 2 * shift);
+        EXPECT_EQ(t->fixed_dot(a2.data() + shift, b2.data() + 2 * shift, n), want) << t->isa << " n " << n;
+      }
     }
   }
 }

@@ -78,6 +78,7 @@ TEST(LlamaTrainer, EveryTensorsGradientMatchesFiniteDifferences) {
   const LlamaShape s = tiny_shape();
   LlamaTrainer<double> tr(s);
   std::vector<double> params = random_params(s, 1);
+  ASSERT_EQ(tr.n_params(), static_cast<int64_t>(params.size()));
   const Data d;
   std::vector<double> grads(params.size(), 0.0);
   const double loss = tr.forward_backward(params, d.tokens.data(), d.targets.data(), d.batch, d.t,

@@ -1,0 +1,136 @@
+#include "tessera/train/pretrain.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+namespace tessera::train {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Window w of `n` evenly spaced ones: its start.
+int64_t window_start(int64_t w, int64_t n, int64_t len, int64_t span) {
+  if (n <= 1) return 0;
+  return (span - len) * w / (n - 1);
+}
+
+}  // namespace
+
+double training_flops_per_token(const LlamaShape& s) {
+  int64_t total = 0;
+  const auto layout = llama_param_layout(s, &total);
+  double matmul_params = 0;
+  for (const ParamTensor& t : layout) {
+    if (t.matrix && t.name != "token_embd.weight") matmul_params += static_cast<double>(t.size);
+  }
+  const double attention = 6.0 * static_cast<double>(s.layers) * static_cast<double>(s.context) *
+                           static_cast<double>(s.dim);  // 12 L T C, halved by the causal mask
+  return 6.0 * matmul_params + attention;
+}
+
+double evaluate_loss(LlamaTrainer<float>& trainer, std::span<const float> params,
+                     std::span<const int32_t> tokens, int64_t windows, int64_t batch) {
+  const int64_t T = trainer.shape().context, span = static_cast<int64_t>(tokens.size());
+  windows = std::max<int64_t>(1, std::min(windows, span - T));
+  std::vector<int32_t> in, out;
+  double sum = 0.0;
+  int64_t counted = 0;
+  for (int64_t w0 = 0; w0 < windows; w0 += batch) {
+    const int64_t b = std::min(batch, windows - w0);
+    in.resize(static_cast<size_t>(b * T));
+    out.resize(static_cast<size_t>(b * T));
+    for (int64_t i = 0; i < b; ++i) {
+      const int64_t s0 = window_start(w0 + i, windows, T + 1, span);
+      std::copy_n(tokens.begin() + s0, T, in.begin() + i * T);
+      std::copy_n(tokens.begin() + s0 + 1, T, out.begin() + i * T);
+    }
+    sum += trainer.forward_backward(params, in.data(), out.data(), b, T, {}) * static_cast<double>(b);
+    counted += b;
+  }
+  return sum / static_cast<double>(counted);
+}
+
+Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> params,
+                                std::span<const int32_t> train_tokens,
+                                std::span<const int32_t> val_tokens, ThreadPool* pool,
+                                const std::function<bool(const StepRecord&)>& on_step) {
+  TS_RETURN_IF_ERROR(validate(o.shape));
+  const int64_t T = o.shape.context, B = o.batch;
+  if (B <= 0 || o.accum <= 0 || o.steps <= 0) {
+    return invalid_argument("pretrain: batch, accum and steps must be positive");
+  }
+  LlamaTrainer<float> trainer(o.shape, pool);
+  if (static_cast<int64_t>(params.size()) != trainer.n_params()) {
+    return invalid_argument(fmt::format("pretrain: {} parameters, the shape has {}", params.size(),
+                                        trainer.n_params()));
+  }
+  for (auto [split, name] : {std::pair{train_tokens, "training"}, {val_tokens, "validation"}}) {
+    if (static_cast<int64_t>(split.size()) < T + 1) {
+      return invalid_argument(fmt::format("pretrain: the {} split has {} tokens, fewer than one "
+                                          "window of {} + 1", name, split.size(), T));
+    }
+    for (int32_t tok : split) {
+      if (tok < 0 || tok >= o.shape.vocab) {
+        return invalid_argument(fmt::format("pretrain: token {} in the {} split is outside the "
+                                            "vocabulary of {}", tok, name, o.shape.vocab));
+      }
+    }
+  }
+  std::vector<uint8_t> mask(params.size(), 0);
+  for (const ParamTensor& t : trainer.layout()) {
+    if (t.matrix && t.name != "token_embd.weight") std::fill_n(mask.begin() + t.offset, t.size, 1);
+  }
+  AdamW opt(trainer.n_params(), o.adamw, std::move(mask));
+  std::vector<float> grads(params.size());
+  std::vector<int32_t> in(static_cast<size_t>(B * T)), out(static_cast<size_t>(B * T));
+  std::mt19937_64 rng(o.seed);
+  std::uniform_int_distribution<int64_t> start(0, static_cast<int64_t>(train_tokens.size()) - T - 1);
+
+  PretrainReport report;
+  report.flops_per_token = training_flops_per_token(o.shape);
+  double trained_s = 0.0;
+  for (int64_t step = 0; step < o.steps; ++step) {
+    const double t0 = now_s();
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    double loss = 0.0;
+    for (int64_t a = 0; a < o.accum; ++a) {
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t s0 = start(rng);
+        std::copy_n(train_tokens.begin() + s0, T, in.begin() + b * T);
+        std::copy_n(train_tokens.begin() + s0 + 1, T, out.begin() + b * T);
+      }
+      loss += trainer.forward_backward(params, in.data(), out.data(), B, T, grads,
+                                       1.0f / static_cast<float>(o.accum));
+    }
+    StepRecord r;
+    r.step = step + 1;
+    r.loss = loss / static_cast<double>(o.accum);
+    r.grad_norm = clip_global_norm(grads, o.clip);
+    r.lr = warmup_cosine_lr(step, o.warmup, o.steps, o.lr, o.min_lr_ratio);
+    opt.step(params, grads, r.lr);
+    trained_s += now_s() - t0;
+    report.tokens += B * T * o.accum;
+    r.seconds = trained_s;
+    if ((o.eval_every > 0 && r.step % o.eval_every == 0) || r.step == o.steps) {
+      const double e0 = now_s();
+      r.val_loss = evaluate_loss(trainer, params, val_tokens, o.eval_windows, B);
+      report.eval_seconds += now_s() - e0;
+      report.final_val_loss = r.val_loss;
+      if (o.target_loss > 0 && report.target_step < 0 && r.val_loss <= o.target_loss) {
+        report.target_step = r.step;
+        report.target_seconds = trained_s;
+      }
+    }
+    report.steps.push_back(r);
+    if (on_step && !on_step(r)) break;
+  }
+  report.seconds = trained_s;
+  return report;
+}
+
+}  // namespace tessera::train

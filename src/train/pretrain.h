@@ -1,0 +1,75 @@
+// The pretraining loop: a llama model from scratch on a token stream. Each step draws B windows of
+// T + 1 tokens from the training split (seeded), accumulates gradients over `accum` micro-batches,
+// clips them, and takes one AdamW step on the warmup + cosine schedule; every `eval_every` steps
+// (and at the end) the mean loss over fixed windows of the validation split is measured.
+// Deterministic for a given seed, thread count and ISA.
+// Thread-safety: one call at a time per options object; `pool` is used for the ops.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "tessera/base/status.h"
+#include "tessera/base/thread_pool.h"
+#include "tessera/train/llama_trainer.h"
+#include "tessera/train/optimizer.h"
+
+namespace tessera::train {
+
+struct PretrainOptions {
+  LlamaShape shape;          // shape.context = T, the training window
+  int64_t batch = 8;         // B sequences per micro-batch
+  int64_t accum = 1;         // micro-batches per optimizer step
+  int64_t steps = 100;
+  double lr = 1e-3;          // peak learning rate
+  int64_t warmup = 10;
+  double min_lr_ratio = 0.1;
+  double clip = 1.0;         // global gradient norm; <= 0: no clipping
+  AdamWOptions adamw;
+  int64_t eval_every = 50;   // 0: only at the end
+  int64_t eval_windows = 16; // validation windows of T + 1 tokens (fewer if the split is short)
+  double target_loss = 0;    // > 0: the report's time-to-target is the first eval at or below it
+  uint64_t seed = 1;
+};
+
+struct StepRecord {
+  int64_t step = 0;          // 1-based
+  double loss = 0;           // mean training loss of the step's micro-batches
+  double lr = 0;
+  double grad_norm = 0;      // before clipping
+  double seconds = 0;        // since the start, after this step
+  double val_loss = -1;      // this step's evaluation, or -1 when none ran
+};
+
+struct PretrainReport {
+  std::vector<StepRecord> steps;
+  double seconds = 0;              // training time (evaluations excluded)
+  double eval_seconds = 0;
+  int64_t tokens = 0;              // trained (B * T * accum per step)
+  double final_val_loss = -1;
+  int64_t target_step = -1;        // first step whose evaluation reached target_loss, or -1
+  double target_seconds = -1;      // training seconds until then
+  double flops_per_token = 0;      // 6 * parameters + attention, per trained token
+};
+
+// Trains `params` (llama_param_layout(options.shape); initialize with init_llama_params) in
+// place on `train_tokens`, evaluating on `val_tokens`. `on_step` (may be empty) sees every step
+// and may return false to stop early. Errors: kInvalidArgument (shape, sizes, a split shorter
+// than T + 1 tokens, a token outside the vocabulary).
+Result<PretrainReport> pretrain(const PretrainOptions& options, std::span<float> params,
+                                std::span<const int32_t> train_tokens,
+                                std::span<const int32_t> val_tokens, ThreadPool* pool,
+                                const std::function<bool(const StepRecord&)>& on_step = {});
+
+// Mean loss of the model over `windows` evenly spaced windows of T + 1 tokens of `tokens`.
+double evaluate_loss(LlamaTrainer<float>& trainer, std::span<const float> params,
+                     std::span<const int32_t> tokens, int64_t windows, int64_t batch);
+
+// Training FLOPs per token of a llama shape with T = shape.context: 6 per parameter touched by a
+// matmul (forward 2, backward 4) plus the attention scores and mixing (6 * L * T * C, causal
+// halved), the convention of the PaLM/Chinchilla MFU accounting.
+double training_flops_per_token(const LlamaShape& shape);
+
+}  // namespace tessera::train

@@ -174,6 +174,14 @@ TEST_F(ServerFleetLoraTest, AnAdapterSuspendedByTheIdlePolicyGivesTheSameTextAft
   EXPECT_EQ(model_json(c, "tiny:sql")["state"], "active");
   EXPECT_EQ(model_json(c, "tiny:sql")["parent"], "tiny");
   EXPECT_FALSE(model_json(c, "tiny").contains("parent"));
+  {
+    const json admin = json::parse(c.request("GET", "/admin/models").body);  // tessera fleet status
+    bool listed = false;
+    for (const auto& m : admin["data"]) {
+      listed = listed || (m["id"] == "tiny:sql" && m.value("parent", "") == "tiny");
+    }
+    EXPECT_TRUE(listed) << admin.dump();
+  }
 
   auto sql = c.request("POST", "/v1/completions", completion("tiny:sql"));
   auto poem = c.request("POST", "/v1/completions", completion("tiny:poem"));

@@ -438,6 +438,24 @@ int64_t FleetController::make_room(ModelIndex for_model, int64_t bytes) {
   return freed;
 }
 
+Status FleetController::bring_up_base_of(const Entry& adapter, std::string_view reason,
+                                         bool* ready) {
+  Entry& b = at(adapter.parent);
+  const auto base_ready = [&b] {
+    return b.state == ModelState::kActive && !b.moving && !b.take_down_pending;
+  };
+  *ready = base_ready();
+  if (*ready) return Status();
+  const int64_t now = clock_->now_ns();
+  if (b.state == ModelState::kFailed && !b.moving && now < b.retry_at_ns) {
+    return unavailable_while_failed(b, now);
+  }
+  // A base on its way down (waiting for its adapters) goes down first, then comes back.
+  if (!b.take_down_pending) TS_RETURN_IF_ERROR(bring_up(adapter.parent, reason));
+  *ready = base_ready();  // a host may complete the move inside begin_move()
+  return Status();
+}
+
 Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
   Entry& e = at(m);
   const ModelState from = e.state;
@@ -449,22 +467,11 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
     return Status();
   }
   if (e.parent >= 0) {
-    // An adapter comes up on an Active base: bring the base up first and wait for it.
-    Entry& b = at(e.parent);
-    const auto base_ready = [&b] {
-      return b.state == ModelState::kActive && !b.moving && !b.take_down_pending;
-    };
-    if (!base_ready()) {
-      const int64_t now = clock_->now_ns();
-      if (b.state == ModelState::kFailed && !b.moving && now < b.retry_at_ns) {
-        return unavailable_while_failed(b, now);
-      }
-      // A base on its way down (waiting for its adapters) goes down first, then comes back.
-      if (!b.take_down_pending) TS_RETURN_IF_ERROR(bring_up(e.parent, reason));
-      if (!base_ready()) {
-        e.want_up = true;  // retried at the tick after the base's move completes
-        return Status();
-      }
+    bool ready = false;
+    TS_RETURN_IF_ERROR(bring_up_base_of(e, reason, &ready));
+    if (!ready) {
+      e.want_up = true;  // retried at the tick after the base's move completes
+      return Status();
     }
   }
   Move move;

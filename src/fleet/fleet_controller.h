@@ -186,6 +186,10 @@ class FleetController {
   const Entry& at(ModelIndex m) const;
   const IdlePolicy* policy_of(const Entry& e) const;
   Status bring_up(ModelIndex m, std::string_view reason);
+  // For an adapter: starts bringing its base up unless it is ready (Active, not on its way
+  // down); `ready` tells whether the adapter can come up now. Errors: the base is Failed and
+  // backing off, or its own bring-up's.
+  Status bring_up_base_of(const Entry& adapter, std::string_view reason, bool* ready);
   Status take_down(ModelIndex m, std::string_view reason);
   Status push_to_disk(ModelIndex m, std::string_view reason);
   // Starts suspending idle models to free `bytes`; returns the bytes their suspensions free.

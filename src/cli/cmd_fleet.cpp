@@ -57,9 +57,10 @@ int run_fleet(const FleetArgs& a) {
   }
   auto j = nlohmann::json::parse(reply->body, nullptr, false);
   if (a.action == "status" && j.is_object() && j.contains("data")) {
-    std::printf("%-40s %s\n", "MODEL", "STATE");
+    std::printf("%-40s %-12s %s\n", "MODEL", "STATE", "ADAPTER OF");
     for (const auto& m : j["data"]) {
-      std::printf("%-40s %s\n", m.value("id", "").c_str(), m.value("state", "").c_str());
+      std::printf("%-40s %-12s %s\n", m.value("id", "").c_str(), m.value("state", "").c_str(),
+                  m.value("parent", "").c_str());
       if (m.contains("error")) std::printf("  error: %s\n", m.value("error", "").c_str());
     }
   } else if (j.is_object()) {

@@ -216,6 +216,7 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
     if (!listed.is_ok()) return fail(listed.status());
     specs = std::move(listed).value();
   }
+  if (Status s = serve::add_lora_flags(a.loras, &specs); !s.is_ok()) return fail(s);
   const size_t n_models = specs.size();
   auto created = fleet::FleetManager::create(std::move(specs), fo);
   if (!created.is_ok()) return fail(created.status());
@@ -313,8 +314,9 @@ int run_serve(const ServeArgs& a) {
   std::printf("tessera serve: listening on http://%s:%d\n", a.host.c_str(), server.port());
   std::fflush(stdout);
   if (!a.models_dir.empty() || !a.config.empty()) {
-    if (!a.loras.empty() || a.lora_runtime) {
-      return fail("--lora and --lora-runtime work with --model (one base model) for now, not with a fleet");
+    if (a.lora_runtime) {
+      return fail("--lora-runtime works with --model (one base model) for now; in a fleet, list "
+                  "adapters with --lora BASE:NAME=PATH or in the --config file");
     }
     return run_fleet(a, kv_dtype, server, *router, signals);
   }
@@ -471,7 +473,8 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' (or TESSERA_API_KEY)");
   cmd->add_option("--lora", a->loras,
                   "LoRA adapter served on the base model as MODEL:NAME, given as NAME=PATH (PEFT "
-                  "directory or GGUF LoRA); repeatable. Requests of every adapter share the batches");
+                  "directory or GGUF LoRA; in a fleet BASE:NAME=PATH, where it lives in the fleet's "
+                  "memory tiers like a model); repeatable. Requests of every adapter share the batches");
   cmd->add_flag("--lora-runtime", a->lora_runtime,
                 "Allow POST /v1/adapters and DELETE /v1/adapters/{name} to load and unload adapters "
                 "while serving (they read files the caller names)");

@@ -23,6 +23,11 @@ std::string_view move_name(Move m) {
 
 struct FleetController::Entry {
   ControlledModel spec;
+  ModelIndex parent = -1;             // an adapter's base
+  std::vector<ModelIndex> children;   // a base's adapters
+  // A base whose take-down waits for its adapters to leave active memory (see the header).
+  bool take_down_pending = false;
+  std::string take_down_reason;
   std::unique_ptr<ModelLifecycle> lifecycle;
   ModelActivity* activity = nullptr;  // its record in activity_ (stable)
   // The lifecycle's state and its entry time, mirrored by its listener (read on every view
@@ -122,6 +127,22 @@ Result<std::unique_ptr<FleetController>> FleetController::create(
     e->spec = std::move(spec);
     c->models_.push_back(std::move(e));
   }
+  // Adapters hang under their base (resolved once every name is known).
+  for (size_t i = 0; i < c->models_.size(); ++i) {
+    Entry& e = *c->models_[i];
+    if (e.spec.parent.empty()) continue;
+    const ModelIndex p = c->find(e.spec.parent);
+    if (p < 0) {
+      return invalid_argument(fmt::format("adapter {}: the fleet has no base model named '{}'",
+                                          e.spec.name, e.spec.parent));
+    }
+    if (!c->at(p).spec.parent.empty()) {
+      return invalid_argument(fmt::format("adapter {}: its base {} is itself an adapter",
+                                          e.spec.name, e.spec.parent));
+    }
+    e.parent = p;
+    c->at(p).children.push_back(static_cast<ModelIndex>(i));
+  }
   for (const auto& e : c->models_) {
     const IdlePolicy* p = c->policy_of(*e);
     if (p != nullptr && std::find(c->policies_.begin(), c->policies_.end(), p) == c->policies_.end()) {
@@ -158,6 +179,10 @@ ModelIndex FleetController::find(std::string_view name) const {
 }
 
 const ControlledModel& FleetController::model(ModelIndex m) const { return at(m).spec; }
+ModelIndex FleetController::parent(ModelIndex m) const { return at(m).parent; }
+const std::vector<ModelIndex>& FleetController::adapters(ModelIndex m) const {
+  return at(m).children;
+}
 ModelState FleetController::state(ModelIndex m) const { return at(m).lifecycle->state(); }
 
 void FleetController::add_listener(TransitionListener listener) {
@@ -215,7 +240,7 @@ void FleetController::sync_view(ModelIndex i) const {
   m.resume_cost_s = e.last_bring_up_s > 0 ? e.last_bring_up_s : c.resume_estimate_s;
   m.reload_cost_s = std::max(m.resume_cost_s, c.reload_estimate_s);
   // A model with a move in flight is not the policies' to move again.
-  m.pinned = e.spec.pinned || e.moving;
+  m.pinned = e.spec.pinned || e.moving || e.take_down_pending;
   m.activity = e.activity;
 }
 
@@ -246,6 +271,7 @@ bool FleetController::view_is_current() const {
 
 void FleetController::note_arrival(Entry& e, int64_t now_ns, bool cold) {
   ActivityTracker::arrive(*e.activity, now_ns);
+  if (e.parent >= 0) ActivityTracker::arrive(*at(e.parent).activity, now_ns);
   e.integrate(now_ns);
   ++e.in_flight;
   if (cold) ++e.cold_starts;
@@ -253,6 +279,7 @@ void FleetController::note_arrival(Entry& e, int64_t now_ns, bool cold) {
 
 void FleetController::note_completion(Entry& e, int64_t now_ns, bool slo_met) {
   ActivityTracker::complete(*e.activity, now_ns);
+  if (e.parent >= 0) ActivityTracker::complete(*at(e.parent).activity, now_ns);
   e.integrate(now_ns);
   e.in_flight = std::max(0, e.in_flight - 1);
   ++e.finished;
@@ -293,6 +320,14 @@ Admission FleetController::submit(ModelIndex m, engine::RequestId id, Status* wh
     note_completion(e, now, false);
     if (why != nullptr) *why = unavailable_while_failed(e, now);
     return Admission::kRefused;
+  }
+  if (e.parent >= 0) {
+    const Entry& b = at(e.parent);
+    if (b.state == ModelState::kFailed && !b.moving && now < b.retry_at_ns) {
+      note_completion(e, now, false);
+      if (why != nullptr) *why = unavailable_while_failed(b, now);
+      return Admission::kRefused;
+    }
   }
   e.pending.push({id, now, now + options_.request_deadline_ns});
   ++queued_total_;
@@ -368,17 +403,32 @@ void FleetController::refuse_queue(ModelIndex m, const Status& why) {
 int64_t FleetController::freeing_bytes() const {
   int64_t n = 0;
   for (const auto& e : models_) {
-    if (e->state == ModelState::kSuspending) n += e->spec.active_bytes;
+    // A base waiting for its adapters to leave is as good as suspending.
+    if (e->state == ModelState::kSuspending ||
+        (e->take_down_pending && e->state == ModelState::kActive)) {
+      n += e->spec.active_bytes;
+    }
   }
   return n;
 }
 
 int64_t FleetController::make_room(ModelIndex for_model, int64_t bytes) {
-  const EvictionPlan plan = eviction_.choose(view(), activity_, PressureTier::kActive, bytes);
+  // An adapter's base must stay up for it: the policy sees it pinned.
+  const FleetView* seen = &view();
+  FleetView base_pinned;
+  if (const ModelIndex base = at(for_model).parent; base >= 0) {
+    base_pinned = *seen;
+    base_pinned.models[static_cast<size_t>(base)].pinned = true;
+    seen = &base_pinned;
+  }
+  const EvictionPlan plan = eviction_.choose(*seen, activity_, PressureTier::kActive, bytes);
   int64_t freed = 0;
   for (const Decision& d : plan.decisions) {
     const ModelIndex v = find(d.model);
-    if (d.action != Action::kSuspend || v < 0 || v == for_model) continue;
+    if (d.action != Action::kSuspend || v < 0 || v == for_model ||
+        at(v).state != ModelState::kActive) {
+      continue;
+    }
     if (Status st = take_down(v, d.reason); !st.is_ok()) {
       log_warn("fleet: suspending {} to make room failed: {}", d.model, st.message());
       continue;
@@ -386,6 +436,24 @@ int64_t FleetController::make_room(ModelIndex for_model, int64_t bytes) {
     freed += at(v).spec.active_bytes;
   }
   return freed;
+}
+
+Status FleetController::bring_up_base_of(const Entry& adapter, std::string_view reason,
+                                         bool* ready) {
+  Entry& b = at(adapter.parent);
+  const auto base_ready = [&b] {
+    return b.state == ModelState::kActive && !b.moving && !b.take_down_pending;
+  };
+  *ready = base_ready();
+  if (*ready) return Status();
+  const int64_t now = clock_->now_ns();
+  if (b.state == ModelState::kFailed && !b.moving && now < b.retry_at_ns) {
+    return unavailable_while_failed(b, now);
+  }
+  // A base on its way down (waiting for its adapters) goes down first, then comes back.
+  if (!b.take_down_pending) TS_RETURN_IF_ERROR(bring_up(adapter.parent, reason));
+  *ready = base_ready();  // a host may complete the move inside begin_move()
+  return Status();
 }
 
 Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
@@ -397,6 +465,14 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
     // Suspending or being evicted: come back once that is done.
     e.want_up = true;
     return Status();
+  }
+  if (e.parent >= 0) {
+    bool ready = false;
+    TS_RETURN_IF_ERROR(bring_up_base_of(e, reason, &ready));
+    if (!ready) {
+      e.want_up = true;  // retried at the tick after the base's move completes
+      return Status();
+    }
   }
   Move move;
   ModelState to;
@@ -427,7 +503,7 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
       }
       // The room is held by models busy serving: requests wait for one of them to go idle
       // (their deadline bounds the wait); a model larger than the whole budget never fits.
-      if (e.by_request && !e.pending.empty() && need <= budget_.capacity()) {
+      if (requests_wait_for(e) && need <= budget_.capacity()) {
         e.want_up = true;
         e.waiting_for_room = true;
         any_waiting_for_room_ = true;
@@ -452,11 +528,54 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
   return Status();
 }
 
+bool FleetController::adapters_hold_active_memory(const Entry& base) const {
+  for (const ModelIndex c : base.children) {
+    if (holds_active_memory(at(c).state)) return true;
+  }
+  return false;
+}
+
+bool FleetController::requests_wait_for(const Entry& e) const {
+  if (e.by_request && !e.pending.empty()) return true;
+  for (const ModelIndex c : e.children) {
+    if (at(c).want_up && !at(c).pending.empty()) return true;
+  }
+  return false;
+}
+
+void FleetController::finish_pending_take_down(ModelIndex base) {
+  Entry& b = at(base);
+  if (!b.take_down_pending || adapters_hold_active_memory(b)) return;
+  b.take_down_pending = false;
+  sync_view(base);
+  if (b.state != ModelState::kActive || b.moving) return;
+  if (Status st = take_down(base, b.take_down_reason); !st.is_ok()) {
+    log_warn("fleet: suspending {} after its adapters failed: {}", b.spec.name, st.message());
+  }
+}
+
 Status FleetController::take_down(ModelIndex m, std::string_view reason) {
   Entry& e = at(m);
+  if (e.take_down_pending) return Status();  // already on its way down
   if (e.state != ModelState::kActive) {
     return invalid_argument(fmt::format("model {} is {}, not active: it cannot be suspended",
                                         e.spec.name, model_state_name(e.state)));
+  }
+  if (!e.children.empty()) {
+    // Adapters leave first (each draining its own requests); the base follows once none holds
+    // active memory (finish_pending_take_down, from their move_done).
+    for (const ModelIndex c : e.children) {
+      if (at(c).state != ModelState::kActive || at(c).moving) continue;
+      if (Status st = take_down(c, fmt::format("base {} suspending", e.spec.name)); !st.is_ok()) {
+        log_warn("fleet: suspending adapter {} failed: {}", at(c).spec.name, st.message());
+      }
+    }
+    if (adapters_hold_active_memory(e)) {
+      e.take_down_pending = true;
+      e.take_down_reason = std::string(reason);
+      sync_view(m);
+      return Status();
+    }
   }
   TS_RETURN_IF_ERROR(e.lifecycle->transition(ModelState::kSuspending, reason));
   e.moving = true;
@@ -512,6 +631,9 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
         TS_CHECK(e.lifecycle->transition(ModelState::kFailed, result.message()).is_ok());
         log_warn("fleet: {} failed to come up: {}", e.spec.name, result.message());
         refuse_queue(m, unavailable_while_failed(e, now));
+        for (const ModelIndex c : e.children) {
+          if (at(c).want_up && !at(c).moving) refuse_queue(c, unavailable_while_failed(e, now));
+        }
       }
       break;
     case Move::kSuspend:
@@ -538,6 +660,16 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
       break;
   }
   sync_view(m);
+  if (e.parent >= 0 && at(e.parent).take_down_pending) {
+    // The base waits to go down: an adapter that just came up (its queue dispatched) follows
+    // the others out; the last one to leave lets the base go.
+    if (e.state == ModelState::kActive) {
+      if (Status st = take_down(m, "base suspending"); !st.is_ok()) {
+        log_warn("fleet: suspending adapter {} failed: {}", e.spec.name, st.message());
+      }
+    }
+    finish_pending_take_down(e.parent);
+  }
   // Anything waiting (for this model, or for the room this move freed) goes at the next tick.
   if (timer_ != nullptr) {
     for (const auto& x : models_) {

@@ -14,6 +14,23 @@
 //   move_done(m, st)  finishes a move: Active (dispatch the queue), Suspended, Evicted or Failed
 //                     (its queue refused with the cause; retried after a back-off that doubles).
 //
+// Adapters. An entry with a parent (ControlledModel::parent) is a LoRA adapter of that base
+// model, with the same lifecycle, budgets and policies as a model; its tiers are the adapter's:
+// Active = registered in the base's engine (its bytes in the active budget), Suspended = the
+// loaded adapter kept in host memory (its host_bytes in the host budget), Evicted/Unloaded = only
+// its file. Rules, all enforced here:
+//   - an adapter is never Active while its base is not: bringing an adapter up brings the base up
+//     first (the adapter waits, wanted, until the base is Active), and a request for it queues
+//     until both are;
+//   - taking a base down (policy, pressure or operator) first suspends its Active adapters; the
+//     base itself goes Suspending only when none of them holds active memory any more (until
+//     then it keeps serving and counts as freeing its bytes);
+//   - an adapter's Suspending drains its in-flight requests in the host (none is lost); requests
+//     arriving meanwhile queue and bring it back afterwards;
+//   - an adapter's traffic also counts as its base's activity (a base whose adapters serve is
+//     not idle), while requests, finishes and SLO counts stay the adapter's own;
+//   - a base that fails to come up refuses the queues of the adapters waiting for it.
+//
 // Thread-safety: none; the owner serializes every call (the live fleet under one mutex, the
 // simulator on its one thread). Calls into the host happen inside these calls.
 #pragma once
@@ -47,6 +64,9 @@ struct ControlledModel {
   std::shared_ptr<const IdlePolicy> idle_policy;  // null: the controller's default
   int64_t ttft_slo_ns = 1'000'000'000;            // for SLO accounting
   std::string failed;  // non-empty: starts Failed with this error (e.g. its file did not open)
+  // Non-empty: this entry is a LoRA adapter of the model so named (a base: not itself an
+  // adapter); see "Adapters" above.
+  std::string parent;
 };
 
 struct ControllerOptions {
@@ -91,7 +111,7 @@ class FleetController {
   // `host`, `clock` and `timer` are not owned and must outlive the controller; `timer` may be
   // null (the owner ticks on its own schedule). Models start Unloaded (or Failed, see
   // ControlledModel::failed). Errors: kInvalidArgument for no models, empty or duplicate names,
-  // a negative budget.
+  // a negative budget, an adapter whose parent is unknown or is itself an adapter.
   static Result<std::unique_ptr<FleetController>> create(std::vector<ControlledModel> models,
                                                          ControllerOptions options,
                                                          ModelHost* host, const Clock* clock,
@@ -105,6 +125,10 @@ class FleetController {
   // -1 when unknown.
   ModelIndex find(std::string_view name) const;
   const ControlledModel& model(ModelIndex m) const;
+  // The base of adapter `m`; -1 when `m` is a base model.
+  ModelIndex parent(ModelIndex m) const;
+  // The adapters of base `m`, in the controller's order (empty for an adapter).
+  const std::vector<ModelIndex>& adapters(ModelIndex m) const;
   // The idle policy that governs `m`: its own, else the controller's default; null: none.
   // Whether the view the policies see (kept current incrementally) equals one rebuilt from every
   // model's state now (for tests).
@@ -162,6 +186,10 @@ class FleetController {
   const Entry& at(ModelIndex m) const;
   const IdlePolicy* policy_of(const Entry& e) const;
   Status bring_up(ModelIndex m, std::string_view reason);
+  // For an adapter: starts bringing its base up unless it is ready (Active, not on its way
+  // down); `ready` tells whether the adapter can come up now. Errors: the base is Failed and
+  // backing off, or its own bring-up's.
+  Status bring_up_base_of(const Entry& adapter, std::string_view reason, bool* ready);
   Status take_down(ModelIndex m, std::string_view reason);
   Status push_to_disk(ModelIndex m, std::string_view reason);
   // Starts suspending idle models to free `bytes`; returns the bytes their suspensions free.
@@ -173,6 +201,12 @@ class FleetController {
   void expire(int64_t now_ns);
   void apply_idle_policies();
   void enforce_host_budget();
+  // Adapters: the base, once none of its adapters holds active memory, goes Suspending for the
+  // take_down that waited for them.
+  void finish_pending_take_down(ModelIndex base);
+  bool adapters_hold_active_memory(const Entry& base) const;
+  // Whether requests wait for `e` to come up: its own, or (a base) those of its adapters.
+  bool requests_wait_for(const Entry& e) const;
   void note_arrival(Entry& e, int64_t now_ns, bool cold);
   void note_completion(Entry& e, int64_t now_ns, bool slo_met);
   Status unavailable_while_failed(const Entry& e, int64_t now_ns) const;

@@ -52,6 +52,19 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
           spec.name));
     }
   }
+  for (const auto& spec : models) {
+    if (spec.parent.empty()) continue;
+    const auto base = std::find_if(models.begin(), models.end(), [&](const FleetModelSpec& x) {
+      return x.name == spec.parent;
+    });
+    if (base == models.end() || !base->parent.empty()) {
+      return invalid_argument(fmt::format("adapter {}: the fleet has no base model named '{}'",
+                                          spec.name, spec.parent));
+    }
+  }
+  // Bases first: the host opens an adapter against its base's file.
+  std::stable_partition(models.begin(), models.end(),
+                        [](const FleetModelSpec& x) { return x.parent.empty(); });
   std::unique_ptr<FleetManager> m(new FleetManager(std::move(options)));
   const FleetOptions& o = m->options_;
   LiveHostOptions ho;
@@ -76,6 +89,7 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
     c.idle_policy = models[i].idle_policy;
     c.ttft_slo_ns = models[i].engine.ttft_slo_ns;
     c.failed = h.open_error;
+    c.parent = models[i].parent;
     controlled.push_back(std::move(c));
     m->names_.push_back(models[i].name);
   }
@@ -91,6 +105,11 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
                                               m->clock_, m->timer_.get()));
   m->host_->set_controller(m->controller_.get());
   return m;
+}
+
+int32_t FleetManager::runs_on(int32_t m) const {
+  const ModelIndex p = host_->model(m).parent;  // fixed at create()
+  return p >= 0 ? p : m;
 }
 
 int32_t FleetManager::index(const std::string& name) const {
@@ -272,7 +291,7 @@ void FleetManager::cancel(const std::string& name, RequestId id) {
 
 engine::EngineStats FleetManager::stats(const std::string& name) const {
   const int32_t m = index(name);
-  if (m < 0) return {};
+  if (m < 0 || runs_on(m) != m) return {};
   std::shared_ptr<engine::Engine> e = host_->engine(m);
   return e ? e->stats() : engine::EngineStats{};
 }
@@ -297,6 +316,7 @@ Result<ModelStatus> FleetManager::status(const std::string& name) const {
   ModelStatus s;
   s.name = name;
   s.path = h.path;
+  s.parent = spec.parent;
   s.state = c.state;
   s.time_in_state_s = static_cast<double>(clock_->now_ns() - c.state_since_ns) * 1e-9;
   s.active_bytes = spec.active_bytes;
@@ -347,36 +367,37 @@ const model::Tokenizer& FleetManager::tokenizer(const std::string& name) const {
 std::shared_ptr<const model::Tokenizer> FleetManager::shared_tokenizer(const std::string& name) const {
   const int32_t m = index(name);
   TS_CHECK_MSG(m >= 0, "FleetManager::tokenizer: unknown model");
-  return host_->tokenizer_ptr(m);
+  return host_->tokenizer_ptr(runs_on(m));
 }
 
 const model::Metadata& FleetManager::metadata(const std::string& name) const {
   const int32_t m = index(name);
   TS_CHECK_MSG(m >= 0, "FleetManager::metadata: unknown model");
-  auto model = host_->model_ptr(m);
+  auto model = host_->model_ptr(runs_on(m));
   TS_CHECK_MSG(model != nullptr, "FleetManager::metadata: the model's file did not open");
   return model->file().metadata;  // the model is never closed once open
 }
 
 Status FleetManager::opened(const std::string& name) const {
-  const int32_t m = index(name);
-  if (m < 0) return not_found("no fleet model named " + name);
+  const int32_t named = index(name);
+  if (named < 0) return not_found("no fleet model named " + name);
+  const int32_t m = runs_on(named);
   if (host_->model_ptr(m) != nullptr) return Status();
   const ControlledStatus c = const_cast<FleetManager*>(this)->locked([&] { return controller_->status(m); });
   return Status(ErrorCode::kUnavailable,
                 fmt::format("model {} is unavailable: it failed to load ({}); retried on a request "
                             "after {:.0f} s",
-                            name, host_->open_error(m),
+                            names_[static_cast<size_t>(m)], host_->open_error(m),
                             std::max(0.0, (c.retry_at_ns - clock_->now_ns()) * 1e-9)));
 }
 
 int64_t FleetManager::context_length(const std::string& name) const {
   const int32_t m = index(name);
   TS_CHECK_MSG(m >= 0, "FleetManager::context_length: unknown model");
-  auto model = host_->model_ptr(m);
+  auto model = host_->model_ptr(runs_on(m));
   if (model == nullptr) return 0;
   const int64_t model_ctx = model->config().context_length;
-  const int64_t ctx = host_->model(m).engine_options.ctx_size;
+  const int64_t ctx = host_->model(runs_on(m)).engine_options.ctx_size;
   return ctx > 0 ? std::min(ctx, model_ctx) : model_ctx;
 }
 

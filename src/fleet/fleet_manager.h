@@ -70,6 +70,10 @@ struct FleetModelSpec {
   // This model's idle policy; null: the fleet's (FleetOptions::idle_policy). Models sharing a
   // policy object are decided on together (one decide() call per distinct policy).
   std::shared_ptr<const IdlePolicy> idle_policy;
+  // Non-empty: this entry is a LoRA adapter (PEFT directory or GGUF LoRA at `path`) of the fleet
+  // model so named, served as `name` (by convention "<parent>:<adapter>"); `tokenizer` and
+  // `engine` are the base's. See FleetController's "Adapters" for its lifecycle.
+  std::string parent;
 };
 
 struct FleetOptions {
@@ -99,6 +103,7 @@ struct FleetOptions {
 struct ModelStatus {
   std::string name;
   std::string path;
+  std::string parent;              // an adapter's base model; empty for a model
   ModelState state = ModelState::kUnloaded;
   double time_in_state_s = 0.0;
   int64_t active_bytes = 0;        // weights + KV when up
@@ -133,7 +138,10 @@ class FleetManager {
   // kernels): that image is made now, in an unlinked file in $TMPDIR (ImageFileRegion), and set
   // aside in the host tier, or on disk when a host budget is set (so starting many such models
   // costs a pass over each file). A model whose files do not open starts Failed with the error
-  // (the others serve). Errors: kInvalidArgument for no models, empty or duplicate names.
+  // (the others serve). Adapters (FleetModelSpec::parent) are placed after every base model (the
+  // order of names() and status()); an adapter whose file does not load starts Failed.
+  // Errors: kInvalidArgument for no models, empty or duplicate names, an adapter whose parent is
+  // not a base model of the fleet.
   static Result<std::unique_ptr<FleetManager>> create(std::vector<FleetModelSpec> models,
                                                       FleetOptions options);
   ~FleetManager();  // stop()s; queued requests get kUnavailable, engines are stopped
@@ -168,7 +176,8 @@ class FleetManager {
   // Cancels a queued or running request; unknown or finished ids are ignored.
   void cancel(const std::string& name, engine::RequestId id);
 
-  // The engine's stats while Active; zeros otherwise (and for unknown names).
+  // The engine's stats while Active; zeros otherwise (and for unknown names, and for adapters:
+  // they run on their base's engine, whose stats are the base's).
   engine::EngineStats stats(const std::string& name) const;
   // Every model, in the order given to create().
   std::vector<ModelStatus> status() const;
@@ -178,6 +187,7 @@ class FleetManager {
 
   // Valid as long as the manager, in every state, once the model's file opened; null (tokenizer
   // and metadata: a check fails) while it does not. Precondition: `name` is known (checked).
+  // For an adapter, these five are its base's.
   const model::Tokenizer& tokenizer(const std::string& name) const;
   std::shared_ptr<const model::Tokenizer> shared_tokenizer(const std::string& name) const;
   const model::Metadata& metadata(const std::string& name) const;
@@ -199,6 +209,7 @@ class FleetManager {
   class LiveTimer;
   FleetManager(FleetOptions options);
   int32_t index(const std::string& name) const;  // -1 when unknown
+  int32_t runs_on(int32_t m) const;  // an adapter's base, else m
   // Runs `f` on the controller under its lock (finished requests fed in first), then the
   // callbacks it deferred (sinks of refused requests) with the lock released.
   template <typename F>

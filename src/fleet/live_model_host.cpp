@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <thread>
+
 #include "tessera/base/check.h"
 #include "tessera/base/log.h"
 #include "tessera/engine/kv_manager.h"
@@ -50,7 +53,17 @@ void LiveModelHost::add(const FleetModelSpec& spec) {
   s->path = spec.path;
   s->tokenizer_path = spec.tokenizer;
   s->engine_options = spec.engine;
-  if (Status st = open(*s); !st.is_ok()) {
+  if (!spec.parent.empty()) {
+    for (size_t i = 0; i < models_.size(); ++i) {
+      if (models_[i]->name == spec.parent && models_[i]->parent < 0) {
+        s->parent = static_cast<ModelIndex>(i);
+      }
+    }
+    TS_CHECK_MSG(s->parent >= 0, "LiveModelHost::add: an adapter's base must be added first");
+    s->adapter_id = static_cast<int32_t>(models_.size());  // unique within the base's engine
+    s->engine_options = models_[static_cast<size_t>(s->parent)]->engine_options;
+  }
+  if (Status st = s->parent >= 0 ? open_adapter(*s) : open(*s); !st.is_ok()) {
     std::lock_guard<std::mutex> lock(open_mu_);
     s->open_error = st.message();
     log_warn("fleet: {} does not open: {}", s->name, s->open_error);
@@ -112,6 +125,28 @@ Status LiveModelHost::open(Model& s) {
   return Status();
 }
 
+Status LiveModelHost::open_adapter(Model& s) {
+  // Read once to check it against the base and learn its size, then dropped: an Unloaded adapter
+  // is only its file.
+  std::shared_ptr<model::Model> base;
+  {
+    std::lock_guard<std::mutex> lock(open_mu_);
+    base = model(s.parent).model;
+  }
+  if (base == nullptr) {
+    return Status(ErrorCode::kUnavailable,
+                  fmt::format("adapter {}: its base model {} did not open", s.name,
+                              model(s.parent).name));
+  }
+  auto loaded = model::load_lora_adapter(s.path, base->file());
+  if (!loaded.is_ok()) return loaded.status().with_context("loading adapter " + s.name);
+  std::lock_guard<std::mutex> lock(open_mu_);
+  s.weight_bytes = static_cast<int64_t>(loaded->bytes());
+  s.kv_bytes = 0;
+  s.open_error.clear();
+  return Status();
+}
+
 void LiveModelHost::size_kv_pools(int64_t active_budget_bytes) {
   // A model with neither kv_blocks nor kv_memory set gets an equal share of the memory left
   // after every model's weights: of the active budget, or unbudgeted, of the engine's default
@@ -119,7 +154,11 @@ void LiveModelHost::size_kv_pools(int64_t active_budget_bytes) {
   // (engine::size_kv_pool) turns each budget into blocks. Models that did not open get the same
   // share when they do.
   int64_t weights = 0;
-  for (const auto& s : models_) weights += s->weight_bytes;
+  size_t n_bases = 0;
+  for (const auto& s : models_) {
+    weights += s->weight_bytes;  // adapters' bytes too: they share the budget
+    if (s->parent < 0) ++n_bases;
+  }
   int64_t left = -1;  // unknown: such models keep max_running full contexts
   if (active_budget_bytes > 0) {
     left = std::max<int64_t>(0, active_budget_bytes - weights);
@@ -127,9 +166,9 @@ void LiveModelHost::size_kv_pools(int64_t active_budget_bytes) {
     left = kv;
   }
   std::lock_guard<std::mutex> lock(open_mu_);
-  kv_share_ = left >= 0 ? left / static_cast<int64_t>(std::max<size_t>(1, models_.size())) : -1;
+  kv_share_ = left >= 0 ? left / static_cast<int64_t>(std::max<size_t>(1, n_bases)) : -1;
   for (auto& s : models_) {
-    if (s->model == nullptr) continue;
+    if (s->model == nullptr || s->parent >= 0) continue;
     engine::EngineOptions& e = s->engine_options;
     if (e.n_blocks == 0 && e.kv_memory_bytes == 0 && kv_share_ >= 0) {
       engine::EngineOptions one = e;
@@ -157,7 +196,7 @@ std::string LiveModelHost::open_error(ModelIndex m) const {
 }
 
 void LiveModelHost::begin_move(ModelIndex m, Move move) {
-  if (move == Move::kSuspend) {
+  if (move == Move::kSuspend && model(m).parent < 0) {
     // New requests queue in the controller from here on; in-flight ones drain in carry_out().
     std::lock_guard<std::mutex> lock(engines_mu_);
     staged_[static_cast<size_t>(m)] = std::move(engines_[static_cast<size_t>(m)]);
@@ -172,8 +211,60 @@ std::optional<std::pair<ModelIndex, Move>> LiveModelHost::take_move() {
   return mv;
 }
 
+Status LiveModelHost::carry_out_adapter(Model& s, Move move) {
+  // The controller keeps the base Active from before an adapter's bring-up until after its
+  // suspension, so the base's engine is there for every move but an eviction.
+  switch (move) {
+    case Move::kLoad:
+    case Move::kResume: {
+      if (s.adapter == nullptr) {
+        const std::shared_ptr<model::Model> base = model_ptr(s.parent);
+        if (base == nullptr) return Status(ErrorCode::kUnavailable, "the base model is not open");
+        auto loaded = model::load_lora_adapter(s.path, base->file());
+        if (!loaded.is_ok()) return loaded.status().with_context("loading adapter " + s.name);
+        s.adapter = std::make_shared<const model::LoraAdapter>(std::move(loaded).value());
+        std::lock_guard<std::mutex> lock(open_mu_);
+        s.weight_bytes = static_cast<int64_t>(s.adapter->bytes());
+        s.open_error.clear();
+      }
+      const std::shared_ptr<engine::Engine> e = engine(s.parent);
+      if (!e) return Status(ErrorCode::kUnavailable, "the base model is not active");
+      return e->set_adapter(s.adapter_id, s.adapter).with_context("registering adapter " + s.name);
+    }
+    case Move::kSuspend: {
+      // New requests queue in the controller; the engine refuses the unregistration while any of
+      // the adapter's requests is unfinished, so wait for them. Past the drain timeout (real
+      // time, as the base's drain) they are cancelled, as a draining base cancels its own.
+      const std::shared_ptr<engine::Engine> e = engine(s.parent);
+      if (!e) return Status();
+      constexpr int64_t kPollNs = 2'000'000;
+      constexpr int64_t kAfterCancelNs = 1'000'000'000;
+      bool cancelled = false;
+      for (int64_t waited = 0;; waited += kPollNs) {
+        Status st = e->set_adapter(s.adapter_id, nullptr);
+        if (st.is_ok()) return Status();
+        if (st.code() != ErrorCode::kUnavailable ||
+            waited >= options_.drain_timeout_ns + kAfterCancelNs) {
+          return st.with_context("suspending adapter " + s.name);
+        }
+        if (!cancelled && waited >= options_.drain_timeout_ns) {
+          log_warn("fleet: {}: in-flight requests cancelled after the drain timeout", s.name);
+          cancel_all_running(s.adapter_id, *e);
+          cancelled = true;
+        }
+        std::this_thread::sleep_for(std::chrono::nanoseconds(kPollNs));
+      }
+    }
+    case Move::kEvict:
+      s.adapter.reset();  // the host copy goes; the file remains
+      return Status();
+  }
+  return Status();
+}
+
 Status LiveModelHost::carry_out(ModelIndex m, Move move) {
   Model& s = model(m);
+  if (s.parent >= 0) return carry_out_adapter(s, move);
   std::shared_ptr<engine::Engine>& staged = staged_[static_cast<size_t>(m)];
   switch (move) {
     case Move::kLoad:
@@ -268,6 +359,7 @@ Status LiveModelHost::dispatch(ModelIndex m, RequestId id) {
   std::shared_ptr<engine::Engine> e = engine(m);
   if (!e) return Status(ErrorCode::kUnavailable, "the model is not active");
   Payload& p = it->second;
+  p.request.adapter_id = model(m).adapter_id;  // -1 for a base
   {
     std::lock_guard<std::mutex> ids(ids_mu_);
     running_[id] = {m, 0};
@@ -298,7 +390,7 @@ ModelCosts LiveModelHost::costs(ModelIndex m) const {
   const Model& s = model(m);
   std::lock_guard<std::mutex> lock(open_mu_);
   ModelCosts c;
-  c.host_bytes = s.weight_bytes + s.kept.bytes();
+  c.host_bytes = s.weight_bytes + s.kept.bytes();  // an adapter: its A and B
   // Without a measurement: page cache at ~4 GiB/s, disk at ~0.5 GiB/s.
   const double gib = static_cast<double>(s.weight_bytes) / (1u << 30);
   c.resume_estimate_s = gib / 4.0;
@@ -341,8 +433,22 @@ void LiveModelHost::drain_finished() {
 }
 
 std::shared_ptr<engine::Engine> LiveModelHost::engine(ModelIndex m) const {
+  const ModelIndex runs_on = model(m).parent >= 0 ? model(m).parent : m;
   std::lock_guard<std::mutex> lock(engines_mu_);
-  return engines_[static_cast<size_t>(m)];
+  return engines_[static_cast<size_t>(runs_on)];
+}
+
+void LiveModelHost::cancel_all_running(int32_t adapter_id, engine::Engine& e) {
+  std::vector<RequestId> engine_ids;
+  {
+    std::lock_guard<std::mutex> ids(ids_mu_);
+    for (const auto& [fleet_id, where] : running_) {
+      if (where.second != 0 && model(where.first).adapter_id == adapter_id) {
+        engine_ids.push_back(where.second);
+      }
+    }
+  }
+  for (RequestId id : engine_ids) e.cancel(id);
 }
 
 void LiveModelHost::cancel_running(ModelIndex m, RequestId id) {

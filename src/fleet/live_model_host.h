@@ -7,6 +7,11 @@
 // is queued and carried out later by carry_out() (prefault + engine creation, or drain + tier
 // move: seconds of I/O) with no lock of the controller held, then completed by complete_move();
 // sinks of refused requests are deferred until the controller's lock is released.
+// Adapters (FleetModelSpec::parent set) are entries of their own without an engine: Active =
+// registered in the base's engine (Engine::set_adapter under the entry's adapter id), Suspended =
+// the loaded LoraAdapter kept in this process (the host tier), Evicted/Unloaded = its file only.
+// Their requests go to the base's engine with Request::adapter_id set; suspending one waits until
+// none of its requests is unfinished (the engine refuses the unregistration until then).
 // Thread-safety: the ModelHost methods, stash(), take_*(), complete_move() and drain_finished()
 // are called under the owner's controller lock; carry_out() under the owner's move lock only;
 // engine(), cancel_running() and status getters from any thread. Sinks run on engine threads.
@@ -28,6 +33,7 @@
 #include "tessera/fleet/kept_prefix.h"
 #include "tessera/fleet/memory_tier.h"
 #include "tessera/fleet/model_host.h"
+#include "tessera/model/lora_adapter.h"
 #include "tessera/model/model.h"
 #include "tessera/model/tokenizer/tokenizer.h"
 
@@ -57,6 +63,11 @@ class LiveModelHost final : public ModelHost {
     int64_t kv_bytes = 0;
     std::string open_error;  // why the file did not open (empty when open)
     KeptPrefix kept;
+    // Adapters: the base's index and the engine adapter id (-1 for a base), and the adapter
+    // while it is loaded (Active or Suspended; read and written by the move thread only).
+    ModelIndex parent = -1;
+    int32_t adapter_id = -1;
+    std::shared_ptr<const model::LoraAdapter> adapter;
     int64_t active_bytes() const { return weight_bytes + kv_bytes; }
   };
 
@@ -65,6 +76,7 @@ class LiveModelHost final : public ModelHost {
 
   // Opens `spec`'s files (mmap, tokenizer, repacked image set aside); on failure the model is
   // kept with open_error set. Call before the controller exists.
+  // An adapter's base must have been added before it (FleetManager::create orders them).
   void add(const FleetModelSpec& spec);
   int32_t size() const { return static_cast<int32_t>(models_.size()); }
   Model& model(ModelIndex m) { return *models_[static_cast<size_t>(m)]; }
@@ -96,6 +108,7 @@ class LiveModelHost final : public ModelHost {
   // Feeds the controller the requests that finished on engine threads.
   void drain_finished();
 
+  // The engine that runs `m`'s requests: its own, or an adapter's base's; null when not Active.
   std::shared_ptr<engine::Engine> engine(ModelIndex m) const;
   void cancel_running(ModelIndex m, engine::RequestId id);
   // Takes every engine (for stop()).
@@ -115,6 +128,10 @@ class LiveModelHost final : public ModelHost {
     bool slo_met;
   };
   Status open(Model& s);
+  Status open_adapter(Model& s);
+  Status carry_out_adapter(Model& s, Move move);
+  // Cancels, in `e`, the running requests of the adapter with `adapter_id`.
+  void cancel_all_running(int32_t adapter_id, engine::Engine& e);
   engine::EventSink wrap_sink(ModelIndex m, engine::RequestId id, int64_t submit_ns,
                               engine::EventSink sink);
 

@@ -93,6 +93,8 @@ Result<AdapterInfo> AdapterRegistry::load(const std::string& name, const std::st
   entry.name = info.model;
   entry.backend = adapter_backend(base_.backend, id);
   entry.created = info.created;
+  entry.base = base_.name;
+  entry.adapter = name;
   if (Status s = router_->add(std::move(entry)); !s.is_ok()) {
     (void)engine_->set_adapter(id, nullptr);
     done_loading();

@@ -11,6 +11,7 @@ namespace {
 
 nlohmann::json admin_json(const ModelEntry& e) {
   nlohmann::json j = {{"id", e.name}, {"state", e.state ? e.state() : std::string("ready")}};
+  if (!e.base.empty()) j["parent"] = e.base;  // a LoRA adapter: the model it runs on
   if (e.error) {
     if (std::string why = e.error(); !why.empty()) j["error"] = std::move(why);
   }

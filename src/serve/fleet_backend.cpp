@@ -1,5 +1,8 @@
 #include "tessera/serve/fleet_backend.h"
 
+#include <map>
+#include <string_view>
+
 #include "tessera/base/check.h"
 
 namespace tessera::serve {
@@ -35,10 +38,24 @@ std::shared_ptr<ModelBackend> fleet_backend(std::shared_ptr<fleet::FleetManager>
   return std::make_shared<FleetBackend>(std::move(fleet), name);
 }
 
+namespace {
+
+// The adapter's own name within its base's: "base:sql" -> "sql".
+std::string adapter_name(const std::string& name, const std::string& parent) {
+  const std::string prefix = parent + ":";
+  return name.starts_with(prefix) ? name.substr(prefix.size()) : name;
+}
+
+}  // namespace
+
 ModelEntry fleet_entry(std::shared_ptr<fleet::FleetManager> fleet, const std::string& name) {
   ModelEntry e;
   e.name = name;
   e.backend = fleet_backend(fleet, name);
+  if (auto st = fleet->status(name); st.is_ok() && !st->parent.empty()) {
+    e.base = st->parent;
+    e.adapter = adapter_name(name, st->parent);
+  }
   std::weak_ptr<fleet::FleetManager> weak = fleet;
   e.state = [weak, name]() -> std::string {
     auto f = weak.lock();
@@ -65,8 +82,34 @@ ModelEntry fleet_entry(std::shared_ptr<fleet::FleetManager> fleet, const std::st
 
 namespace {
 
+void collect_adapter(const fleet::ModelStatus& m, MetricsRegistry& r) {
+  const MetricLabels l = {{"model", m.parent}, {"adapter", adapter_name(m.name, m.parent)}};
+  r.gauge("tessera_adapter_time_in_state_seconds", "Seconds in the adapter's current lifecycle state",
+          l)
+      .set(m.time_in_state_s);
+  r.gauge("tessera_adapter_active_bytes",
+          "LoRA adapter bytes registered in its base's engine (the active tier)", l)
+      .set(fleet::holds_active_memory(m.state) ? static_cast<double>(m.active_bytes) : 0.0);
+  r.gauge("tessera_adapter_bytes", "LoRA adapter bytes (A and B, f32) in whichever tier holds it",
+          l)
+      .set(static_cast<double>(m.weight_bytes));
+  r.gauge("tessera_adapter_cold_starts",
+          "Requests that found the adapter not Active (running total)", l)
+      .set(static_cast<double>(m.cold_starts));
+  r.gauge("tessera_adapter_requests_in_flight", "Adapter requests submitted and not finished", l)
+      .set(static_cast<double>(m.in_flight));
+  r.gauge("tessera_adapter_resumes", "Completed adapter resumes (running total)", l)
+      .set(static_cast<double>(m.resumes));
+  r.gauge("tessera_adapter_suspends", "Completed adapter suspensions (running total)", l)
+      .set(static_cast<double>(m.suspends));
+}
+
 void collect_fleet(const fleet::FleetManager& fleet, MetricsRegistry& r) {
   for (const fleet::ModelStatus& m : fleet.status()) {
+    if (!m.parent.empty()) {
+      collect_adapter(m, r);
+      continue;
+    }
     const MetricLabels l = {{"model", m.name}};
     r.gauge("tessera_model_time_in_state_seconds", "Seconds in the current lifecycle state", l)
         .set(m.time_in_state_s);
@@ -117,23 +160,42 @@ void attach_fleet_metrics(const std::shared_ptr<fleet::FleetManager>& fleet_ptr,
     if (auto f = weak.lock()) collect_fleet(*f, r);
   });
   static constexpr const char* kStateHelp = "1 for the model's current lifecycle state, else 0";
+  static constexpr const char* kAdapterStateHelp =
+      "1 for the LoRA adapter's current lifecycle state, else 0";
+  // Per entry: its state gauge's labels, less "state" (adapters: {model=base, adapter}). Names
+  // are fixed at create(), so the listener reads this map without a lock.
+  auto labels = std::make_shared<std::map<std::string, std::pair<const char*, MetricLabels>>>();
+  for (const fleet::ModelStatus& m : fleet.status()) {
+    if (m.parent.empty()) {
+      (*labels)[m.name] = {"tessera_model_state", {{"model", m.name}}};
+    } else {
+      (*labels)[m.name] = {"tessera_adapter_state",
+                           {{"model", m.parent}, {"adapter", adapter_name(m.name, m.parent)}}};
+    }
+  }
+  const auto state_gauge = [labels](MetricsRegistry& reg, const std::string& name,
+                                    fleet::ModelState s) -> Gauge& {
+    const auto& [family, base_labels] = labels->at(name);
+    MetricLabels l = base_labels;
+    l.push_back({"state", std::string(fleet::model_state_name(s))});
+    return reg.gauge(family, family == std::string_view("tessera_model_state") ? kStateHelp
+                                                                              : kAdapterStateHelp,
+                     l);
+  };
   for (const std::string& name : fleet.names()) {
     for (fleet::ModelState s : fleet::kAllModelStates) {
-      registry.gauge("tessera_model_state", kStateHelp,
-                     {{"model", name}, {"state", std::string(fleet::model_state_name(s))}})
-          .set(s == fleet.state(name) ? 1.0 : 0.0);
+      state_gauge(registry, name, s).set(s == fleet.state(name) ? 1.0 : 0.0);
     }
-    registry.counter("tessera_model_resumes_total", "Completed resumes (Resuming -> Active)",
-                     {{"model", name}});
+    if (labels->at(name).first == std::string_view("tessera_model_state")) {
+      registry.counter("tessera_model_resumes_total", "Completed resumes (Resuming -> Active)",
+                       {{"model", name}});
+    }
   }
   MetricsRegistry* r = &registry;
-  fleet.add_listener([r](const fleet::TransitionEvent& ev) {
-    r->gauge("tessera_model_state", kStateHelp,
-             {{"model", ev.model}, {"state", std::string(fleet::model_state_name(ev.from))}})
-        .set(0.0);
-    r->gauge("tessera_model_state", kStateHelp,
-             {{"model", ev.model}, {"state", std::string(fleet::model_state_name(ev.to))}})
-        .set(1.0);
+  fleet.add_listener([r, state_gauge, labels](const fleet::TransitionEvent& ev) {
+    state_gauge(*r, ev.model, ev.from).set(0.0);
+    state_gauge(*r, ev.model, ev.to).set(1.0);
+    if (labels->at(ev.model).first != std::string_view("tessera_model_state")) return;
     if (ev.from == fleet::ModelState::kResuming && ev.to == fleet::ModelState::kActive) {
       r->counter("tessera_model_resumes_total", "Completed resumes (Resuming -> Active)",
                  {{"model", ev.model}})

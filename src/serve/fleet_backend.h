@@ -16,6 +16,13 @@
 //   tessera_device_busy_seconds{model}, tessera_device_wait_seconds{model},
 //   tessera_device_iterations{model}, tessera_device_late_iterations{model}
 //                                                     the shared device's per-model use, when set
+// Adapters (fleet entries with a parent) get their own families instead, labelled
+// {model=<base>, adapter=<name>}: tessera_adapter_state{state}, and at scrape time
+// tessera_adapter_time_in_state_seconds, tessera_adapter_active_bytes (while registered in the
+// base's engine), tessera_adapter_bytes, tessera_adapter_cold_starts,
+// tessera_adapter_requests_in_flight, tessera_adapter_resumes, tessera_adapter_suspends.
+// fleet_entry() of an adapter sets ModelEntry::base and ::adapter (its request metrics go to the
+// base and to tessera_adapter_* series; it has no engine gauges).
 // Thread-safety: the backend is safe from any thread (FleetManager is).
 #pragma once
 

@@ -42,6 +42,72 @@ Status read_number(const json& m, size_t i, const char* key, double min, double 
   return Status();
 }
 
+bool valid_adapter_name(const std::string& n) {
+  return !n.empty() && n.size() <= 128 && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-';
+  });
+}
+
+// models[i].adapters: [{"name": N, "path": P, "pinned": b, "idle_policy": s, "keep_alive_s": x}]
+// -> one spec per adapter, named "<base>:<N>", with the base's engine options and (unless its
+// own is given) its idle policy.
+Status parse_adapters(const json& m, size_t i, const fleet::FleetModelSpec& base,
+                      const std::string& base_dir, const fleet::IdlePolicySettings& idle,
+                      std::vector<fleet::FleetModelSpec>* out) {
+  if (!m.contains("adapters")) return Status();
+  const json& list = m.at("adapters");
+  if (!list.is_array()) return bad(i, "adapters", "expected an array of {\"name\", \"path\"}");
+  static const std::set<std::string> kAdapterKeys = {"name", "path", "pinned", "idle_policy",
+                                                     "keep_alive_s"};
+  for (size_t j = 0; j < list.size(); ++j) {
+    const json& a = list[j];
+    const std::string where = fmt::format("adapters[{}]", j);
+    if (!a.is_object()) return bad(i, where, "expected an object");
+    for (const auto& [key, v] : a.items()) {
+      if (!kAdapterKeys.count(key)) return bad(i, where + "." + key, "unknown key");
+    }
+    if (!a.contains("name") || !a["name"].is_string() ||
+        !valid_adapter_name(a["name"].get<std::string>())) {
+      return bad(i, where + ".name", "required, 1-128 characters of A-Z a-z 0-9 . _ -");
+    }
+    if (!a.contains("path") || !a["path"].is_string() || a["path"].get<std::string>().empty()) {
+      return bad(i, where + ".path", "required, a PEFT directory or GGUF LoRA file");
+    }
+    fleet::FleetModelSpec s;
+    s.name = base.name + ":" + a["name"].get<std::string>();
+    s.parent = base.name;
+    std::filesystem::path p = a["path"].get<std::string>();
+    if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+    s.path = p.string();
+    s.tokenizer = base.tokenizer;
+    s.engine = base.engine;
+    s.idle_policy = base.idle_policy;
+    if (a.contains("pinned")) {
+      if (!a["pinned"].is_boolean()) return bad(i, where + ".pinned", "expected true or false");
+      s.pinned = a["pinned"].get<bool>();
+    }
+    if (a.contains("idle_policy") || a.contains("keep_alive_s")) {
+      fleet::IdlePolicySettings own = idle;
+      if (a.contains("idle_policy")) {
+        if (!a["idle_policy"].is_string()) {
+          return bad(i, where + ".idle_policy", "expected fixed, adaptive or always-on");
+        }
+        own.kind = a["idle_policy"].get<std::string>();
+      }
+      if (a.contains("keep_alive_s")) {
+        if (!a["keep_alive_s"].is_number()) return bad(i, where + ".keep_alive_s", "expected seconds >= 0");
+        own.keep_alive_s = a["keep_alive_s"].get<double>();
+      }
+      auto policy = fleet::make_idle_policy(own);
+      if (!policy.is_ok()) return bad(i, where, policy.status().message());
+      s.idle_policy = std::move(policy).value();
+    }
+    out->push_back(std::move(s));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string& text,
@@ -59,7 +125,8 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
   static const std::set<std::string> kKeys = {"name",     "path",        "ctx_size",
                                               "parallel", "priority",    "ttft_slo_ms",
                                               "tpot_slo_ms", "kv_blocks", "pinned",
-                                              "tokenizer", "idle_policy", "keep_alive_s"};
+                                              "tokenizer", "idle_policy", "keep_alive_s",
+                                              "adapters"};
   std::vector<fleet::FleetModelSpec> out;
   const json& models = root["models"];
   if (models.empty()) return invalid_argument("fleet config: \"models\" is empty");
@@ -123,7 +190,10 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
       }
       s.idle_policy = std::move(policy).value();
     }
+    std::vector<fleet::FleetModelSpec> adapters;
+    TS_RETURN_IF_ERROR(parse_adapters(m, i, s, base_dir, idle, &adapters));
     out.push_back(std::move(s));
+    for (auto& a : adapters) out.push_back(std::move(a));
   }
   return out;
 }
@@ -139,6 +209,53 @@ Result<std::vector<fleet::FleetModelSpec>> read_fleet_config(const std::string& 
   auto r = parse_fleet_config(text.str(), dir, defaults, idle);
   if (!r.is_ok()) return r.status().with_context(path);
   return r;
+}
+
+Status add_lora_flags(const std::vector<std::string>& loras,
+                      std::vector<fleet::FleetModelSpec>* specs) {
+  for (const std::string& flag : loras) {
+    const auto bad_flag = [&flag](const std::string& what) {
+      return invalid_argument(fmt::format("--lora '{}': {}", flag, what));
+    };
+    const size_t eq = flag.find('=');
+    if (eq == std::string::npos || eq + 1 == flag.size()) {
+      return bad_flag("expected BASE:NAME=PATH (or NAME=PATH with one model)");
+    }
+    const std::string left = flag.substr(0, eq);
+    std::string base, name;
+    if (const size_t colon = left.rfind(':'); colon != std::string::npos) {
+      base = left.substr(0, colon);
+      name = left.substr(colon + 1);
+    } else {
+      name = left;
+      std::vector<std::string> bases;
+      for (const auto& s : *specs) {
+        if (s.parent.empty()) bases.push_back(s.name);
+      }
+      if (bases.size() != 1) {
+        return bad_flag(fmt::format("the fleet has {} models: name the base as BASE:NAME=PATH",
+                                    bases.size()));
+      }
+      base = bases[0];
+    }
+    if (!valid_adapter_name(name)) return bad_flag("the name must be 1-128 characters of A-Z a-z 0-9 . _ -");
+    const auto b = std::find_if(specs->begin(), specs->end(), [&](const fleet::FleetModelSpec& s) {
+      return s.name == base && s.parent.empty();
+    });
+    if (b == specs->end()) return bad_flag(fmt::format("the fleet has no model named '{}'", base));
+    fleet::FleetModelSpec s;
+    s.name = base + ":" + name;
+    for (const auto& x : *specs) {
+      if (x.name == s.name) return bad_flag(fmt::format("'{}' is already in the fleet", s.name));
+    }
+    s.parent = base;
+    s.path = flag.substr(eq + 1);
+    s.tokenizer = b->tokenizer;
+    s.engine = b->engine;
+    s.idle_policy = b->idle_policy;
+    specs->push_back(std::move(s));
+  }
+  return Status();
 }
 
 Result<std::vector<fleet::FleetModelSpec>> fleet_specs_from_dir(const std::string& dir,

@@ -37,7 +37,12 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     engine::EventSink sink = [self](engine::Event&& ev) {
       // Recorded here rather than on the connection, so requests whose client left count too.
       if (self->metrics_ && ev.is_finish()) {
-        self->metrics_->record_finish(self->spec_.model, std::get<engine::FinishEvent>(ev.body));
+        const auto& finish = std::get<engine::FinishEvent>(ev.body);
+        if (self->spec_.adapter.empty()) {
+          self->metrics_->record_finish(self->spec_.model, finish);
+        } else {
+          self->metrics_->record_adapter_finish(self->spec_.base, self->spec_.adapter, finish);
+        }
       }
       self->writer_->post([self, ev = std::move(ev)]() mutable { self->on_event(std::move(ev)); });
     };

@@ -23,6 +23,9 @@ struct GenerationSpec {
   bool stream = false;
   bool include_usage = false;
   int32_t n_logprobs = -1;
+  // An adapter's request (ModelEntry::base / ::adapter): metrics go to the base and the adapter.
+  std::string base;
+  std::string adapter;
 };
 
 // Submits `request` to `backend` and answers through `writer`: an error response if submit

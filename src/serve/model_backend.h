@@ -59,6 +59,12 @@ struct ModelEntry {
   // Optional: operator moves for /admin/models/{name}/{action} ("suspend", "resume"). Runs on
   // the connection's thread and may block for the move. Empty: the model has no admin actions.
   std::function<Status(const std::string& action)> admin;
+  // Set for a LoRA adapter's entry ("<base>:<adapter>"): the base model's name and the adapter's
+  // own. Its requests count in the base's request metrics and in tessera_adapter_* series
+  // labelled {model=<base>, adapter=<adapter>}; it has no engine gauges of its own (the base's
+  // engine runs it).
+  std::string base;
+  std::string adapter;
 };
 
 }  // namespace tessera::serve

@@ -13,6 +13,7 @@ nlohmann::json model_json(const ModelEntry& e) {
   nlohmann::json j = {
       {"id", e.name}, {"object", "model"}, {"created", e.created}, {"owned_by", e.owned_by}};
   if (e.state) j["state"] = e.state();
+  if (!e.base.empty()) j["parent"] = e.base;  // a LoRA adapter: the model it runs on
   if (e.error) {
     if (std::string why = e.error(); !why.empty()) j["error"] = std::move(why);
   }

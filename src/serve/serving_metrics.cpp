@@ -54,6 +54,40 @@ void ServingMetrics::record_finish(const std::string& model, const engine::Finis
   }
 }
 
+void ServingMetrics::record_adapter_finish(const std::string& model, const std::string& adapter,
+                                           const engine::FinishEvent& f) {
+  record_finish(model, f);
+  const MetricLabels m = {{"model", model}, {"adapter", adapter}};
+  registry_
+      ->counter("tessera_adapter_requests_finished_total",
+                "Generation requests of a LoRA adapter finished, by reason",
+                {{"model", model}, {"adapter", adapter},
+                 {"reason", std::string(engine::finish_reason_name(f.reason))}})
+      .inc();
+  registry_->counter("tessera_adapter_prompt_tokens_total", "Prompt tokens of a LoRA adapter's requests", m)
+      .inc(f.usage.prompt_tokens);
+  registry_->counter("tessera_adapter_generation_tokens_total", "Tokens generated with a LoRA adapter", m)
+      .inc(f.usage.completion_tokens);
+  if (f.reason == engine::FinishReason::kError) return;
+  const auto& t = f.timings;
+  const auto& buckets = latency_buckets_seconds();
+  registry_->histogram("tessera_adapter_request_e2e_seconds",
+                       "Submit to finish of a LoRA adapter's requests, seconds", buckets, m)
+      .observe(t.total);
+  if (f.usage.completion_tokens > 0) {
+    registry_->histogram("tessera_adapter_time_to_first_token_seconds",
+                         "Submit to first token of a LoRA adapter's requests, seconds", buckets, m)
+        .observe(t.first_token);
+  }
+  if (f.usage.completion_tokens > 1) {
+    registry_
+        ->histogram("tessera_adapter_time_per_output_token_seconds",
+                    "Mean time between output tokens after the first of a LoRA adapter's "
+                    "requests, seconds", buckets, m)
+        .observe((t.total - t.first_token) / (f.usage.completion_tokens - 1));
+  }
+}
+
 void ServingMetrics::update_engine(const std::string& model, const engine::EngineStats& s) {
   const MetricLabels m = {{"model", model}};
   registry_->gauge("tessera_queue_depth", "Requests waiting to be scheduled", m).set(s.waiting);

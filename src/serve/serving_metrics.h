@@ -28,6 +28,13 @@ class ServingMetrics {
   void record_exchange(std::string_view path, int status);
   // One finished generation on `model`.
   void record_finish(const std::string& model, const engine::FinishEvent& finish);
+  // One finished generation of LoRA adapter `adapter` on base `model`: counted in the base's
+  // series (its engine ran it) and in the adapter's own, labelled {model, adapter}:
+  //   tessera_adapter_requests_finished_total{reason}, tessera_adapter_prompt_tokens_total,
+  //   tessera_adapter_generation_tokens_total, tessera_adapter_request_e2e_seconds,
+  //   tessera_adapter_time_to_first_token_seconds, tessera_adapter_time_per_output_token_seconds.
+  void record_adapter_finish(const std::string& model, const std::string& adapter,
+                             const engine::FinishEvent& finish);
   // Sets the engine gauges of `model` from a stats snapshot and advances its speculation
   // counters by the difference from the previous snapshot (a snapshot below the previous one
   // means a new engine, e.g. a resumed model: all of it is new).

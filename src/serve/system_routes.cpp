@@ -18,7 +18,10 @@ void handle_health(const RouteContext& ctx, HttpRequest&&, std::shared_ptr<Respo
 
 void handle_metrics(const RouteContext& ctx, HttpRequest&&, std::shared_ptr<ResponseWriter> writer) {
   if (ctx.metrics) {
-    for (const auto& e : ctx.models->list()) ctx.metrics->update_engine(e.name, e.backend->stats());
+    for (const auto& e : ctx.models->list()) {
+      // An adapter runs on its base's engine: those gauges are the base's alone.
+      if (e.adapter.empty()) ctx.metrics->update_engine(e.name, e.backend->stats());
+    }
     ctx.metrics->registry().collect();
   }
   writer->respond(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {},

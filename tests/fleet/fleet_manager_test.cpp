@@ -124,6 +124,39 @@ TEST_F(FleetManagerTest, CreateRejectsDuplicateNamesAndNoModels) {
   EXPECT_NE(dup.status().message().find("'a'"), std::string::npos);
 }
 
+TEST_F(FleetManagerTest, CreateRejectsAnAdapterWithoutABaseModel) {
+  FleetModelSpec adapter = spec("m0:x", dir_->file("no-such-adapter"));
+  for (const char* parent : {"nope", "m0:y"}) {
+    adapter.parent = parent;
+    FleetModelSpec other = spec("m0:y", dir_->file("no-such-adapter"));
+    other.parent = "m0";
+    auto f = FleetManager::create({spec("m0", path(0)), other, adapter}, {});
+    ASSERT_FALSE(f.is_ok()) << parent;
+    EXPECT_NE(f.status().message().find(std::string("'") + parent + "'"), std::string::npos)
+        << f.status().message();
+  }
+}
+
+// An adapter whose file does not load is Failed with the loader's error; its base serves.
+TEST_F(FleetManagerTest, AnAdapterThatDoesNotLoadIsFailedAndItsBaseServes) {
+  FleetModelSpec adapter = spec("m0:x", dir_->file("no-such-adapter"));
+  adapter.parent = "m0";
+  FleetOptions o;
+  o.clock = &clock_;
+  auto f = FleetManager::create({adapter, spec("m0", path(0))}, o);
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  EXPECT_EQ((*f)->names(), (std::vector<std::string>{"m0", "m0:x"}));  // bases first
+  EXPECT_EQ((*f)->state("m0:x"), ModelState::kFailed);
+  EXPECT_NE((*f)->status("m0:x")->last_error.find("no-such-adapter"), std::string::npos)
+      << (*f)->status("m0:x")->last_error;
+  EXPECT_EQ((*f)->status("m0:x")->parent, "m0");
+  ASSERT_TRUE((*f)->load("m0").is_ok());
+  run(**f, "m0");
+  auto refused = (*f)->submit("m0:x", greedy(), [](engine::Event&&) {});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kUnavailable);
+}
+
 // One bad model does not stop the fleet: it is Failed with its error, its requests are refused
 // at once naming the cause while the retry backs off, the others serve, and once the file is
 // good a request after the back-off brings it up.

@@ -96,6 +96,67 @@ TEST(FleetConfigTest, RefusesMalformedConfigsWithTheKeyAtFault) {
   EXPECT_EQ(read_fleet_config("/nonexistent/fleet.json", d, {}).status().code(), ErrorCode::kNotFound);
 }
 
+TEST(FleetConfigTest, AModelsAdaptersBecomeEntriesWithTheModelAsParent) {
+  engine::EngineOptions d;
+  d.max_running = 4;
+  auto r = parse_fleet_config(R"({"models": [
+      {"name": "tiny", "path": "tiny.gguf", "parallel": 2, "idle_policy": "fixed", "keep_alive_s": 90,
+       "adapters": [{"name": "sql", "path": "loras/sql"},
+                    {"name": "poem", "path": "/l/poem.gguf", "pinned": true, "keep_alive_s": 5}]},
+      {"path": "other.gguf"}]})",
+                              "/etc/fleet", d, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 4u);
+  const auto& sql = (*r)[1];
+  EXPECT_EQ(sql.name, "tiny:sql");
+  EXPECT_EQ(sql.parent, "tiny");
+  EXPECT_EQ(sql.path, "/etc/fleet/loras/sql");
+  EXPECT_EQ(sql.engine.max_running, 2);             // the base's engine settings
+  EXPECT_EQ(sql.idle_policy, (*r)[0].idle_policy);  // and its idle policy
+  const auto& poem = (*r)[2];
+  EXPECT_EQ(poem.name, "tiny:poem");
+  EXPECT_EQ(poem.path, "/l/poem.gguf");
+  EXPECT_TRUE(poem.pinned);
+  ASSERT_NE(poem.idle_policy, nullptr);
+  EXPECT_NE(poem.idle_policy, (*r)[0].idle_policy);  // its own keep-alive
+  EXPECT_TRUE((*r)[3].parent.empty());
+
+  for (const char* bad : {R"({"models": [{"path": "a.gguf", "adapters": {"name": "x"}}]})",
+                          R"({"models": [{"path": "a.gguf", "adapters": [{"path": "x"}]}]})",
+                          R"({"models": [{"path": "a.gguf", "adapters": [{"name": "a:b", "path": "x"}]}]})",
+                          R"({"models": [{"path": "a.gguf", "adapters": [{"name": "x"}]}]})",
+                          R"({"models": [{"path": "a.gguf", "adapters": [{"name": "x", "path": "x", "rank": 4}]}]})"}) {
+    auto e = parse_fleet_config(bad, "", d, {});
+    ASSERT_FALSE(e.is_ok()) << bad;
+    EXPECT_NE(e.status().message().find("adapters"), std::string::npos) << e.status().message();
+  }
+}
+
+TEST(FleetConfigTest, LoraFlagsNameTheirBaseUnlessTheFleetHasOne) {
+  std::vector<fleet::FleetModelSpec> one(1);
+  one[0].name = "tiny";
+  one[0].engine.max_running = 3;
+  ASSERT_TRUE(add_lora_flags({"sql=/l/sql", "tiny:poem=/l/poem.gguf"}, &one).is_ok());
+  ASSERT_EQ(one.size(), 3u);
+  EXPECT_EQ(one[1].name, "tiny:sql");
+  EXPECT_EQ(one[1].parent, "tiny");
+  EXPECT_EQ(one[1].path, "/l/sql");
+  EXPECT_EQ(one[1].engine.max_running, 3);
+  EXPECT_EQ(one[2].name, "tiny:poem");
+
+  std::vector<fleet::FleetModelSpec> two(2);
+  two[0].name = "a";
+  two[1].name = "b";
+  Status st = add_lora_flags({"sql=/l/sql"}, &two);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("BASE:NAME"), std::string::npos) << st.message();
+  EXPECT_TRUE(add_lora_flags({"b:sql=/l/sql"}, &two).is_ok());
+  EXPECT_EQ(two.back().parent, "b");
+  for (const char* bad : {"c:sql=/l/sql", "b:sql=/l/again", "b:s q=/x", "b:sql", "b:x="}) {
+    EXPECT_FALSE(add_lora_flags({bad}, &two).is_ok()) << bad;
+  }
+}
+
 TEST(FleetConfigTest, ListsTheGgufFilesOfADirectory) {
   testing::TempDir dir;
   for (const char* f : {"b.gguf", "a.gguf", "notes.txt"}) std::ofstream(dir.file(f)) << "x";

@@ -1,7 +1,8 @@
 // LoRA adapters over HTTP with a real engine: an adapter loaded at runtime (POST /v1/adapters) is
 // listed in /v1/models as "base:name", a request naming it generates what the merged model
 // generates (greedy), the base keeps its own output, DELETE takes it away (404 after), and the
-// routes refuse what they must (runtime loading off, bad bodies, unknown names).
+// routes refuse what they must (runtime loading off, bad bodies, unknown names); the adapter's
+// requests are in its own metrics series and the base's, with no engine gauges under its name.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -152,6 +153,17 @@ TEST_F(ServerLoraTest, RuntimeLoadServeUnload) {
 
   EXPECT_EQ(complete(c, "tiny:style"), want);
   EXPECT_EQ(complete(c, "tiny"), base_text);
+  // The adapter's request counts for the base (its engine ran it) and in the adapter's own
+  // series; the base engine's gauges are not copied under the adapter's name.
+  const std::string metrics = c.request("GET", "/metrics").body;
+  EXPECT_NE(metrics.find(R"(tessera_adapter_requests_finished_total{adapter="style",model="tiny",reason="length"} 1)"),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(R"(tessera_adapter_generation_tokens_total{adapter="style",model="tiny"} 12)"),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(R"(tessera_requests_finished_total{model="tiny",reason="length"} 3)"),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(R"(tessera_kv_blocks_total{model="tiny"})"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find(R"(model="tiny:style")"), std::string::npos) << metrics;
 
   // Same name twice; a file that is not an adapter.
   r = c.request("POST", "/v1/adapters", json({{"name", "style"}, {"path", dir_->file("style.gguf")}}).dump());

@@ -91,6 +91,7 @@ Result<AdapterInfo> AdapterRegistry::load(const std::string& name, const std::st
   info.created = static_cast<int64_t>(std::time(nullptr));
   ModelEntry entry = base_;
   entry.name = info.model;
+  entry.root = base_.root.empty() ? base_.name : base_.root;
   entry.backend = adapter_backend(base_.backend, id);
   entry.created = info.created;
   if (Status s = router_->add(std::move(entry)); !s.is_ok()) {

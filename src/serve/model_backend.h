@@ -59,6 +59,9 @@ struct ModelEntry {
   // Optional: operator moves for /admin/models/{name}/{action} ("suspend", "resume"). Runs on
   // the connection's thread and may block for the move. Empty: the model has no admin actions.
   std::function<Status(const std::string& action)> admin;
+  // The base model's served name when this entry derives from another (a LoRA adapter entry
+  // "BASE:NAME" has root "BASE"); empty for a base model (its root is its own name).
+  std::string root;
 };
 
 }  // namespace tessera::serve

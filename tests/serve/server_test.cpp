@@ -89,7 +89,10 @@ TEST_F(ServerTest, ListsAndGetsModels) {
   EXPECT_EQ(j["data"][0]["id"], "tiny");
   EXPECT_EQ(j["data"][0]["object"], "model");
   EXPECT_EQ(j["data"][0]["created"], 1700000000);
+  EXPECT_EQ(j["data"][0]["root"], "tiny");
+  EXPECT_EQ(j["data"][0]["max_model_len"], 256);
   EXPECT_EQ(json::parse(get("/v1/models/tiny").body)["id"], "tiny");
+  EXPECT_EQ(json::parse(get("/v1/models/tiny").body)["max_model_len"], 256);
   expect_error(get("/v1/models/nope"), 404, "not_found_error", "model");
 }
 

@@ -1,7 +1,9 @@
 // Parsing and validation of OpenAI request bodies (/v1/completions, /v1/chat/completions) into
 // plain values. Every problem is a kInvalidArgument whose message names the field, what was
 // expected and what was found; the field itself is returned separately for the error's "param".
-// Unknown fields are ignored (clients send many); JSON null means "not given".
+// A field a route does not accept (see kFields in the .cpp: supported, and a few accepted but
+// ignored because they cannot change the output, such as "user") is refused, naming it, rather
+// than silently ignored; JSON null means "not given".
 // Thread-safety: pure functions.
 #pragma once
 

@@ -121,6 +121,57 @@ TEST(ChatRequest, MessagesAndLogprobs) {
   EXPECT_EQ(chat->params.n_logprobs, 0);
 }
 
+TEST(Request, UnsupportedFieldsAreRefusedByName) {
+  struct Case {
+    bool chat;
+    const char* body;
+    const char* param;
+  };
+  for (const Case& c : {
+           Case{false, R"({"prompt":"x","cache_prompt":false})", "cache_prompt"},
+           Case{false, R"({"prompt":"x","messages":[]})", "messages"},  // the other route's field
+           Case{false, R"({"prompt":"x","max_completion_tokens":3})", "max_completion_tokens"},
+           Case{false, R"({"prompt":"x","response_format":{"type":"json_object"}})", "response_format"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"prompt":"x"})", "prompt"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"functions":[]})", "functions"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})", "tool_choice"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})",
+                "response_format"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"response_format":"text"})",
+                "response_format"},
+       }) {
+    std::string param;
+    Status s = c.chat ? parse_chat_request(c.body, &param).status()
+                      : parse_completion_request(c.body, &param).status();
+    ASSERT_FALSE(s.is_ok()) << c.body;
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << c.body;
+    EXPECT_EQ(param, c.param) << c.body << ": " << s.message();
+    EXPECT_NE(s.message().find(c.param), std::string::npos) << s.message();
+  }
+  // Accepted: fields that cannot change the output, and the "nothing asked" forms of the
+  // unimplemented ones.
+  std::string param;
+  EXPECT_TRUE(parse_completion_request(
+                  R"({"prompt":"x","user":"u","response_format":{"type":"text"},"best_of":1})", &param)
+                  .is_ok());
+  EXPECT_TRUE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"user":"u","tools":[],
+                                    "tool_choice":"none","metadata":{"a":"b"},"parallel_tool_calls":true})",
+                                 &param)
+                  .is_ok())
+      << param;
+  // What the bench HTTP client sends (src/bench/http_backend.cpp).
+  EXPECT_TRUE(parse_completion_request(
+                  R"({"model":"m","prompt":"p","max_tokens":4,"temperature":0,"stream":true,
+                      "stream_options":{"include_usage":true},"ignore_eos":true})", &param)
+                  .is_ok());
+  EXPECT_TRUE(parse_chat_request(
+                  R"({"model":"m","messages":[{"role":"user","content":"p"}],"max_tokens":4,
+                      "max_completion_tokens":4,"temperature":0,"stream":true,
+                      "stream_options":{"include_usage":true},"ignore_eos":true})", &param)
+                  .is_ok());
+}
+
 TEST(JsonDepth, CountsNestingOutsideStrings) {
   EXPECT_EQ(json_nesting_depth(R"({"a":[1,{"b":"[[[["}]})", 100), 3);
   EXPECT_GT(json_nesting_depth(std::string(100000, '['), 64), 64);

@@ -269,6 +269,13 @@ TEST_F(ServerTest, BadRequestsAre400NamingTheField) {
   expect_error(post("/v1/chat/completions",
                     {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"top_logprobs", 2}}),
                400, "invalid_request_error", "top_logprobs");
+  // Fields the server does not implement are refused by name, not silently ignored.
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"mirostat", 2}}), 400,
+               "invalid_request_error", "mirostat");
+  expect_error(post("/v1/chat/completions",
+                    {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                     {"response_format", {{"type", "json_object"}}}}),
+               400, "invalid_request_error", "response_format");
   EXPECT_TRUE(backend_->requests().empty());
 }
 

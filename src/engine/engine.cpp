@@ -560,6 +560,12 @@ Result<RequestId> Engine::submit(Request request, EventSink sink) {
         fmt::format("top logprobs must be between 0 and {}", kMaxTopLogprobs));
   }
   TS_RETURN_IF_ERROR(request.sampling.validate());
+  for (const auto& [t, bias] : request.sampling.logit_bias) {
+    if (t >= c.n_vocab) {
+      return invalid_argument(
+          fmt::format("logit_bias token id {} is outside the vocabulary [0, {})", t, c.n_vocab));
+    }
+  }
   const int32_t adapter = request.adapter_id;
   const int64_t now = m.clock->now_ns();
   RequestId id = 0;

@@ -21,6 +21,7 @@ void handle_completions(const RouteContext& ctx, HttpRequest&& request,
   if (!resolve_model(ctx, req.params.model, *writer, &model)) return;
 
   const auto& tokenizer = model.backend->tokenizer();
+  if (!check_for_model(req.params, tokenizer.n_vocab(), *writer)) return;
   std::vector<int32_t> prompt;
   if (req.prompt_is_tokens) {
     for (int32_t t : req.prompt_tokens) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@ using json = nlohmann::json;
 
 constexpr int kMaxNesting = 64;
 constexpr size_t kMaxStops = 16;
+constexpr size_t kMaxLogitBias = 1024;  // entries of logit_bias
 
 std::string type_name(const json& v) {
   switch (v.type()) {
@@ -128,6 +130,7 @@ constexpr FieldRule kFields[] = {
     {"priority", kBothRoutes, FieldUse::kSupported},     // extension
     {"speculative", kBothRoutes, FieldUse::kSupported},  // extension
     {"logprobs", kBothRoutes, FieldUse::kSupported},
+    {"logit_bias", kBothRoutes, FieldUse::kSupported},
     {"response_format", kBothRoutes, FieldUse::kSupported},  // type "text" only, for now
     {"user", kBothRoutes, FieldUse::kIgnored},
     {"metadata", kBothRoutes, FieldUse::kIgnored},
@@ -208,6 +211,38 @@ Result<json> parse_body(std::string_view body, std::string* error_param) {
   return doc;
 }
 
+// logit_bias: {"token id": bias}, ids as decimal strings (JSON keys), biases in [-100, 100].
+// Whether the ids are in the model's vocabulary is the route's check (it knows the model).
+Status read_logit_bias(Fields& f, engine::SamplingParams* s) {
+  const json* v = f.get("logit_bias");
+  if (!v) return Status::ok();
+  if (!v->is_object()) return f.wrong_type("logit_bias", "an object mapping token ids to biases", *v);
+  if (v->size() > kMaxLogitBias) {
+    return f.fail("logit_bias", fmt::format("'logit_bias' holds at most {} entries, got {}",
+                                            kMaxLogitBias, v->size()));
+  }
+  for (const auto& [key, bias] : v->items()) {
+    int32_t id = -1;
+    const char* end = key.data() + key.size();
+    auto [ptr, ec] = std::from_chars(key.data(), end, id);
+    if (key.empty() || ec != std::errc() || ptr != end || id < 0) {
+      return f.fail("logit_bias", fmt::format("'logit_bias' keys must be token ids (non-negative "
+                                              "integers written as strings), got '{}'", key));
+    }
+    if (!bias.is_number()) {
+      return f.fail("logit_bias", fmt::format("'logit_bias' value for token {} must be a number, "
+                                              "got {}", key, type_name(bias)));
+    }
+    const double b = bias.get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) {
+      return f.fail("logit_bias", fmt::format("'logit_bias' value for token {} must be in "
+                                              "[-100, 100], got {}", key, b));
+    }
+    s->logit_bias.emplace_back(id, static_cast<float>(b));
+  }
+  return Status::ok();
+}
+
 // Fields common to both routes.
 Status read_common(Fields& f, GenerationParams* p) {
   if (const json* v = f.get("model")) {
@@ -285,6 +320,7 @@ Status read_common(Fields& f, GenerationParams* p) {
     }
   }
 
+  TS_RETURN_IF_ERROR(read_logit_bias(f, &p->sampling));
   TS_RETURN_IF_ERROR(f.read_bool("stream", &p->stream));
   TS_RETURN_IF_ERROR(read_response_format(f));
   if (const json* v = f.get("stream_options")) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tessera/serve/api_error.h"
 #include "tessera/serve/openai_response.h"
 
@@ -73,6 +75,23 @@ TEST(CompletionRequest, ErrorsNameTheField) {
     auto r = parse_completion_request(body, &param);
     EXPECT_FALSE(r.is_ok()) << body;
     EXPECT_EQ(param, "") << body;
+  }
+}
+
+TEST(CompletionRequest, LogitBias) {
+  std::string param;
+  auto r = parse_completion_request(R"({"prompt":"x","logit_bias":{"7":-100,"12":2.5,"0":100}})", &param);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  auto bias = r->params.sampling.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, -100.0f}, {12, 2.5f}}));
+  for (const char* body : {R"({"prompt":"x","logit_bias":{"7x":1}})", R"({"prompt":"x","logit_bias":{"-1":1}})",
+                           R"({"prompt":"x","logit_bias":{"":1}})", R"({"prompt":"x","logit_bias":{"99999999999":1}})",
+                           R"({"prompt":"x","logit_bias":{"1":-100.5}})", R"({"prompt":"x","logit_bias":{"1":null}})",
+                           R"({"prompt":"x","logit_bias":[1]})"}) {
+    auto bad = parse_completion_request(body, &param);
+    EXPECT_FALSE(bad.is_ok()) << body;
+    EXPECT_EQ(param, "logit_bias") << body;
   }
 }
 

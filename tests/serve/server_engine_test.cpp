@@ -113,6 +113,60 @@ TEST_F(ServerEngineTest, SpeculationOnOrOffGivesTheSameTextAndCountsInMetrics) {
   EXPECT_NE(m.body.find("tessera_spec_accepted_per_step_bucket"), std::string::npos);
 }
 
+// logit_bias goes through the engine's sampler: -100 on the greedy token changes it, +100 forces
+// a token, and ids outside the vocabulary are refused.
+TEST_F(ServerEngineTest, LogitBiasBansAndForcesTokens) {
+  TestClient c(server_->port());
+  auto first_pieces = [&](const json& bias) {
+    json body = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 3},
+                 {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 0}};
+    if (!bias.is_null()) body["logit_bias"] = bias;
+    auto r = c.request("POST", "/v1/completions", body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::vector<std::string> out;
+    if (r.status != 200) return out;
+    for (const auto& t : json::parse(r.body)["choices"][0]["logprobs"]["tokens"]) out.push_back(t);
+    return out;
+  };
+  const auto greedy = first_pieces(nullptr);
+  ASSERT_EQ(greedy.size(), 3u);
+  // Ban every id whose piece is the greedy first token's (a vocabulary may repeat pieces).
+  const auto& tok = engine_->tokenizer();
+  json ban = json::object();
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (tok.token_to_piece(id) == greedy[0]) ban[std::to_string(id)] = -100;
+  }
+  ASSERT_FALSE(ban.empty());
+  const auto banned = first_pieces(ban);
+  ASSERT_EQ(banned.size(), 3u);
+  EXPECT_NE(banned[0], greedy[0]);
+  // +100 forces a token the model would not pick: every step generates it.
+  int32_t forced = -1;
+  for (int32_t id = tok.n_vocab() - 1; id > 0 && forced < 0; --id) {
+    const std::string piece = tok.token_to_piece(id);
+    if (!piece.empty() && piece != greedy[0] && piece != greedy[1] && piece != greedy[2] &&
+        !tok.is_end_of_generation(id)) {
+      forced = id;
+    }
+  }
+  ASSERT_GE(forced, 0);
+  const auto forced_pieces = first_pieces(json{{std::to_string(forced), 100}});
+  EXPECT_EQ(forced_pieces, std::vector<std::string>(3, tok.token_to_piece(forced)));
+  // Unknown ids, bad keys and out-of-range biases are 400s naming the field.
+  for (const json& bad : {json{{std::to_string(tok.n_vocab()), 5}}, json{{"abc", 5}},
+                          json{{"3", 101}}, json{{"3", "x"}}, json(5)}) {
+    auto r = c.request("POST", "/v1/chat/completions",
+                       json({{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                             {"logit_bias", bad}})
+                           .dump());
+    EXPECT_EQ(r.status, 400) << bad.dump() << " " << r.body;
+    if (r.status == 400) EXPECT_EQ(json::parse(r.body)["error"]["param"], "logit_bias") << r.body;
+    r = c.request("POST", "/v1/completions",
+                  json({{"prompt", "hi"}, {"logit_bias", bad}}).dump());
+    EXPECT_EQ(r.status, 400) << bad.dump() << " " << r.body;
+  }
+}
+
 TEST_F(ServerEngineTest, PromptTooLongIs400AndChatWithoutTemplateIs400) {
   TestClient c(server_->port());
   std::vector<int> prompt(2100, 5);

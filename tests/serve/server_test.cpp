@@ -279,6 +279,58 @@ TEST_F(ServerTest, BadRequestsAre400NamingTheField) {
   EXPECT_TRUE(backend_->requests().empty());
 }
 
+TEST_F(ServerTest, TokenizeAndDetokenizeInBothDialects) {
+  start();
+  const auto& tok = backend_->tokenizer();
+  const std::vector<int32_t> plain = tok.encode("hello world", false, true);
+  const std::vector<int32_t> special = tok.encode("hello world", true, true);
+  ASSERT_FALSE(plain.empty());
+  // llama-server: "content", no special tokens unless asked.
+  auto r = post("/tokenize", {{"content", "hello world"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), plain);
+  EXPECT_FALSE(j.contains("count"));
+  j = json::parse(post("/tokenize", {{"content", "hello world"}, {"add_special", true}}).body);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), special);
+  j = json::parse(post("/tokenize", {{"content", "hello world"}, {"with_pieces", true}}).body);
+  ASSERT_EQ(j["tokens"].size(), plain.size());
+  EXPECT_EQ(j["tokens"][0]["id"], plain[0]);
+  EXPECT_EQ(j["tokens"][0]["piece"], tok.token_to_piece(plain[0], true));
+  // vLLM: "prompt" and "model", special tokens by default, with count and max_model_len.
+  r = post("/tokenize", {{"prompt", "hello world"}, {"model", "tiny"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = json::parse(r.body);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), special);
+  EXPECT_EQ(j["count"], special.size());
+  EXPECT_EQ(j["max_model_len"], 256);
+  j = json::parse(post("/tokenize", {{"prompt", "hello world"}, {"add_special_tokens", false}}).body);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), plain);
+  // Detokenize answers both names.
+  r = post("/detokenize", {{"tokens", plain}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = json::parse(r.body);
+  EXPECT_EQ(j["content"], tok.decode(plain));
+  EXPECT_EQ(j["content"], "hello world");
+  EXPECT_EQ(j["prompt"], j["content"]);
+  EXPECT_EQ(json::parse(post("/detokenize", {{"tokens", special}, {"model", "tiny"}}).body)["prompt"],
+            "hello world");
+  // Errors.
+  expect_error(post("/tokenize", {{"content", "x"}, {"model", "nope"}}), 404, "not_found_error", "model");
+  expect_error(post("/tokenize", {{"content", "x"}, {"prompt", "y"}}), 400, "invalid_request_error", "prompt");
+  expect_error(post("/tokenize", json::object()), 400, "invalid_request_error", "content");
+  expect_error(post("/tokenize", {{"content", 5}}), 400, "invalid_request_error", "content");
+  expect_error(post("/tokenize", {{"content", "x"}, {"add_special", "yes"}}), 400, "invalid_request_error",
+               "add_special");
+  expect_error(post("/tokenize", {{"content", "x"}, {"messages", json::array()}}), 400,
+               "invalid_request_error", "messages");
+  expect_error(post("/detokenize", {{"tokens", {1, 512}}}), 400, "invalid_request_error", "tokens");
+  expect_error(post("/detokenize", {{"tokens", {-1}}}), 400, "invalid_request_error", "tokens");
+  expect_error(post("/detokenize", {{"content", "x"}}), 400, "invalid_request_error", "content");
+  expect_error(post("/detokenize", json::object()), 400, "invalid_request_error", "tokens");
+  expect_error(get("/tokenize"), 405, "invalid_request_error");
+}
+
 TEST_F(ServerTest, UnknownModelRouteAndMethod) {
   start();
   expect_error(post("/v1/completions", {{"model", "gpt-9"}, {"prompt", "x"}}), 404, "not_found_error", "model");

@@ -51,7 +51,7 @@ void handle_chat_completions(const RouteContext& ctx, HttpRequest&& request,
     return;
   }
   GenerationSpec spec{ApiKind::kChat, model.name, req.params.stream, req.params.include_usage,
-                      req.params.n_logprobs};
+                      req.params.n_logprobs, req.params.n};
   start_generation(model.backend,
                    make_engine_request(req.params, std::move(prompt), model.backend->context_length()),
                    std::move(spec), std::move(writer), ctx.metrics);

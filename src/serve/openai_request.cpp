@@ -251,7 +251,10 @@ Status read_common(Fields& f, GenerationParams* p) {
   }
   std::optional<int64_t> n;
   TS_RETURN_IF_ERROR(f.read_int("n", 1, 1'000'000, &n));
-  if (n && *n != 1) return f.fail("n", fmt::format("only n = 1 is supported, got {}", *n));
+  if (n && *n > kMaxChoices) {
+    return f.fail("n", fmt::format("'n' must be at most {}, got {}", kMaxChoices, *n));
+  }
+  if (n) p->n = static_cast<int32_t>(*n);
   std::optional<int64_t> best_of;
   TS_RETURN_IF_ERROR(f.read_int("best_of", 1, 1'000'000, &best_of));
   if (best_of && *best_of != 1) {

@@ -27,8 +27,12 @@ struct ChatTurn {
 
 // What both routes share. Sampling defaults are OpenAI's (temperature 1, top_p 1, no top-k or
 // min-p), not the CLI's; a request without "seed" gets a random one.
+// Most choices ("n") one request may ask for.
+inline constexpr int32_t kMaxChoices = 16;
+
 struct GenerationParams {
   std::string model;
+  int32_t n = 1;  // choices, in [1, kMaxChoices]; choice i samples with seed + i
   std::optional<int32_t> max_tokens;  // absent: the route's default
   engine::SamplingParams sampling;
   std::vector<std::string> stop;

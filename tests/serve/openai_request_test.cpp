@@ -211,7 +211,7 @@ TEST(ApiError, StatusMapping) {
 TEST(Response, InvalidUtf8InPiecesDoesNotThrow) {
   ResponseIdentity id{ApiKind::kChat, "chatcmpl-1", 1, "m"};
   std::vector<TokenLogprobEntry> lp = {{"\xE2\x96", -1.0f, {{"\xFF", -2.0f}}}};
-  std::string s = format_chunk(id, "\xC3", false, "", &lp, 0, false);
+  std::string s = format_chunk(id, 0, "\xC3", false, "", &lp, 0, false);
   EXPECT_NE(s.find("\xEF\xBF\xBD"), std::string::npos) << s;
   EXPECT_NE(s.find("\"bytes\":[226,150]"), std::string::npos) << s;
 }

@@ -113,6 +113,35 @@ TEST_F(ServerEngineTest, SpeculationOnOrOffGivesTheSameTextAndCountsInMetrics) {
   EXPECT_NE(m.body.find("tessera_spec_accepted_per_step_bucket"), std::string::npos);
 }
 
+// n > 1 over the real engine: the other choices reuse choice 0's prompt blocks through the prefix
+// cache, and choice i is exactly what a single request with seed + i generates.
+TEST_F(ServerEngineTest, SeveralChoicesShareThePromptAndUseSuccessiveSeeds) {
+  TestClient c(server_->port());
+  std::string prompt;
+  for (int i = 0; i < 40; ++i) prompt += "word" + std::to_string(i) + " ";
+  auto body = [&](int n, int seed) {
+    return json({{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 6}, {"temperature", 1.0},
+                 {"ignore_eos", true}, {"n", n}, {"seed", seed}, {"speculative", false}})
+        .dump();
+  };
+  const engine::EngineStats before = engine_->stats();
+  auto r = c.request("POST", "/v1/completions", body(3, 7));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const engine::EngineStats after = engine_->stats();
+  const json j = json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 3u);
+  const int prompt_tokens = j["usage"]["prompt_tokens"];
+  const int64_t block = engine_->options().block_size;
+  ASSERT_GE(prompt_tokens, 2 * block) << "the prompt should fill whole KV blocks";
+  // Choices 1 and 2 each find the prompt's full blocks that choice 0 published.
+  EXPECT_GE(after.prefix_hits - before.prefix_hits, 2 * ((prompt_tokens - 1) / block));
+  for (int i = 0; i < 3; ++i) {
+    auto single = c.request("POST", "/v1/completions", body(1, 7 + i));
+    ASSERT_EQ(single.status, 200) << single.body;
+    EXPECT_EQ(j["choices"][i]["text"], json::parse(single.body)["choices"][0]["text"]) << "choice " << i;
+  }
+}
+
 // logit_bias goes through the engine's sampler: -100 on the greedy token changes it, +100 forces
 // a token, and ids outside the vocabulary are refused.
 TEST_F(ServerEngineTest, LogitBiasBansAndForcesTokens) {

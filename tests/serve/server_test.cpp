@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "fake_backend.h"
@@ -164,6 +166,59 @@ TEST_F(ServerTest, CompletionStreamIsServerSentEventsEndingInDone) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], 4);
 }
 
+// n > 1: n engine requests with seeds seed, seed + 1, ...; one choice each, by index.
+TEST_F(ServerTest, SeveralChoicesWholeAndStreamed) {
+  start();
+  auto r = post("/v1/completions", {{"model", "tiny"}, {"prompt", "hi"}, {"max_tokens", 2},
+                                    {"n", 3}, {"seed", 40}, {"logprobs", 1}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 3u) << r.body;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["choices"][i]["index"], i);
+    EXPECT_EQ(j["choices"][i]["text"], "w0 w1 ");
+    EXPECT_EQ(j["choices"][i]["logprobs"]["tokens"].size(), 2u);
+  }
+  EXPECT_EQ(j["usage"]["completion_tokens"], 6);  // every choice's tokens, the prompt once
+  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + 6);
+  auto reqs = backend_->requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  std::set<uint64_t> seeds;
+  for (const auto& q : reqs) {
+    seeds.insert(q.sampling.seed);
+    EXPECT_EQ(q.prompt, reqs[0].prompt);
+  }
+  EXPECT_EQ(seeds, (std::set<uint64_t>{40, 41, 42}));
+
+  // Streamed chat: a role delta per choice, then each choice's text and finish under its index.
+  r = post("/v1/chat/completions", {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "x"}}}},
+                                    {"max_tokens", 3}, {"n", 2}, {"stream", true},
+                                    {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto events = testing::sse_payloads(r.body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::map<int, std::string> text, finish;
+  std::map<int, int> roles;
+  json usage;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json c = json::parse(events[i]);
+    if (c["choices"].empty()) {
+      usage = c["usage"];
+      continue;
+    }
+    const int idx = c["choices"][0]["index"];
+    const json& delta = c["choices"][0]["delta"];
+    if (delta.contains("role")) ++roles[idx];
+    if (delta.contains("content")) text[idx] += delta["content"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) finish[idx] = c["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(roles, (std::map<int, int>{{0, 1}, {1, 1}}));
+  EXPECT_EQ(text, (std::map<int, std::string>{{0, "w0 w1 w2 "}, {1, "w0 w1 w2 "}}));
+  EXPECT_EQ(finish, (std::map<int, std::string>{{0, "length"}, {1, "length"}}));
+  EXPECT_EQ(usage["completion_tokens"], 6) << r.body;
+}
+
 TEST_F(ServerTest, ChatCompletionAndStream) {
   start();
   json body = {{"model", "tiny"},
@@ -255,7 +310,8 @@ TEST_F(ServerTest, BadRequestsAre400NamingTheField) {
                "invalid_request_error", "max_tokens");
   expect_error(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 0}}), 400,
                "invalid_request_error", "max_tokens");
-  expect_error(post("/v1/completions", {{"prompt", "x"}, {"n", 2}}), 400, "invalid_request_error", "n");
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"n", 17}}), 400, "invalid_request_error", "n");
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"n", 0}}), 400, "invalid_request_error", "n");
   expect_error(post("/v1/completions", {{"prompt", "x"}, {"stream", "yes"}}), 400,
                "invalid_request_error", "stream");
   expect_error(post("/v1/completions", {{"prompt", "x"}, {"stop", 5}}), 400, "invalid_request_error", "stop");

@@ -36,6 +36,15 @@ class ModelBackend {
   // not (kUnavailable: a fleet model whose file did not open). Routes check it before
   // tokenizer().
   virtual Status ready() const { return Status(); }
+  // Floats per embedding (the model's hidden width); 0 when embed() is unsupported.
+  virtual int64_t embedding_width() const { return 0; }
+  // As engine::Engine::embed: the pooled, normalized final hidden state of `tokens`, handed to
+  // `done` on another thread (or this one, for errors found at once); `done` must not block.
+  // Default: kUnsupported (a backend that cannot run the model for embeddings).
+  virtual void embed(std::vector<int32_t> /*tokens*/, engine::Pooling /*pooling*/,
+                     engine::Engine::EmbedCallback done) {
+    done(Status(ErrorCode::kUnsupported, "this model does not serve embeddings"));
+  }
 };
 
 // A backend over a local Engine (kept alive by the backend). Precondition: engine non-null.
@@ -62,6 +71,9 @@ struct ModelEntry {
   // The base model's served name when this entry derives from another (a LoRA adapter entry
   // "BASE:NAME" has root "BASE"); empty for a base model (its root is its own name).
   std::string root;
+  // How /v1/embeddings pools the hidden states (tessera serve --embedding-pooling, else what the
+  // model's metadata says).
+  engine::Pooling pooling = engine::Pooling::kMean;
 };
 
 }  // namespace tessera::serve

@@ -2,6 +2,7 @@
 // abrupt disconnect mid-stream frees the request's KV blocks.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -154,7 +155,8 @@ TEST_F(ServerEngineTest, LogitBiasBansAndForcesTokens) {
     EXPECT_EQ(r.status, 200) << r.body;
     std::vector<std::string> out;
     if (r.status != 200) return out;
-    for (const auto& t : json::parse(r.body)["choices"][0]["logprobs"]["tokens"]) out.push_back(t);
+    const json j = json::parse(r.body);
+    for (const auto& t : j["choices"][0]["logprobs"]["tokens"]) out.push_back(t);
     return out;
   };
   const auto greedy = first_pieces(nullptr);
@@ -189,11 +191,83 @@ TEST_F(ServerEngineTest, LogitBiasBansAndForcesTokens) {
                              {"logit_bias", bad}})
                            .dump());
     EXPECT_EQ(r.status, 400) << bad.dump() << " " << r.body;
-    if (r.status == 400) EXPECT_EQ(json::parse(r.body)["error"]["param"], "logit_bias") << r.body;
+    if (r.status == 400) {
+      EXPECT_EQ(json::parse(r.body)["error"]["param"], "logit_bias") << r.body;
+    }
     r = c.request("POST", "/v1/completions",
                   json({{"prompt", "hi"}, {"logit_bias", bad}}).dump());
     EXPECT_EQ(r.status, 400) << bad.dump() << " " << r.body;
   }
+}
+
+TEST_F(ServerEngineTest, EmbeddingsHaveOpenAIShapeAndAreConsistent) {
+  TestClient c(server_->port());
+  auto r = c.request("POST", "/v1/embeddings",
+                     json({{"model", "tiny"}, {"input", {"the cat sat", "a dog ran", "the cat sat"}}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["model"], "tiny");
+  ASSERT_EQ(j["data"].size(), 3u);
+  std::vector<std::vector<float>> v;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["data"][i]["object"], "embedding");
+    EXPECT_EQ(j["data"][i]["index"], i);
+    v.push_back(j["data"][i]["embedding"].get<std::vector<float>>());
+    ASSERT_EQ(static_cast<int64_t>(v.back().size()), engine_->config().dim);
+    double n2 = 0;
+    for (float x : v.back()) n2 += double{x} * x;
+    EXPECT_NEAR(n2, 1.0, 1e-4);
+  }
+  EXPECT_EQ(v[0], v[2]);  // same text, same vector
+  EXPECT_NE(v[0], v[1]);
+  const auto& tok = engine_->tokenizer();
+  const auto ids = tok.encode("the cat sat", true, true);
+  const auto ids2 = tok.encode("a dog ran", true, true);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 2 * ids.size() + ids2.size());
+  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"]);
+  // Token ids give the same vector as the text they encode; base64 carries the same floats.
+  r = c.request("POST", "/v1/embeddings", json({{"input", ids}, {"encoding_format", "base64"}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string b64 = json::parse(r.body)["data"][0]["embedding"];
+  std::string bytes;
+  auto val = [](char ch) -> uint32_t {
+    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
+    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
+    return ch == '+' ? 62 : 63;
+  };
+  for (size_t i = 0; i + 3 < b64.size(); i += 4) {
+    const uint32_t n = val(b64[i]) << 18 | val(b64[i + 1]) << 12 |
+                       (b64[i + 2] == '=' ? 0 : val(b64[i + 2]) << 6) | (b64[i + 3] == '=' ? 0 : val(b64[i + 3]));
+    bytes += static_cast<char>(n >> 16);
+    if (b64[i + 2] != '=') bytes += static_cast<char>(n >> 8 & 0xff);
+    if (b64[i + 3] != '=') bytes += static_cast<char>(n & 0xff);
+  }
+  ASSERT_EQ(bytes.size(), v[0].size() * sizeof(float));
+  std::vector<float> decoded(v[0].size());
+  std::memcpy(decoded.data(), bytes.data(), bytes.size());
+  EXPECT_EQ(decoded, v[0]);
+  // Errors name the field.
+  for (const auto& [body, param] : std::vector<std::pair<json, std::string>>{
+           {json{{"model", "tiny"}}, "input"},
+           {json{{"input", json::array()}}, "input"},
+           {json{{"input", {1, "x"}}}, "input"},
+           {json{{"input", 5}}, "input"},
+           {json{{"input", {tok.n_vocab()}}}, "input"},
+           {json{{"input", "x"}, {"encoding_format", "int8"}}, "encoding_format"},
+           {json{{"input", "x"}, {"dimensions", 3}}, "dimensions"},
+           {json{{"input", "x"}, {"truncate", true}}, "truncate"}}) {
+    auto e = c.request("POST", "/v1/embeddings", body.dump());
+    EXPECT_EQ(e.status, 400) << body.dump() << " " << e.body;
+    if (e.status == 400) {
+      EXPECT_EQ(json::parse(e.body)["error"]["param"], param) << e.body;
+    }
+  }
+  auto e = c.request("POST", "/v1/embeddings", json({{"input", std::vector<int>(2049, 5)}}).dump());
+  EXPECT_EQ(e.status, 400) << e.body;
+  e = c.request("POST", "/v1/embeddings", json({{"input", "x"}, {"model", "nope"}}).dump());
+  EXPECT_EQ(e.status, 404) << e.body;
 }
 
 TEST_F(ServerEngineTest, PromptTooLongIs400AndChatWithoutTemplateIs400) {

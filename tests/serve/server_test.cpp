@@ -488,7 +488,21 @@ TEST_F(ServerTest, MetricsExposeRequestsLatenciesAndEngineState) {
   EXPECT_NE(t.find("tessera_time_to_first_token_seconds_count{model=\"tiny\"} 1"), std::string::npos) << t;
   EXPECT_NE(t.find("tessera_time_per_output_token_seconds_count{model=\"tiny\"} 1"), std::string::npos) << t;
   EXPECT_NE(t.find("tessera_kv_blocks_total{model=\"tiny\"} 64"), std::string::npos) << t;
-  EXPECT_NE(t.find("tessera_prefix_cache_hit_rate{model=\"tiny\"} 0.25"), std::string::npos) << t;
+  // Ever-growing values are counters named *_total (the fake engine has looked up 4 blocks, 1 hit).
+  EXPECT_NE(t.find("# TYPE tessera_prefix_cache_queries_total counter"), std::string::npos) << t;
+  EXPECT_NE(t.find("tessera_prefix_cache_queries_total{model=\"tiny\"} 4"), std::string::npos) << t;
+  EXPECT_NE(t.find("tessera_prefix_cache_hits_total{model=\"tiny\"} 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE tessera_preemptions_total counter"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE tessera_engine_iterations_total counter"), std::string::npos) << t;
+  EXPECT_EQ(t.find("tessera_prefix_cache_hit_rate"), std::string::npos) << t;
+  EXPECT_EQ(t.find("tessera_preemptions{"), std::string::npos) << t;
+  for (const char* name : {"tessera_http_requests_total", "tessera_generation_tokens_total"}) {
+    EXPECT_NE(t.find(std::string("# TYPE ") + name + " counter"), std::string::npos) << name;
+  }
+  // Sub-millisecond buckets for TPOT.
+  EXPECT_NE(t.find("tessera_time_per_output_token_seconds_bucket{model=\"tiny\",le=\"0.0001\"}"),
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("tessera_queue_depth{model=\"tiny\"} 0"), std::string::npos) << t;
 }
 

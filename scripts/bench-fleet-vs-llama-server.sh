@@ -15,10 +15,11 @@
 # to sleep, stay idle MARGIN more seconds, then time one streaming /v1/completions request
 # (temperature 0) from sending it to the first SSE chunk that carries text, and check the model is
 # awake again. Every prompt is "Note N: $PROMPT" with its own N, and llama-server is asked for
-# "cache_prompt": false (tessera ignores the field), so no prompt cache ever hits: "warm" is a full
-# prefill on an awake model, and after-sleep minus warm is what waking costs ("wake ms"). The
-# resident memory of the process holding the weights (llama-server's child, tessera itself) is read
-# awake and asleep to show that the sleep released it.
+# "cache_prompt": false (tessera is not sent it: it refuses fields it does not implement), so no
+# prompt cache ever hits: "warm" is a full prefill on an awake model, and after-sleep minus warm
+# is what waking costs ("wake ms"). The resident memory of the process holding the weights
+# (llama-server's child, tessera itself) is read awake and asleep to show that the sleep released
+# it.
 set -euo pipefail
 usage="usage: $0 LLAMA_SERVER TESSERA MODEL.gguf [RUNS] [IDLE_S]"
 llama_server="${1:?$usage}"

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "tessera/serve/api_error.h"
+#include "tessera/serve/json_body.h"
 #include "tessera/serve/json_util.h"
-#include "tessera/serve/openai_request.h"
 
 namespace tessera::serve {
 
@@ -17,10 +17,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int kMaxNesting = 8;
-
-void reject(ResponseWriter& writer, std::string message, std::string param) {
-  writer.respond(api_error_response(invalid_request(std::move(message), std::move(param))));
-}
 
 // One input: text to tokenize, or token ids as given.
 struct Input {
@@ -144,38 +140,26 @@ struct EmbeddingCall {
 
 void handle_embeddings(const RouteContext& ctx, HttpRequest&& request,
                        std::shared_ptr<ResponseWriter> writer) {
-  if (json_nesting_depth(request.body, kMaxNesting) > kMaxNesting) {
-    return reject(*writer, fmt::format("request body nests deeper than {} levels", kMaxNesting), "");
-  }
-  json doc = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return reject(*writer, "request body must be a JSON object", "");
-  }
-  for (const auto& [key, value] : doc.items()) {
-    if (key != "input" && key != "model" && key != "encoding_format" && key != "dimensions" &&
-        key != "user") {
-      return reject(*writer,
-                    fmt::format("'{}' is not supported by this server; remove it (accepted fields: "
-                                "input, model, encoding_format, dimensions, user)",
-                                key),
-                    key);
-    }
+  json doc;
+  if (!read_json_object(request.body, {"input", "model", "encoding_format", "dimensions", "user"},
+                        kMaxNesting, *writer, &doc)) {
+    return;
   }
   auto input = doc.find("input");
-  if (input == doc.end() || input->is_null()) return reject(*writer, "'input' is required", "input");
+  if (input == doc.end() || input->is_null()) return reject_request(*writer, "'input' is required", "input");
   std::string why;
   auto inputs = read_inputs(*input, &why);
-  if (!inputs) return reject(*writer, why, "input");
+  if (!inputs) return reject_request(*writer, why, "input");
   bool use_base64 = false;
   if (auto f = doc.find("encoding_format"); f != doc.end() && !f->is_null()) {
     if (!f->is_string() || (*f != "float" && *f != "base64")) {
-      return reject(*writer, "'encoding_format' must be \"float\" or \"base64\"", "encoding_format");
+      return reject_request(*writer, "'encoding_format' must be \"float\" or \"base64\"", "encoding_format");
     }
     use_base64 = *f == "base64";
   }
   std::string name;
   if (auto m = doc.find("model"); m != doc.end() && !m->is_null()) {
-    if (!m->is_string()) return reject(*writer, "'model' must be a string", "model");
+    if (!m->is_string()) return reject_request(*writer, "'model' must be a string", "model");
     name = m->get<std::string>();
   }
   ModelEntry model;
@@ -184,7 +168,7 @@ void handle_embeddings(const RouteContext& ctx, HttpRequest&& request,
   const int64_t width = static_cast<int64_t>(model.backend->embedding_width());
   if (auto d = doc.find("dimensions"); d != doc.end() && !d->is_null()) {
     if (!d->is_number_integer() || d->get<int64_t>() != width) {
-      return reject(*writer,
+      return reject_request(*writer,
                     fmt::format("'dimensions' can only be the model's width, {}, for now", width),
                     "dimensions");
     }
@@ -200,10 +184,10 @@ void handle_embeddings(const RouteContext& ctx, HttpRequest&& request,
     Input& in = (*inputs)[i];
     std::vector<int32_t> ids =
         in.text ? tok.encode(*in.text, /*add_special=*/true, /*parse_special=*/true) : std::move(in.tokens);
-    if (ids.empty()) return reject(*writer, fmt::format("input {} encodes to no tokens", i), "input");
+    if (ids.empty()) return reject_request(*writer, fmt::format("input {} encodes to no tokens", i), "input");
     for (int32_t t : ids) {
       if (t >= tok.n_vocab()) {
-        return reject(*writer,
+        return reject_request(*writer,
                       fmt::format("input {}: token id {} is outside the vocabulary of {} tokens", i,
                                   t, tok.n_vocab()),
                       "input");

@@ -116,8 +116,13 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     if (ev.is_finish()) c.finished = true;
     if (done_) return;  // answered already (an error): later events have nobody to go to
     // The first event of choice 0 means its prompt is computed and its full blocks published:
-    // now the other choices find them in the prefix cache.
-    if (i == 0 && !others_submitted_) {
+    // now the other choices find them in the prefix cache. (A failed choice 0 fails the call
+    // below; there is no point starting the others.)
+    const bool failed = ev.is_finish() && (std::get<engine::FinishEvent>(ev.body).reason ==
+                                               engine::FinishReason::kError ||
+                                           std::get<engine::FinishEvent>(ev.body).reason ==
+                                               engine::FinishReason::kCancelled);
+    if (i == 0 && !others_submitted_ && !failed) {
       others_submitted_ = true;
       for (size_t k = 1; k < choices_.size(); ++k) {
         if (!submit(k)) return;

@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 #include "tessera/serve/api_error.h"
+#include "tessera/serve/json_body.h"
 #include "tessera/serve/json_util.h"
-#include "tessera/serve/openai_request.h"
 
 namespace tessera::serve {
 
@@ -17,44 +18,12 @@ using json = nlohmann::json;
 
 constexpr int kMaxNesting = 8;
 
-void reject(ResponseWriter& writer, std::string message, std::string param = {}) {
-  writer.respond(api_error_response(invalid_request(std::move(message), std::move(param))));
-}
-
-// The body as an object whose fields are all in `accepted`; else answers 400 and returns false.
-bool parse_object(std::string_view body, std::initializer_list<std::string_view> accepted,
-                  ResponseWriter& writer, json* out) {
-  if (json_nesting_depth(body, kMaxNesting) > kMaxNesting) {
-    reject(writer, fmt::format("request body nests deeper than {} levels", kMaxNesting));
-    return false;
-  }
-  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    reject(writer, "request body must be a JSON object");
-    return false;
-  }
-  for (const auto& [key, value] : doc.items()) {
-    bool known = false;
-    for (std::string_view a : accepted) known = known || a == key;
-    if (!known) {
-      std::string list;
-      for (std::string_view a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
-      reject(writer,
-             fmt::format("'{}' is not supported here; remove it (accepted fields: {})", key, list),
-             key);
-      return false;
-    }
-  }
-  *out = std::move(doc);
-  return true;
-}
-
 // Reads an optional boolean; answers 400 and returns false when it is not one.
 bool read_flag(const json& doc, const char* name, std::optional<bool>* out, ResponseWriter& writer) {
   auto it = doc.find(name);
   if (it == doc.end() || it->is_null()) return true;
   if (!it->is_boolean()) {
-    reject(writer, fmt::format("'{}' must be a boolean", name), name);
+    reject_request(writer, fmt::format("'{}' must be a boolean", name), name);
     return false;
   }
   *out = it->get<bool>();
@@ -66,7 +35,7 @@ bool resolve(const RouteContext& ctx, const json& doc, ResponseWriter& writer, M
   std::string name;
   if (auto it = doc.find("model"); it != doc.end() && !it->is_null()) {
     if (!it->is_string()) {
-      reject(writer, "'model' must be a string", "model");
+      reject_request(writer, "'model' must be a string", "model");
       return false;
     }
     name = it->get<std::string>();
@@ -79,21 +48,22 @@ bool resolve(const RouteContext& ctx, const json& doc, ResponseWriter& writer, M
 void handle_tokenize(const RouteContext& ctx, HttpRequest&& request,
                      std::shared_ptr<ResponseWriter> writer) {
   json doc;
-  if (!parse_object(request.body,
-                    {"content", "prompt", "model", "add_special", "add_special_tokens", "with_pieces"},
-                    *writer, &doc)) {
+  if (!read_json_object(request.body,
+                        {"content", "prompt", "model", "add_special", "add_special_tokens",
+                         "with_pieces"},
+                        kMaxNesting, *writer, &doc)) {
     return;
   }
   const bool has_content = doc.contains("content") && !doc["content"].is_null();
   const bool has_prompt = doc.contains("prompt") && !doc["prompt"].is_null();
   if (has_content == has_prompt) {
-    reject(*writer, "give the text as 'content' (llama-server) or 'prompt' (vLLM), exactly one",
+    reject_request(*writer, "give the text as 'content' (llama-server) or 'prompt' (vLLM), exactly one",
            has_content ? "prompt" : "content");
     return;
   }
   const char* field = has_content ? "content" : "prompt";
   if (!doc[field].is_string()) {
-    reject(*writer, fmt::format("'{}' must be a string", field), field);
+    reject_request(*writer, fmt::format("'{}' must be a string", field), field);
     return;
   }
   std::optional<bool> add_special, add_special_tokens, with_pieces;
@@ -127,10 +97,10 @@ void handle_tokenize(const RouteContext& ctx, HttpRequest&& request,
 void handle_detokenize(const RouteContext& ctx, HttpRequest&& request,
                        std::shared_ptr<ResponseWriter> writer) {
   json doc;
-  if (!parse_object(request.body, {"tokens", "model"}, *writer, &doc)) return;
+  if (!read_json_object(request.body, {"tokens", "model"}, kMaxNesting, *writer, &doc)) return;
   auto it = doc.find("tokens");
   if (it == doc.end() || !it->is_array()) {
-    reject(*writer, "'tokens' is required: an array of token ids", "tokens");
+    reject_request(*writer, "'tokens' is required: an array of token ids", "tokens");
     return;
   }
   ModelEntry model;
@@ -140,7 +110,7 @@ void handle_detokenize(const RouteContext& ctx, HttpRequest&& request,
   ids.reserve(it->size());
   for (const json& t : *it) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok.n_vocab()) {
-      reject(*writer,
+      reject_request(*writer,
              fmt::format("'tokens' must hold token ids in [0, {}), got {}", tok.n_vocab(), t.dump()),
              "tokens");
       return;

@@ -49,7 +49,8 @@ Result<std::vector<float>> compute_embedding(model::Model& model, std::span<cons
     hidden.assign(static_cast<size_t>(std::max<int64_t>(n_out, 1) * c.dim), 0.0f);
     TS_RETURN_IF_ERROR(model.forward_hidden(batch, kv, hidden, pool));
     for (int64_t r = 0; r < n_out; ++r) {
-      for (int64_t d = 0; d < c.dim; ++d) sum[static_cast<size_t>(d)] += hidden[static_cast<size_t>(r * c.dim + d)];
+      const float* row = hidden.data() + r * c.dim;
+      for (int64_t d = 0; d < c.dim; ++d) sum[static_cast<size_t>(d)] += row[d];
     }
   }
   const double count = pooling == Pooling::kMean ? static_cast<double>(n) : 1.0;

@@ -27,10 +27,12 @@ Status SamplingParams::validate() const {
   }
   if (penalty_last_n < 0) return invalid_argument("penalty_last_n must be >= 0");
   for (const auto& [token, bias] : logit_bias) {
-    if (token < 0) return invalid_argument(fmt::format("logit_bias: token id {} is negative", token));
+    if (token < 0) {
+      return invalid_argument(fmt::format("logit_bias: token id {} is negative", token));
+    }
     if (!(bias >= -kMaxLogitBias && bias <= kMaxLogitBias)) {
-      return invalid_argument(fmt::format("logit_bias: the bias of token {} must be in [-100, 100], got {}",
-                                          token, bias));
+      return invalid_argument(fmt::format(
+          "logit_bias: the bias of token {} must be in [-100, 100], got {}", token, bias));
     }
   }
   return Status::ok();

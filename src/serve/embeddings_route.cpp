@@ -136,6 +136,62 @@ struct EmbeddingCall {
   }
 };
 
+// The token ids of every input, checked against the model; on a problem answers 400 and returns
+// false.
+bool tokenize_inputs(std::vector<Input>& inputs, const model::Tokenizer& tok, int64_t ctx_len,
+                     ResponseWriter& writer, std::vector<std::vector<int32_t>>* out) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Input& in = inputs[i];
+    std::vector<int32_t> ids = in.text ? tok.encode(*in.text, /*add_special=*/true,
+                                                    /*parse_special=*/true)
+                                       : std::move(in.tokens);
+    if (ids.empty()) {
+      reject_request(writer, fmt::format("input {} encodes to no tokens", i), "input");
+      return false;
+    }
+    for (int32_t t : ids) {
+      if (t >= tok.n_vocab()) {
+        reject_request(writer,
+                       fmt::format("input {}: token id {} is outside the vocabulary of {} tokens",
+                                   i, t, tok.n_vocab()),
+                       "input");
+        return false;
+      }
+    }
+    if (static_cast<int64_t>(ids.size()) > ctx_len) {
+      writer.respond(api_error_response(
+          invalid_request(fmt::format("input {} has {} tokens; the model's context holds {}", i,
+                                      ids.size(), ctx_len),
+                          "input", "context_length_exceeded")));
+      return false;
+    }
+    out->push_back(std::move(ids));
+  }
+  return true;
+}
+
+// The optional string field `name` into *out; answers 400 and returns false when it is not one
+// of `allowed` (any string when `allowed` is empty).
+bool read_choice(const json& doc, const char* name, std::initializer_list<std::string_view> allowed,
+                 ResponseWriter& writer, std::string* out) {
+  auto it = doc.find(name);
+  if (it == doc.end() || it->is_null()) return true;
+  bool ok = it->is_string();
+  if (ok && allowed.size() > 0) {
+    ok = false;
+    for (std::string_view a : allowed) ok = ok || it->get_ref<const std::string&>() == a;
+  }
+  if (!ok) {
+    std::string list;
+    for (std::string_view a : allowed) list += (list.empty() ? "" : " or ") + fmt::format("\"{}\"", a);
+    reject_request(writer, fmt::format("'{}' must be {}", name, list.empty() ? "a string" : list),
+                   name);
+    return false;
+  }
+  *out = it->get<std::string>();
+  return true;
+}
+
 }  // namespace
 
 void handle_embeddings(const RouteContext& ctx, HttpRequest&& request,
@@ -146,62 +202,38 @@ void handle_embeddings(const RouteContext& ctx, HttpRequest&& request,
     return;
   }
   auto input = doc.find("input");
-  if (input == doc.end() || input->is_null()) return reject_request(*writer, "'input' is required", "input");
+  if (input == doc.end() || input->is_null()) {
+    return reject_request(*writer, "'input' is required", "input");
+  }
   std::string why;
   auto inputs = read_inputs(*input, &why);
   if (!inputs) return reject_request(*writer, why, "input");
-  bool use_base64 = false;
-  if (auto f = doc.find("encoding_format"); f != doc.end() && !f->is_null()) {
-    if (!f->is_string() || (*f != "float" && *f != "base64")) {
-      return reject_request(*writer, "'encoding_format' must be \"float\" or \"base64\"", "encoding_format");
-    }
-    use_base64 = *f == "base64";
-  }
-  std::string name;
-  if (auto m = doc.find("model"); m != doc.end() && !m->is_null()) {
-    if (!m->is_string()) return reject_request(*writer, "'model' must be a string", "model");
-    name = m->get<std::string>();
+  std::string format = "float", name;
+  if (!read_choice(doc, "encoding_format", {"float", "base64"}, *writer, &format) ||
+      !read_choice(doc, "model", {}, *writer, &name)) {
+    return;
   }
   ModelEntry model;
   if (!resolve_model(ctx, name, *writer, &model)) return;
-  const auto& tok = model.backend->tokenizer();
-  const int64_t width = static_cast<int64_t>(model.backend->embedding_width());
+  const int64_t width = model.backend->embedding_width();
   if (auto d = doc.find("dimensions"); d != doc.end() && !d->is_null()) {
     if (!d->is_number_integer() || d->get<int64_t>() != width) {
-      return reject_request(*writer,
-                    fmt::format("'dimensions' can only be the model's width, {}, for now", width),
-                    "dimensions");
+      return reject_request(
+          *writer, fmt::format("'dimensions' can only be the model's width, {}, for now", width),
+          "dimensions");
     }
   }
-  const int64_t ctx_len = model.backend->context_length();
+  std::vector<std::vector<int32_t>> token_lists;
+  if (!tokenize_inputs(*inputs, model.backend->tokenizer(), model.backend->context_length(),
+                       *writer, &token_lists)) {
+    return;
+  }
   auto call = std::make_shared<EmbeddingCall>();
   call->writer = writer;
   call->model = model.name;
-  call->use_base64 = use_base64;
-  call->vectors.resize(inputs->size());
-  std::vector<std::vector<int32_t>> token_lists;
-  for (size_t i = 0; i < inputs->size(); ++i) {
-    Input& in = (*inputs)[i];
-    std::vector<int32_t> ids =
-        in.text ? tok.encode(*in.text, /*add_special=*/true, /*parse_special=*/true) : std::move(in.tokens);
-    if (ids.empty()) return reject_request(*writer, fmt::format("input {} encodes to no tokens", i), "input");
-    for (int32_t t : ids) {
-      if (t >= tok.n_vocab()) {
-        return reject_request(*writer,
-                      fmt::format("input {}: token id {} is outside the vocabulary of {} tokens", i,
-                                  t, tok.n_vocab()),
-                      "input");
-      }
-    }
-    if (static_cast<int64_t>(ids.size()) > ctx_len) {
-      ApiError e = invalid_request(fmt::format("input {} has {} tokens; the model's context holds {}",
-                                               i, ids.size(), ctx_len),
-                                   "input", "context_length_exceeded");
-      return writer->respond(api_error_response(e));
-    }
-    call->prompt_tokens += static_cast<int64_t>(ids.size());
-    token_lists.push_back(std::move(ids));
-  }
+  call->use_base64 = format == "base64";
+  call->vectors.resize(token_lists.size());
+  for (const auto& ids : token_lists) call->prompt_tokens += static_cast<int64_t>(ids.size());
   for (size_t i = 0; i < token_lists.size(); ++i) {
     model.backend->embed(std::move(token_lists[i]), model.pooling,
                          [call, i](Result<std::vector<float>> r) {

@@ -1,7 +1,8 @@
 // Sampler: turns one row of logits into the next token. Pipeline, in order: logit bias,
 // repetition / frequency / presence penalties over the last `penalty_last_n` tokens, then greedy
 // argmax when temperature <= 0, else top-k, temperature, softmax, top-p, min-p, and a draw from
-// the seeded generator. Ties are broken by the lower token id, so results are deterministic for a seed.
+// the seeded generator. Ties are broken by the lower token id, so results are deterministic for
+// a seed.
 // Thread-safety: a Sampler holds its generator state; one thread at a time.
 #pragma once
 

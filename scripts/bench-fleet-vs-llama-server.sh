@@ -15,10 +15,11 @@
 # to sleep, stay idle MARGIN more seconds, then time one streaming /v1/completions request
 # (temperature 0) from sending it to the first SSE chunk that carries text, and check the model is
 # awake again. Every prompt is "Note N: $PROMPT" with its own N, and llama-server is asked for
-# "cache_prompt": false (tessera ignores the field), so no prompt cache ever hits: "warm" is a full
-# prefill on an awake model, and after-sleep minus warm is what waking costs ("wake ms"). The
-# resident memory of the process holding the weights (llama-server's child, tessera itself) is read
-# awake and asleep to show that the sleep released it.
+# "cache_prompt": false (tessera is not sent it: it refuses fields it does not implement), so no
+# prompt cache ever hits: "warm" is a full prefill on an awake model, and after-sleep minus warm
+# is what waking costs ("wake ms"). The resident memory of the process holding the weights
+# (llama-server's child, tessera itself) is read awake and asleep to show that the sleep released
+# it.
 set -euo pipefail
 usage="usage: $0 LLAMA_SERVER TESSERA MODEL.gguf [RUNS] [IDLE_S]"
 llama_server="${1:?$usage}"
@@ -73,10 +74,12 @@ def state(port, kind, model):
             return m["status"]["value"] if kind == "llama" else m.get("state", "?")
     return "missing"
 
-def ttft(port, model, prompt, max_tokens):
-    body = json.dumps({"model": model, "prompt": prompt, "max_tokens": max_tokens,
-                       "temperature": 0, "stream": True,
-                       "cache_prompt": False})  # llama-server: no prompt-cache reuse
+def ttft(port, kind, model, prompt, max_tokens):
+    req = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+           "stream": True}
+    if kind == "llama":
+        req["cache_prompt"] = False  # no prompt-cache reuse (tessera refuses unknown fields)
+    body = json.dumps(req)
     t0 = time.perf_counter()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
@@ -111,7 +114,7 @@ cmd = sys.argv[1]
 if cmd == "state":
     print(state(int(sys.argv[2]), sys.argv[3], sys.argv[4]))
 elif cmd == "ttft":
-    ttft(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    ttft(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
 elif cmd == "port":
     import socket
     s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
@@ -119,7 +122,8 @@ PY
 
 prompt="${PROMPT:-Once upon a time,}"
 ask() {  # N -> TTFT in ms of one request whose prompt starts with "Note N:" (N: 10..99, distinct)
-  python3 "$helper" ttft "$port" "$name" "Note $1: $prompt" "$max_tokens" | awk '{print $1 * 1000}'
+  # $kind is measure()'s local (bash scoping is dynamic).
+  python3 "$helper" ttft "$port" "$kind" "$name" "Note $1: $prompt" "$max_tokens" | awk '{print $1 * 1000}'
 }
 port=$(python3 "$helper" port)
 

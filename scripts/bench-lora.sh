@@ -116,3 +116,32 @@ for m in mixes:
         cells += [f"{med:.1f}", f"{ratio:.2f}x"]
     print(f"| {m or 'base'} | " + " | ".join(cells) + " |")
 PY
+
+# Runtime loading: 16 streams on the base while adapters load through POST /v1/adapters, one
+# after another (--lora-runtime); the inter-token gaps of the running requests against a run
+# without loads (the loads parse files on the HTTP thread; the engine swaps them in between steps).
+if [ "${STALL:-1}" = 1 ] && [[ " $engines " == *" tessera "* ]]; then
+  for mode in quiet loading; do
+    "$T" serve -m "$base" --port "$port" -t "$threads" --parallel "$conc" -c 512 --lora-runtime \
+      > "$out/tessera-stall.log" 2>&1 &
+    pid=$!
+    healthy tessera-stall
+    "$T" bench serve --target "http://127.0.0.1:$port" --model "$name" --tokenizer "$base" \
+      --scenario concurrency --concurrency "$conc" -n "$conc" --warmup 0 --input-len 16 \
+      --output-len 96 --ignore-eos --no-progress --out "$out/stall-$mode" > "$out/stall-$mode.txt" 2>&1 &
+    bench=$!
+    if [ $mode = loading ]; then
+      sleep 8
+      for i in $(seq 1 "$max_mix"); do
+        curl -s -o /dev/null -w "load a$i: HTTP %{http_code} in %{time_total} s\n" \
+          "http://127.0.0.1:$port/v1/adapters" -d "{\"name\": \"r$i\", \"path\": \"$out/a$i\"}"
+      done
+    fi
+    wait $bench
+    stop
+    /usr/bin/python3 -c "
+import json
+j = json.load(open('$out/stall-$mode/summary.json'))
+print('$mode: ITL p50 %.1f ms, p99 %.1f ms, max %.1f ms; TPOT p50 %.1f ms' % (j['p50_itl_ms'], j['p99_itl_ms'], j['max_itl_ms'], j['p50_tpot_ms']))"
+  done | tee "$out/stall.txt"
+fi

@@ -57,6 +57,7 @@ struct ServeArgs {
   std::string kv_type = "f16";
   std::string api_key;
   std::string chat_template;
+  std::string embedding_pooling;   // mean | last; empty: the model's metadata (pooling_type)
   std::vector<std::string> loras;  // NAME=PATH
   bool lora_runtime = false;
   int io_threads = 2;
@@ -344,6 +345,12 @@ int run_serve(const ServeArgs& a) {
   entry.name = name;
   entry.backend = serve::engine_backend(engine);
   entry.chat = make_chat_renderer(model->file().metadata, tokenizer, a.chat_template);
+  entry.pooling = engine::pooling_from_metadata(model->file().metadata);
+  if (!a.embedding_pooling.empty()) {
+    auto pooling = engine::parse_pooling(a.embedding_pooling);
+    if (!pooling.is_ok()) return fail(pooling.status().with_context("--embedding-pooling"));
+    entry.pooling = *pooling;
+  }
   entry.created = static_cast<int64_t>(std::time(nullptr));
   const serve::ModelEntry base_entry = entry;
   if (Status s = router->add(std::move(entry)); !s.is_ok()) return fail(s);
@@ -480,6 +487,10 @@ void add_serve_command(CLI::App& app, RunFn& run) {
                 "while serving (they read files the caller names)");
   cmd->add_option("--chat-template", a->chat_template,
                   fmt::format("Chat template override: {}", serve::chat_template_names()));
+  cmd->add_option("--embedding-pooling", a->embedding_pooling,
+                  "How /v1/embeddings pools the final hidden states: mean or last (default: the "
+                  "model's pooling_type metadata, else mean)")
+      ->check(CLI::IsMember({"mean", "last"}));
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str();
   cmd->add_option("--drain-seconds", a->drain_seconds, "On SIGTERM, time allowed to finish requests")
       ->capture_default_str();

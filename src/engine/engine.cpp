@@ -124,6 +124,13 @@ struct Engine::Impl {
     std::promise<Status> done;
   };
   std::vector<std::unique_ptr<AdapterOp>> adapter_ops;
+  // Embedding inputs waiting for the scheduler thread.
+  struct EmbedOp {
+    std::vector<int32_t> tokens;
+    Pooling pooling;
+    Engine::EmbedCallback done;
+  };
+  std::vector<EmbedOp> embed_ops;
   std::set<int32_t> adapters;
   std::map<int32_t, int64_t> adapter_users;
   bool accepting = true;
@@ -222,8 +229,12 @@ struct Engine::Impl {
   void take_inbox() {
     std::vector<RequestId> cancel_ids;
     std::vector<std::unique_ptr<AdapterOp>> ops;
+    std::vector<EmbedOp> embeds;
+    bool stopped = false;
     {
       std::lock_guard lk(mu);
+      embeds.swap(embed_ops);
+      stopped = stopping;
       while (!inbox.empty()) {
         sched.enqueue(std::move(inbox.front()));
         inbox.pop_front();
@@ -233,6 +244,13 @@ struct Engine::Impl {
     }
     // Between steps: no forward pass is reading the model's adapters now.
     for (auto& op : ops) op->done.set_value(model->set_adapter(op->id, std::move(op->adapter)));
+    for (EmbedOp& e : embeds) {
+      if (stopped) {
+        e.done(Status(ErrorCode::kUnavailable, "the engine is stopping"));
+        continue;
+      }
+      e.done(compute_embedding(*model, e.tokens, e.pooling, opt.max_batch_tokens, pool.get()));
+    }
     for (RequestId id : cancel_ids) {
       bool was_waiting = false;
       std::unique_ptr<Sequence> s = sched.remove(id, &was_waiting);
@@ -439,7 +457,8 @@ struct Engine::Impl {
       if (step()) continue;
       std::unique_lock lk(mu);
       cv.wait(lk, [&] {
-        return stopping || !inbox.empty() || !cancels.empty() || !adapter_ops.empty();
+        return stopping || !inbox.empty() || !cancels.empty() || !adapter_ops.empty() ||
+               !embed_ops.empty();
       });
     }
   }
@@ -560,6 +579,12 @@ Result<RequestId> Engine::submit(Request request, EventSink sink) {
         fmt::format("top logprobs must be between 0 and {}", kMaxTopLogprobs));
   }
   TS_RETURN_IF_ERROR(request.sampling.validate());
+  for (const auto& [t, bias] : request.sampling.logit_bias) {
+    if (t >= c.n_vocab) {
+      return invalid_argument(
+          fmt::format("logit_bias token id {} is outside the vocabulary [0, {})", t, c.n_vocab));
+    }
+  }
   const int32_t adapter = request.adapter_id;
   const int64_t now = m.clock->now_ns();
   RequestId id = 0;
@@ -626,6 +651,35 @@ Status Engine::set_adapter(int32_t id, std::shared_ptr<const model::LoraAdapter>
     m.adapters.insert(id);
   }
   return st;
+}
+
+void Engine::embed(std::vector<int32_t> tokens, Pooling pooling, EmbedCallback done) {
+  Impl& m = *impl_;
+  const model::ModelConfig& c = m.model->config();
+  if (tokens.empty()) return done(invalid_argument("nothing to embed: the input has no tokens"));
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= c.n_vocab) {
+      return done(invalid_argument(
+          fmt::format("token id {} is outside the vocabulary [0, {})", t, c.n_vocab)));
+    }
+  }
+  if (static_cast<int64_t>(tokens.size()) > m.opt.ctx_size) {
+    return done(invalid_argument(fmt::format("the input has {} tokens; at most {} (the context)",
+                                             tokens.size(), m.opt.ctx_size)));
+  }
+  {
+    std::lock_guard lk(m.mu);
+    if (!m.accepting || m.stopping) {
+      return done(Status(ErrorCode::kUnavailable, "the engine is shutting down"));
+    }
+    if (m.thread.joinable()) {
+      m.embed_ops.push_back({std::move(tokens), pooling, std::move(done)});
+      m.cv.notify_one();
+      return;
+    }
+  }
+  // No scheduler thread: the model is the caller's to run (as step() assumes).
+  done(compute_embedding(*m.model, tokens, pooling, m.opt.max_batch_tokens, m.pool.get()));
 }
 
 KvBlockFormat Engine::kv_block_format() const { return impl_->kv.block_format(); }

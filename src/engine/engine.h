@@ -25,6 +25,7 @@
 #include "tessera/engine/device_scheduler.h"
 #include "tessera/engine/engine_options.h"
 #include "tessera/engine/prefix_blocks.h"
+#include "tessera/engine/embedding.h"
 #include "tessera/engine/request.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/model/model.h"
@@ -94,6 +95,16 @@ class Engine {
   // Errors: the model's (kUnsupported, kInvalidArgument); kUnavailable when unregistering an id
   // that unfinished requests use, or when the engine is stopped.
   Status set_adapter(int32_t id, std::shared_ptr<const model::LoraAdapter> adapter);
+
+  // Embeddings (engine/embedding.h): computes the pooled, normalized final hidden state of
+  // `tokens` on the scheduler thread between steps (it alone runs the model; generation pauses
+  // for that forward pass, as for a prefill chunk) and hands it to `done` on that thread (`done`
+  // must not block). Without a started thread it runs on the caller's. Errors, through `done`
+  // (possibly on the calling thread, before this returns): kInvalidArgument (no tokens, a token
+  // outside the vocabulary, more tokens than ctx_size), kUnavailable (stopping or stopped), the
+  // model's (kUnsupported for architectures without hidden states).
+  using EmbedCallback = std::function<void(Result<std::vector<float>>)>;
+  void embed(std::vector<int32_t> tokens, Pooling pooling, EmbedCallback done);
 
   // Runs one scheduler iteration on the calling thread. Returns false when there was nothing to
   // do. For tests; not while start()ed.

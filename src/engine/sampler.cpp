@@ -26,6 +26,15 @@ Status SamplingParams::validate() const {
     return invalid_argument("frequency_penalty and presence_penalty must be finite");
   }
   if (penalty_last_n < 0) return invalid_argument("penalty_last_n must be >= 0");
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) {
+      return invalid_argument(fmt::format("logit_bias: token id {} is negative", token));
+    }
+    if (!(bias >= -kMaxLogitBias && bias <= kMaxLogitBias)) {
+      return invalid_argument(fmt::format(
+          "logit_bias: the bias of token {} must be in [-100, 100], got {}", token, bias));
+    }
+  }
   return Status::ok();
 }
 
@@ -35,6 +44,32 @@ int32_t argmax(std::span<const float> logits) {
     if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
   }
   return best;
+}
+
+void Sampler::apply_logit_bias(std::span<float> logits) const {
+  if (params_.logit_bias.empty()) return;
+  // A banned token's logit: far below any real one but finite, so that a row where every token is
+  // banned still softmaxes to numbers (uniform) instead of NaN.
+  constexpr float kBanned = -1e30f;
+  bool forced = false;
+  for (const auto& [token, bias] : params_.logit_bias) forced = forced || bias >= kMaxLogitBias;
+  if (forced) {
+    // Keep the forced tokens' logits (they still compete among themselves); ban the rest.
+    std::vector<std::pair<size_t, float>> keep;
+    for (const auto& [token, bias] : params_.logit_bias) {
+      if (bias >= kMaxLogitBias && static_cast<size_t>(token) < logits.size()) {
+        keep.emplace_back(static_cast<size_t>(token), logits[static_cast<size_t>(token)]);
+      }
+    }
+    std::fill(logits.begin(), logits.end(), kBanned);
+    for (const auto& [i, l] : keep) logits[i] = l;
+    return;
+  }
+  for (const auto& [token, bias] : params_.logit_bias) {
+    if (token < 0 || static_cast<size_t>(token) >= logits.size()) continue;
+    float& l = logits[static_cast<size_t>(token)];
+    l = bias <= -kMaxLogitBias ? kBanned : l + bias;
+  }
 }
 
 void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {
@@ -63,6 +98,7 @@ double TokenDist::prob(int32_t token) const {
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
   if (params_.temperature <= 0.0f) {
+    apply_logit_bias(logits);
     apply_penalties(logits, history);
     return argmax(logits);
   }
@@ -82,6 +118,7 @@ int32_t Sampler::draw(const TokenDist& dist) {
 
 void Sampler::distribution(std::span<float> logits, std::span<const int32_t> history,
                            TokenDist& out) {
+  apply_logit_bias(logits);
   apply_penalties(logits, history);
   auto& c = out.candidates;
   c.clear();

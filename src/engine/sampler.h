@@ -1,18 +1,23 @@
-// Sampler: turns one row of logits into the next token. Pipeline, in order: repetition /
-// frequency / presence penalties over the last `penalty_last_n` tokens, then greedy argmax when
-// temperature <= 0, else top-k, temperature, softmax, top-p, min-p, and a draw from the seeded
-// generator. Ties are broken by the lower token id, so results are deterministic for a seed.
+// Sampler: turns one row of logits into the next token. Pipeline, in order: logit bias,
+// repetition / frequency / presence penalties over the last `penalty_last_n` tokens, then greedy
+// argmax when temperature <= 0, else top-k, temperature, softmax, top-p, min-p, and a draw from
+// the seeded generator. Ties are broken by the lower token id, so results are deterministic for
+// a seed.
 // Thread-safety: a Sampler holds its generator state; one thread at a time.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "tessera/base/rng.h"
 #include "tessera/base/status.h"
 
 namespace tessera::engine {
+
+// The largest |bias| logit_bias takes (OpenAI's range).
+inline constexpr float kMaxLogitBias = 100.0f;
 
 struct SamplingParams {
   float temperature = 0.8f;  // <= 0: greedy
@@ -24,6 +29,11 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // OpenAI-style, once per token present
   int32_t penalty_last_n = 64;      // window of recent tokens the penalties look at
   uint64_t seed = 0;
+  // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to that token's logit before the
+  // rest of the pipeline. The ends are absolute, as OpenAI describes them: -100 bans the token,
+  // +100 forces it (every token without +100 is banned). Ids outside the vocabulary are skipped
+  // here; the engine refuses them at submit.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // kInvalidArgument naming the field when a value is out of its domain.
   Status validate() const;
@@ -58,6 +68,7 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
+  void apply_logit_bias(std::span<float> logits) const;
   void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
 
   SamplingParams params_;

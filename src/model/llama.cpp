@@ -47,7 +47,11 @@ class LlamaModel final : public Model {
   size_t image_bytes() const override { return image_bytes_; }
   Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
                  ThreadPool* pool) override {
-    return run(batch, kv, logits, pool, {});
+    return run(batch, kv, logits, pool, {}, /*hidden_only=*/false);
+  }
+  Status forward_hidden(const Batch& batch, KvCache& kv, std::span<float> hidden,
+                        ThreadPool* pool) override {
+    return run(batch, kv, hidden, pool, {}, /*hidden_only=*/true);
   }
   bool can_skip_layers() const override { return true; }
   Status set_adapter(int32_t id, std::shared_ptr<const LoraAdapter> adapter) override {
@@ -62,15 +66,18 @@ class LlamaModel final : public Model {
     if (static_cast<int64_t>(skip.size()) != config_.n_layers) {
       return invalid_argument("the layer skip mask must have one entry per layer");
     }
-    return run(batch, kv, logits, pool, skip);
+    return run(batch, kv, logits, pool, skip, /*hidden_only=*/false);
   }
 
  private:
-  Status run(const Batch& batch, KvCache& kv, std::span<float> logits, ThreadPool* pool,
-             std::span<const uint8_t> skip);
+  // `out` receives logits, or with hidden_only the final-normed hidden rows (dim floats each).
+  Status run(const Batch& batch, KvCache& kv, std::span<float> out, ThreadPool* pool,
+             std::span<const uint8_t> skip, bool hidden_only);
   Result<MatrixRef> matrix(const std::string& name, int64_t rows, int64_t cols) const;
   Result<std::vector<float>> vector(const std::string& name, int64_t n) const;
-  Status validate(const Batch& batch, const KvCache& kv, size_t n_logit_floats) const;
+  // `n_out_floats` is the output buffer's size; `row_floats` what one output row takes.
+  Status validate(const Batch& batch, const KvCache& kv, size_t n_out_floats,
+                  int64_t row_floats) const;
   // Reports x (T rows of `cols`) as the input of layer `l`'s matrices first..first+count-1
   // (LayerWeights order: q, k, v, output, gate, up, down) to the observer, if any.
   void observe(int64_t l, int first, int count, const float* x, int64_t T, int64_t cols) {
@@ -224,7 +231,8 @@ Status LlamaModel::build_image(const LoadOptions& options) {
   return Status::ok();
 }
 
-Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_floats) const {
+Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_out_floats,
+                            int64_t row_floats) const {
   const size_t n = b.tokens.size();
   if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n) {
     return invalid_argument("batch arrays have different lengths");
@@ -255,8 +263,9 @@ Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_fl
       return invalid_argument(fmt::format("adapter id {} is not loaded in this model", id));
     }
   }
-  if (n_logit_floats < static_cast<size_t>(b.n_logits() * config_.n_vocab)) {
-    return invalid_argument("logits buffer is too small");
+  if (n_out_floats < static_cast<size_t>(b.n_logits() * row_floats)) {
+    return invalid_argument(row_floats == config_.n_vocab ? "logits buffer is too small"
+                                                          : "hidden-state buffer is too small");
   }
   return Status::ok();
 }
@@ -349,9 +358,9 @@ void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, Thr
   });
 }
 
-Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, ThreadPool* pool,
-                       std::span<const uint8_t> skip) {
-  TS_RETURN_IF_ERROR(validate(b, kv, logits.size()));
+Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> out, ThreadPool* pool,
+                       std::span<const uint8_t> skip, bool hidden_only) {
+  TS_RETURN_IF_ERROR(validate(b, kv, out.size(), hidden_only ? config_.dim : config_.n_vocab));
   const ModelConfig& c = config_;
   const int64_t T = b.size();
   resize_scratch(T);
@@ -423,10 +432,14 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
                      xn_.data() + n_out * c.dim);
     ++n_out;
   }
+  if (hidden_only) {
+    std::copy_n(xn_.data(), static_cast<size_t>(n_out * c.dim), out.data());
+    return Status::ok();
+  }
   if (n_out > 0 && observer_ != nullptr) {
     observer_->observe(output_name_, xn_.data(), n_out, c.dim);
   }
-  if (n_out > 0) kernels::matmul(output_, xn_.data(), n_out, logits.data(), pool);
+  if (n_out > 0) kernels::matmul(output_, xn_.data(), n_out, out.data(), pool);
   return Status::ok();
 }
 

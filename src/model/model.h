@@ -54,6 +54,14 @@ class Model {
   // rows are validated first).
   virtual Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
                          ThreadPool* pool) = 0;
+  // As forward(), but writes batch.n_logits() rows of the final hidden state instead of logits:
+  // config().dim floats per row, after the final norm and before the output projection - what
+  // embeddings pool. `hidden` must hold n_logits() * dim floats.
+  // Errors: as forward(); kUnsupported for architectures that cannot report it (the default).
+  virtual Status forward_hidden(const Batch& /*batch*/, KvCache& /*kv*/,
+                                std::span<float> /*hidden*/, ThreadPool* /*pool*/) {
+    return Status(ErrorCode::kUnsupported, "this architecture does not expose its hidden states");
+  }
   // forward() with the layers whose skip[l] is non-zero passed over (the residual stream goes
   // through them unchanged; their K/V are neither written nor read): the model drafting for
   // itself with fewer layers (model/layer_skip.h). `skip` has n_layers entries.

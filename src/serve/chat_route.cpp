@@ -19,6 +19,7 @@ void handle_chat_completions(const RouteContext& ctx, HttpRequest&& request,
   ChatRequest& req = *parsed;
   ModelEntry model;
   if (!resolve_model(ctx, req.params.model, *writer, &model)) return;
+  if (!check_for_model(req.params, model.backend->tokenizer().n_vocab(), *writer)) return;
   if (!model.chat) {
     writer->respond(api_error_response(invalid_request(
         fmt::format("the model '{}' has no usable chat template; use /v1/completions with a "
@@ -50,7 +51,7 @@ void handle_chat_completions(const RouteContext& ctx, HttpRequest&& request,
     return;
   }
   GenerationSpec spec{ApiKind::kChat, model.name, req.params.stream, req.params.include_usage,
-                      req.params.n_logprobs, model.base, model.adapter};
+                      req.params.n_logprobs, model.base, model.adapter, req.params.n};
   start_generation(model.backend,
                    make_engine_request(req.params, std::move(prompt), model.backend->context_length()),
                    std::move(spec), std::move(writer), ctx.metrics);

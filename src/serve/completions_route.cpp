@@ -21,6 +21,7 @@ void handle_completions(const RouteContext& ctx, HttpRequest&& request,
   if (!resolve_model(ctx, req.params.model, *writer, &model)) return;
 
   const auto& tokenizer = model.backend->tokenizer();
+  if (!check_for_model(req.params, tokenizer.n_vocab(), *writer)) return;
   std::vector<int32_t> prompt;
   if (req.prompt_is_tokens) {
     for (int32_t t : req.prompt_tokens) {
@@ -41,7 +42,7 @@ void handle_completions(const RouteContext& ctx, HttpRequest&& request,
     return;
   }
   GenerationSpec spec{ApiKind::kCompletion, model.name, req.params.stream, req.params.include_usage,
-                      req.params.n_logprobs, model.base, model.adapter};
+                      req.params.n_logprobs, model.base, model.adapter, req.params.n};
   start_generation(model.backend,
                    make_engine_request(req.params, std::move(prompt), model.backend->context_length()),
                    std::move(spec), std::move(writer), ctx.metrics);

@@ -20,6 +20,11 @@ class EngineBackend final : public ModelBackend {
     const int64_t ctx = engine_->options().ctx_size;
     return ctx > 0 ? ctx : engine_->config().context_length;
   }
+  int64_t embedding_width() const override { return engine_->config().dim; }
+  void embed(std::vector<int32_t> tokens, engine::Pooling pooling,
+             engine::Engine::EmbedCallback done) override {
+    engine_->embed(std::move(tokens), pooling, std::move(done));
+  }
 
  private:
   std::shared_ptr<engine::Engine> engine_;

@@ -118,33 +118,31 @@ void collect_fleet(const fleet::FleetManager& fleet, MetricsRegistry& r) {
     r.gauge("tessera_model_kept_prefix_bytes",
             "Prefix-cache bytes kept for the model while it is suspended or evicted", l)
         .set(static_cast<double>(m.kept_prefix_bytes));
-    r.gauge("tessera_model_memory_byte_seconds", "Active bytes x seconds held (running total)", l)
-        .set(m.memory_seconds);
-    r.gauge("tessera_model_idle_memory_byte_seconds",
-            "Active bytes x seconds held with no request in flight (running total)", l)
-        .set(m.idle_memory_seconds);
-    r.gauge("tessera_model_cold_starts", "Requests that found the model not Active (running total)",
-            l)
-        .set(static_cast<double>(m.cold_starts));
-    r.gauge("tessera_model_requests_finished", "Requests finished, any outcome (running total)", l)
-        .set(static_cast<double>(m.finished));
-    r.gauge("tessera_model_ttft_slo_met",
-            "Finished requests whose first token came within the model's TTFT SLO (running total)",
-            l)
-        .set(static_cast<double>(m.slo_met));
+    r.counter("tessera_model_memory_byte_seconds_total", "Active bytes x seconds held", l)
+        .sync(m.memory_seconds);
+    r.counter("tessera_model_idle_memory_byte_seconds_total",
+              "Active bytes x seconds held with no request in flight", l)
+        .sync(m.idle_memory_seconds);
+    r.counter("tessera_model_cold_starts_total", "Requests that found the model not Active", l)
+        .sync(static_cast<double>(m.cold_starts));
+    r.counter("tessera_model_requests_finished_total", "Requests finished, any outcome", l)
+        .sync(static_cast<double>(m.finished));
+    r.counter("tessera_model_ttft_slo_met_total",
+              "Finished requests whose first token came within the model's TTFT SLO", l)
+        .sync(static_cast<double>(m.slo_met));
   }
   if (const auto device = fleet.device()) {
     for (const engine::DeviceClientStats& c : device->stats()) {
       const MetricLabels l = {{"model", c.name}};
-      r.gauge("tessera_device_busy_seconds", "Seconds the model held the shared device", l)
-          .set(static_cast<double>(c.busy_ns) * 1e-9);
-      r.gauge("tessera_device_wait_seconds", "Seconds the model waited for the shared device", l)
-          .set(static_cast<double>(c.wait_ns) * 1e-9);
-      r.gauge("tessera_device_iterations", "Iterations the model ran on the shared device", l)
-          .set(static_cast<double>(c.grants));
-      r.gauge("tessera_device_late_iterations",
-              "Iterations granted after their batch's deadline", l)
-          .set(static_cast<double>(c.late_grants));
+      r.counter("tessera_device_busy_seconds_total", "Seconds the model held the shared device", l)
+          .sync(static_cast<double>(c.busy_ns) * 1e-9);
+      r.counter("tessera_device_wait_seconds_total", "Seconds the model waited for the shared device", l)
+          .sync(static_cast<double>(c.wait_ns) * 1e-9);
+      r.counter("tessera_device_iterations_total", "Iterations the model ran on the shared device", l)
+          .sync(static_cast<double>(c.grants));
+      r.counter("tessera_device_late_iterations_total",
+                "Iterations granted after their batch's deadline", l)
+          .sync(static_cast<double>(c.late_grants));
     }
   }
 }

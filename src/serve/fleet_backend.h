@@ -5,16 +5,18 @@
 //   tessera_model_state{model,state}     gauge, 1 for the current state, 0 for the others
 //   tessera_model_resumes_total{model}   counter of completed resumes (Resuming -> Active)
 //   tessera_model_resume_seconds{model}  histogram of resume durations
-// and, sampled at scrape time (gauges holding running totals):
+// and, sampled at scrape time, the gauges
 //   tessera_model_time_in_state_seconds{model}        time in the current state
 //   tessera_model_active_bytes{model}                 weights + KV while holding active memory
-//   tessera_model_memory_byte_seconds{model}          active bytes x seconds held
-//   tessera_model_idle_memory_byte_seconds{model}     the part with no request in flight
-//   tessera_model_cold_starts{model}                  requests that found the model not Active
-//   tessera_model_requests_finished{model}            requests finished, any outcome
-//   tessera_model_ttft_slo_met{model}                 of which met the model's TTFT SLO
-//   tessera_device_busy_seconds{model}, tessera_device_wait_seconds{model},
-//   tessera_device_iterations{model}, tessera_device_late_iterations{model}
+//   tessera_model_kept_prefix_bytes{model}            prefix blocks kept while suspended/evicted
+// and the counters (running totals kept by the fleet)
+//   tessera_model_memory_byte_seconds_total{model}       active bytes x seconds held
+//   tessera_model_idle_memory_byte_seconds_total{model}  the part with no request in flight
+//   tessera_model_cold_starts_total{model}               requests that found the model not Active
+//   tessera_model_requests_finished_total{model}         requests finished, any outcome
+//   tessera_model_ttft_slo_met_total{model}              of which met the model's TTFT SLO
+//   tessera_device_busy_seconds_total{model}, tessera_device_wait_seconds_total{model},
+//   tessera_device_iterations_total{model}, tessera_device_late_iterations_total{model}
 //                                                     the shared device's per-model use, when set
 // Adapters (fleet entries with a parent) get their own families instead, labelled
 // {model=<base>, adapter=<name>}: tessera_adapter_state{state}, and at scrape time

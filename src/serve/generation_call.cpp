@@ -1,5 +1,6 @@
 #include "tessera/serve/generation_call.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "tessera/serve/api_error.h"
@@ -29,12 +30,51 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     ident_.id = new_response_id(spec_.kind);
     ident_.created = unix_seconds();
     ident_.model = spec_.model;
+    choices_.resize(static_cast<size_t>(std::max(1, spec_.n)));
   }
 
   void start(engine::Request request) {
-    // The sink runs on the engine thread and must not block: it only hands the event over.
+    request_ = std::move(request);
+    if (!submit(0)) return;
+    // An abrupt disconnect cancels the engine requests so their KV blocks are freed at once. A
+    // weak reference: the writer keeps this closure, and the call keeps the writer.
+    std::weak_ptr<GenerationCall> weak = shared_from_this();
+    writer_->on_disconnect([weak] {
+      if (auto self = weak.lock()) self->cancel_all();
+    });
+    if (spec_.stream) {
+      writer_->begin_stream(200, "text/event-stream",
+                            {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+      stream_started_ = true;
+      if (spec_.kind == ApiKind::kChat) {
+        for (size_t i = 0; i < choices_.size(); ++i) {
+          send(format_chunk(ident_, static_cast<int32_t>(i), "", /*role_delta=*/true, "", nullptr,
+                            0, spec_.include_usage));
+        }
+      }
+    }
+  }
+
+ private:
+  struct Choice {
+    engine::RequestId id = 0;
+    bool submitted = false;
+    bool finished = false;
+    std::string text;                         // non-stream: the output so far
+    std::vector<TokenLogprobEntry> logprobs;  // non-stream
+    size_t streamed_bytes = 0;                // stream: bytes of text sent so far
+    std::string finish_reason;
+    engine::Usage usage;
+  };
+
+  // Submits choice i; on failure answers with the error (cancelling the other choices) and
+  // returns false.
+  bool submit(size_t i) {
+    engine::Request r = request_;
+    r.sampling.seed = request_.sampling.seed + i;
     auto self = shared_from_this();
-    engine::EventSink sink = [self](engine::Event&& ev) {
+    // The sink runs on the engine thread and must not block: it only hands the event over.
+    engine::EventSink sink = [self, i](engine::Event&& ev) {
       // Recorded here rather than on the connection, so requests whose client left count too.
       if (self->metrics_ && ev.is_finish()) {
         const auto& finish = std::get<engine::FinishEvent>(ev.body);
@@ -44,30 +84,59 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
           self->metrics_->record_adapter_finish(self->spec_.base, self->spec_.adapter, finish);
         }
       }
-      self->writer_->post([self, ev = std::move(ev)]() mutable { self->on_event(std::move(ev)); });
+      self->writer_->post(
+          [self, i, ev = std::move(ev)]() mutable { self->on_event(i, std::move(ev)); });
     };
-    auto id = backend_->submit(std::move(request), std::move(sink));
+    auto id = backend_->submit(std::move(r), std::move(sink));
     if (!id.is_ok()) {
-      writer_->respond(api_error_response(api_error_from_status(id.status())));
-      return;
+      fail(id.status());
+      return false;
     }
-    // An abrupt disconnect cancels the engine request so its KV blocks are freed at once.
-    writer_->on_disconnect([backend = backend_, rid = *id] { backend->cancel(rid); });
-    if (spec_.stream) {
-      writer_->begin_stream(200, "text/event-stream",
-                            {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
-      if (spec_.kind == ApiKind::kChat) {
-        send(format_chunk(ident_, "", /*role_delta=*/true, "", nullptr, 0, spec_.include_usage));
-      }
+    choices_[i].id = *id;
+    choices_[i].submitted = true;
+    return true;
+  }
+
+  void cancel_all() {
+    for (const Choice& c : choices_) {
+      if (c.submitted && !c.finished) backend_->cancel(c.id);
     }
   }
 
- private:
-  void on_event(engine::Event&& ev) {
-    if (auto* tok = std::get_if<engine::TokenEvent>(&ev.body)) {
-      on_token(std::move(*tok));
+  // Answers with `error` (once) and cancels whatever still runs.
+  void fail(const Status& error) {
+    if (done_) return;
+    done_ = true;
+    cancel_all();
+    if (stream_started_) {
+      send(api_error_json(api_error_from_status(error)));
+      finish_stream();
     } else {
-      on_finish(std::get<engine::FinishEvent>(std::move(ev.body)));
+      writer_->respond(api_error_response(api_error_from_status(error)));
+    }
+  }
+
+  void on_event(size_t i, engine::Event&& ev) {
+    Choice& c = choices_[i];
+    if (ev.is_finish()) c.finished = true;
+    if (done_) return;  // answered already (an error): later events have nobody to go to
+    // The first event of choice 0 means its prompt is computed and its full blocks published:
+    // now the other choices find them in the prefix cache. (A failed choice 0 fails the call
+    // below; there is no point starting the others.)
+    const bool failed = ev.is_finish() && (std::get<engine::FinishEvent>(ev.body).reason ==
+                                               engine::FinishReason::kError ||
+                                           std::get<engine::FinishEvent>(ev.body).reason ==
+                                               engine::FinishReason::kCancelled);
+    if (i == 0 && !others_submitted_ && !failed) {
+      others_submitted_ = true;
+      for (size_t k = 1; k < choices_.size(); ++k) {
+        if (!submit(k)) return;
+      }
+    }
+    if (auto* tok = std::get_if<engine::TokenEvent>(&ev.body)) {
+      on_token(i, std::move(*tok));
+    } else {
+      on_finish(i, std::get<engine::FinishEvent>(std::move(ev.body)));
     }
   }
 
@@ -84,48 +153,55 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     return e;
   }
 
-  void on_token(engine::TokenEvent&& t) {
+  void on_token(size_t i, engine::TokenEvent&& t) {
+    Choice& c = choices_[i];
     const bool with_logprobs = spec_.n_logprobs >= 0;
     if (!spec_.stream) {
-      text_ += t.text;
-      if (with_logprobs) logprobs_.push_back(logprob_entry(t));
+      c.text += t.text;
+      if (with_logprobs) c.logprobs.push_back(logprob_entry(t));
       return;
     }
     if (t.text.empty() && !with_logprobs) return;
     std::vector<TokenLogprobEntry> lp;
     if (with_logprobs) lp.push_back(logprob_entry(t));
-    send(format_chunk(ident_, t.text, false, "", with_logprobs ? &lp : nullptr, streamed_bytes_,
-                      spec_.include_usage));
-    streamed_bytes_ += t.text.size();
+    send(format_chunk(ident_, static_cast<int32_t>(i), t.text, false, "",
+                      with_logprobs ? &lp : nullptr, c.streamed_bytes, spec_.include_usage));
+    c.streamed_bytes += t.text.size();
   }
 
-  void on_finish(engine::FinishEvent&& f) {
+  void on_finish(size_t i, engine::FinishEvent&& f) {
     using engine::FinishReason;
     if (f.reason == FinishReason::kError || f.reason == FinishReason::kCancelled) {
       // Cancelled: the client left (nobody reads this) or the engine is stopping (503).
-      const Status error = f.reason == FinishReason::kError
-                               ? (f.error.is_ok() ? internal_error("generation failed") : f.error)
-                               : Status(ErrorCode::kUnavailable, "the request was cancelled: the server is stopping");
-      if (spec_.stream) {
-        send(api_error_json(api_error_from_status(error)));
-        finish_stream();
-      } else {
-        writer_->respond(api_error_response(api_error_from_status(error)));
-      }
+      fail(f.reason == FinishReason::kError
+               ? (f.error.is_ok() ? internal_error("generation failed") : f.error)
+               : Status(ErrorCode::kUnavailable, "the request was cancelled: the server is stopping"));
       return;
     }
-    const std::string_view reason = engine::finish_reason_name(f.reason);
+    Choice& c = choices_[i];
+    c.finish_reason = std::string(engine::finish_reason_name(f.reason));
+    c.usage = f.usage;
+    if (spec_.stream) {
+      send(format_chunk(ident_, static_cast<int32_t>(i), f.text, false, c.finish_reason, nullptr,
+                        c.streamed_bytes, spec_.include_usage));
+    } else {
+      c.text += f.text;
+    }
+    if (++n_finished_ < choices_.size()) return;
+    done_ = true;
+    // The prompt is counted once (as OpenAI does for n > 1), the completions of every choice.
+    engine::Usage usage = choices_[0].usage;
+    usage.completion_tokens = 0;
+    for (const Choice& ch : choices_) usage.completion_tokens += ch.usage.completion_tokens;
     if (!spec_.stream) {
-      text_ += f.text;
-      writer_->respond(HttpResponse{
-          200, "application/json", {},
-          format_response(ident_, text_, reason, spec_.n_logprobs >= 0 ? &logprobs_ : nullptr,
-                          f.usage)});
+      std::vector<ChoiceOutput> out;
+      for (const Choice& ch : choices_) {
+        out.push_back({ch.text, ch.finish_reason, spec_.n_logprobs >= 0 ? &ch.logprobs : nullptr});
+      }
+      writer_->respond(HttpResponse{200, "application/json", {}, format_response(ident_, out, usage)});
       return;
     }
-    send(format_chunk(ident_, f.text, false, reason, nullptr, streamed_bytes_,
-                      spec_.include_usage));
-    if (spec_.include_usage) send(format_usage_chunk(ident_, f.usage));
+    if (spec_.include_usage) send(format_usage_chunk(ident_, usage));
     finish_stream();
   }
 
@@ -141,9 +217,12 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   std::shared_ptr<ResponseWriter> writer_;
   std::shared_ptr<ServingMetrics> metrics_;
   ResponseIdentity ident_;
-  std::string text_;                         // non-stream: the output so far
-  std::vector<TokenLogprobEntry> logprobs_;  // non-stream
-  size_t streamed_bytes_ = 0;                // stream: bytes of text sent so far
+  engine::Request request_;  // choice 0's; the others differ in the seed
+  std::vector<Choice> choices_;
+  size_t n_finished_ = 0;
+  bool others_submitted_ = false;
+  bool stream_started_ = false;
+  bool done_ = false;  // the response is complete (or failed)
 };
 
 }  // namespace

@@ -1,7 +1,10 @@
-// Generation call: drives one engine request for one HTTP exchange. It submits the request,
-// turns the engine's events into an OpenAI response (whole, or streamed as server-sent events),
-// cancels the engine request when the client disconnects (so its KV blocks are freed) and records
-// the request's metrics.
+// Generation call: drives the engine requests of one HTTP exchange - one per choice ("n") - and
+// turns their events into an OpenAI response (whole, or streamed as server-sent events, each
+// chunk carrying its choice's "index"), cancels them when the client disconnects (so their KV
+// blocks are freed) and records their metrics. With n > 1, choice 0 is submitted first and the
+// others once it has produced its first token: by then the prompt's full KV blocks are in the
+// prefix cache, so the other choices reuse them instead of computing the prompt again. Choice i
+// samples with seed + i.
 // Thread-safety: start() runs on the connection's executor; engine events are posted there, so
 // the call's state is touched by that executor only.
 #pragma once
@@ -26,10 +29,12 @@ struct GenerationSpec {
   // An adapter's request (ModelEntry::base / ::adapter): metrics go to the base and the adapter.
   std::string base;
   std::string adapter;
+  int32_t n = 1;  // choices, >= 1
 };
 
-// Submits `request` to `backend` and answers through `writer`: an error response if submit
-// fails, else the generation. `metrics` may be null.
+// Submits `request` (spec.n times, see above) to `backend` and answers through `writer`: an error
+// response if a submit or a choice fails (the other choices are then cancelled), else the
+// generation. `metrics` may be null.
 void start_generation(std::shared_ptr<ModelBackend> backend, engine::Request request,
                       GenerationSpec spec, std::shared_ptr<ResponseWriter> writer,
                       std::shared_ptr<ServingMetrics> metrics);

@@ -185,9 +185,10 @@ std::string MetricsRegistry::render() const {
 }
 
 const std::vector<double>& latency_buckets_seconds() {
-  static const std::vector<double> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                               0.25,  0.5,    1.0,   2.5,  5.0,   10.0, 20.0,
-                                               30.0,  60.0};
+  static const std::vector<double> kBuckets = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.0025, 0.005, 0.0075, 0.01,
+      0.025,   0.05,   0.1,     0.25,   0.5,     1.0,   2.5,    5.0,    10.0,  20.0,   30.0,
+      60.0};
   return kBuckets;
 }
 

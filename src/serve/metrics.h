@@ -21,6 +21,10 @@ class Counter {
  public:
   // Adds `v` (>= 0; negative values are ignored: a counter never goes down).
   void inc(double v = 1.0);
+  // Sets the value to `total`, a running total kept elsewhere and sampled at scrape time (a
+  // collector's). A lower value than before reads as a counter reset (the owner restarted), which
+  // Prometheus's rate() handles.
+  void sync(double total) { value_.store(total, std::memory_order_relaxed); }
   double value() const { return value_.load(std::memory_order_relaxed); }
 
  private:
@@ -96,7 +100,8 @@ class MetricsRegistry {
   std::vector<Collector> collectors_;
 };
 
-// Latency buckets in seconds, 1 ms to 60 s, for TTFT / TPOT / end-to-end histograms.
+// Latency buckets in seconds, 50 us to 60 s, for TTFT / TPOT / end-to-end histograms (fine below
+// a millisecond: small models decode a token in a fraction of one).
 const std::vector<double>& latency_buckets_seconds();
 
 // `v` formatted as Prometheus expects: shortest round-trip decimal, "+Inf", "-Inf", "NaN".

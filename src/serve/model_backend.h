@@ -36,6 +36,15 @@ class ModelBackend {
   // not (kUnavailable: a fleet model whose file did not open). Routes check it before
   // tokenizer().
   virtual Status ready() const { return Status(); }
+  // Floats per embedding (the model's hidden width); 0 when embed() is unsupported.
+  virtual int64_t embedding_width() const { return 0; }
+  // As engine::Engine::embed: the pooled, normalized final hidden state of `tokens`, handed to
+  // `done` on another thread (or this one, for errors found at once); `done` must not block.
+  // Default: kUnsupported (a backend that cannot run the model for embeddings).
+  virtual void embed(std::vector<int32_t> /*tokens*/, engine::Pooling /*pooling*/,
+                     engine::Engine::EmbedCallback done) {
+    done(Status(ErrorCode::kUnsupported, "this model does not serve embeddings"));
+  }
 };
 
 // A backend over a local Engine (kept alive by the backend). Precondition: engine non-null.
@@ -59,12 +68,15 @@ struct ModelEntry {
   // Optional: operator moves for /admin/models/{name}/{action} ("suspend", "resume"). Runs on
   // the connection's thread and may block for the move. Empty: the model has no admin actions.
   std::function<Status(const std::string& action)> admin;
-  // Set for a LoRA adapter's entry ("<base>:<adapter>"): the base model's name and the adapter's
-  // own. Its requests count in the base's request metrics and in tessera_adapter_* series
-  // labelled {model=<base>, adapter=<adapter>}; it has no engine gauges of its own (the base's
-  // engine runs it).
+  // Set for a LoRA adapter's entry ("<base>:<adapter>"): the base model's name (the entry's
+  // `root` in /v1/models) and the adapter's own. Its requests count in the base's request
+  // metrics and in tessera_adapter_* series labelled {model=<base>, adapter=<adapter>}; it has no
+  // engine gauges of its own (the base's engine runs it).
   std::string base;
   std::string adapter;
+  // How /v1/embeddings pools the hidden states (tessera serve --embedding-pooling, else what the
+  // model's metadata says).
+  engine::Pooling pooling = engine::Pooling::kMean;
 };
 
 }  // namespace tessera::serve

@@ -11,7 +11,19 @@ namespace {
 
 nlohmann::json model_json(const ModelEntry& e) {
   nlohmann::json j = {
-      {"id", e.name}, {"object", "model"}, {"created", e.created}, {"owned_by", e.owned_by}};
+      {"id", e.name},
+      {"object", "model"},
+      {"created", e.created},
+      {"owned_by", e.owned_by},
+      {"root", e.base.empty() ? e.name : e.base},
+  };
+  // vLLM's fields: clients such as `vllm bench serve` read the root and the context length.
+  // A fleet model whose file has not opened does not know its context yet: the field is null.
+  if (e.backend && e.backend->ready().is_ok()) {
+    j["max_model_len"] = e.backend->context_length();
+  } else {
+    j["max_model_len"] = nullptr;
+  }
   if (e.state) j["state"] = e.state();
   if (!e.base.empty()) j["parent"] = e.base;  // a LoRA adapter: the model it runs on
   if (e.error) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@ using json = nlohmann::json;
 
 constexpr int kMaxNesting = 64;
 constexpr size_t kMaxStops = 16;
+constexpr size_t kMaxLogitBias = 1024;  // entries of logit_bias
 
 std::string type_name(const json& v) {
   switch (v.type()) {
@@ -99,6 +101,97 @@ class Fields {
   std::string* error_param_;
 };
 
+// The top-level fields each route accepts. A field outside this table is refused with a 400
+// naming it, so a client never believes a setting took effect when it did not. kIgnored fields
+// change nothing about the output and are accepted for clients that always send them.
+enum RouteMask : uint8_t { kCompletionOnly = 1, kChatOnly = 2, kBothRoutes = 3 };
+enum class FieldUse : uint8_t { kSupported, kIgnored };
+struct FieldRule {
+  std::string_view name;
+  uint8_t routes;
+  FieldUse use;
+};
+constexpr FieldRule kFields[] = {
+    {"model", kBothRoutes, FieldUse::kSupported},
+    {"n", kBothRoutes, FieldUse::kSupported},
+    {"temperature", kBothRoutes, FieldUse::kSupported},
+    {"top_p", kBothRoutes, FieldUse::kSupported},
+    {"top_k", kBothRoutes, FieldUse::kSupported},            // extension (vLLM, llama-server)
+    {"min_p", kBothRoutes, FieldUse::kSupported},            // extension
+    {"frequency_penalty", kBothRoutes, FieldUse::kSupported},
+    {"presence_penalty", kBothRoutes, FieldUse::kSupported},
+    {"repetition_penalty", kBothRoutes, FieldUse::kSupported},  // extension
+    {"seed", kBothRoutes, FieldUse::kSupported},
+    {"stop", kBothRoutes, FieldUse::kSupported},
+    {"stream", kBothRoutes, FieldUse::kSupported},
+    {"stream_options", kBothRoutes, FieldUse::kSupported},
+    {"max_tokens", kBothRoutes, FieldUse::kSupported},
+    {"ignore_eos", kBothRoutes, FieldUse::kSupported},   // extension
+    {"priority", kBothRoutes, FieldUse::kSupported},     // extension
+    {"speculative", kBothRoutes, FieldUse::kSupported},  // extension
+    {"logprobs", kBothRoutes, FieldUse::kSupported},
+    {"logit_bias", kBothRoutes, FieldUse::kSupported},
+    {"response_format", kBothRoutes, FieldUse::kSupported},  // type "text" only, for now
+    {"user", kBothRoutes, FieldUse::kIgnored},
+    {"metadata", kBothRoutes, FieldUse::kIgnored},
+    {"service_tier", kBothRoutes, FieldUse::kIgnored},
+    {"prompt", kCompletionOnly, FieldUse::kSupported},
+    {"best_of", kCompletionOnly, FieldUse::kSupported},  // 1 only
+    {"echo", kCompletionOnly, FieldUse::kSupported},     // false only
+    {"suffix", kCompletionOnly, FieldUse::kSupported},   // empty only
+    {"messages", kChatOnly, FieldUse::kSupported},
+    {"max_completion_tokens", kChatOnly, FieldUse::kSupported},
+    {"top_logprobs", kChatOnly, FieldUse::kSupported},
+    {"tools", kChatOnly, FieldUse::kSupported},        // empty only, for now
+    {"tool_choice", kChatOnly, FieldUse::kSupported},  // "none" only, for now
+    {"parallel_tool_calls", kChatOnly, FieldUse::kIgnored},  // means nothing without tools
+};
+
+// kInvalidArgument naming the first field of `doc` that `route` does not accept.
+Status check_known_fields(Fields& f, const json& doc, RouteMask route) {
+  for (const auto& [key, value] : doc.items()) {
+    bool known = false;
+    for (const FieldRule& r : kFields) {
+      if (r.name == key && (r.routes & route) != 0) {
+        known = true;
+        break;
+      }
+    }
+    if (known) continue;
+    std::string accepted;
+    for (const FieldRule& r : kFields) {
+      if ((r.routes & route) == 0) continue;
+      if (!accepted.empty()) accepted += ", ";
+      accepted += r.name;
+    }
+    return f.fail(key, fmt::format("'{}' is not supported by this server; remove it from the "
+                                   "request (accepted fields: {})",
+                                   key, accepted));
+  }
+  return Status::ok();
+}
+
+// response_format: {"type": "text"} is what generation does anyway; structured output is not
+// implemented yet.
+Status read_response_format(Fields& f) {
+  const json* v = f.get("response_format");
+  if (!v) return Status::ok();
+  if (!v->is_object()) return f.wrong_type("response_format", "an object", *v);
+  auto type = v->find("type");
+  if (type == v->end() || !type->is_string()) {
+    return f.fail("response_format", "'response_format.type' must be a string");
+  }
+  const std::string t = type->get<std::string>();
+  if (t == "text") return Status::ok();
+  if (t == "json_object" || t == "json_schema") {
+    return f.fail("response_format",
+                  fmt::format("'response_format' type '{}' is not supported yet; only 'text' is", t));
+  }
+  return f.fail("response_format",
+                fmt::format("'response_format.type' must be 'text', 'json_object' or "
+                            "'json_schema', got '{}'", t));
+}
+
 Result<json> parse_body(std::string_view body, std::string* error_param) {
   if (error_param) error_param->clear();
   if (json_nesting_depth(body, kMaxNesting) > kMaxNesting) {
@@ -118,6 +211,38 @@ Result<json> parse_body(std::string_view body, std::string* error_param) {
   return doc;
 }
 
+// logit_bias: {"token id": bias}, ids as decimal strings (JSON keys), biases in [-100, 100].
+// Whether the ids are in the model's vocabulary is the route's check (it knows the model).
+Status read_logit_bias(Fields& f, engine::SamplingParams* s) {
+  const json* v = f.get("logit_bias");
+  if (!v) return Status::ok();
+  if (!v->is_object()) return f.wrong_type("logit_bias", "an object mapping token ids to biases", *v);
+  if (v->size() > kMaxLogitBias) {
+    return f.fail("logit_bias", fmt::format("'logit_bias' holds at most {} entries, got {}",
+                                            kMaxLogitBias, v->size()));
+  }
+  for (const auto& [key, bias] : v->items()) {
+    int32_t id = -1;
+    const char* end = key.data() + key.size();
+    auto [ptr, ec] = std::from_chars(key.data(), end, id);
+    if (key.empty() || ec != std::errc() || ptr != end || id < 0) {
+      return f.fail("logit_bias", fmt::format("'logit_bias' keys must be token ids (non-negative "
+                                              "integers written as strings), got '{}'", key));
+    }
+    if (!bias.is_number()) {
+      return f.fail("logit_bias", fmt::format("'logit_bias' value for token {} must be a number, "
+                                              "got {}", key, type_name(bias)));
+    }
+    const double b = bias.get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) {
+      return f.fail("logit_bias", fmt::format("'logit_bias' value for token {} must be in "
+                                              "[-100, 100], got {}", key, b));
+    }
+    s->logit_bias.emplace_back(id, static_cast<float>(b));
+  }
+  return Status::ok();
+}
+
 // Fields common to both routes.
 Status read_common(Fields& f, GenerationParams* p) {
   if (const json* v = f.get("model")) {
@@ -126,7 +251,10 @@ Status read_common(Fields& f, GenerationParams* p) {
   }
   std::optional<int64_t> n;
   TS_RETURN_IF_ERROR(f.read_int("n", 1, 1'000'000, &n));
-  if (n && *n != 1) return f.fail("n", fmt::format("only n = 1 is supported, got {}", *n));
+  if (n && *n > kMaxChoices) {
+    return f.fail("n", fmt::format("'n' must be at most {}, got {}", kMaxChoices, *n));
+  }
+  if (n) p->n = static_cast<int32_t>(*n);
   std::optional<int64_t> best_of;
   TS_RETURN_IF_ERROR(f.read_int("best_of", 1, 1'000'000, &best_of));
   if (best_of && *best_of != 1) {
@@ -195,7 +323,9 @@ Status read_common(Fields& f, GenerationParams* p) {
     }
   }
 
+  TS_RETURN_IF_ERROR(read_logit_bias(f, &p->sampling));
   TS_RETURN_IF_ERROR(f.read_bool("stream", &p->stream));
+  TS_RETURN_IF_ERROR(read_response_format(f));
   if (const json* v = f.get("stream_options")) {
     if (!v->is_object()) return f.wrong_type("stream_options", "an object", *v);
     Fields so(*v, nullptr);
@@ -355,6 +485,7 @@ int json_nesting_depth(std::string_view json_text, int limit) {
 Result<CompletionRequest> parse_completion_request(std::string_view body, std::string* error_param) {
   TS_ASSIGN_OR_RETURN(json doc, parse_body(body, error_param));
   Fields f(doc, error_param);
+  TS_RETURN_IF_ERROR(check_known_fields(f, doc, kCompletionOnly));
   CompletionRequest r;
   TS_RETURN_IF_ERROR(read_prompt(f, &r));
   TS_RETURN_IF_ERROR(read_common(f, &r.params));
@@ -379,6 +510,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, std::s
 Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error_param) {
   TS_ASSIGN_OR_RETURN(json doc, parse_body(body, error_param));
   Fields f(doc, error_param);
+  TS_RETURN_IF_ERROR(check_known_fields(f, doc, kChatOnly));
   ChatRequest r;
   TS_RETURN_IF_ERROR(read_messages(f, &r));
   TS_RETURN_IF_ERROR(read_common(f, &r.params));
@@ -393,7 +525,11 @@ Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error
   }
   if (logprobs) r.params.n_logprobs = top ? static_cast<int32_t>(*top) : 0;
   if (const json* v = f.get("tools"); v && !(v->is_array() && v->empty())) {
-    return f.fail("tools", "'tools' (function calling) is not supported");
+    return f.fail("tools", "'tools' (function calling) is not supported yet");
+  }
+  if (const json* v = f.get("tool_choice"); v && !(v->is_string() && *v == "none")) {
+    return f.fail("tool_choice", "'tool_choice' (function calling) is not supported yet; only "
+                                 "\"none\" is accepted");
   }
   return r;
 }

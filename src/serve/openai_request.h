@@ -1,7 +1,9 @@
 // Parsing and validation of OpenAI request bodies (/v1/completions, /v1/chat/completions) into
 // plain values. Every problem is a kInvalidArgument whose message names the field, what was
 // expected and what was found; the field itself is returned separately for the error's "param".
-// Unknown fields are ignored (clients send many); JSON null means "not given".
+// A field a route does not accept (see kFields in the .cpp: supported, and a few accepted but
+// ignored because they cannot change the output, such as "user") is refused, naming it, rather
+// than silently ignored; JSON null means "not given".
 // Thread-safety: pure functions.
 #pragma once
 
@@ -25,8 +27,12 @@ struct ChatTurn {
 
 // What both routes share. Sampling defaults are OpenAI's (temperature 1, top_p 1, no top-k or
 // min-p), not the CLI's; a request without "seed" gets a random one.
+// Most choices ("n") one request may ask for.
+inline constexpr int32_t kMaxChoices = 16;
+
 struct GenerationParams {
   std::string model;
+  int32_t n = 1;  // choices, in [1, kMaxChoices]; choice i samples with seed + i
   std::optional<int32_t> max_tokens;  // absent: the route's default
   engine::SamplingParams sampling;
   std::vector<std::string> stop;

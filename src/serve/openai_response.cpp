@@ -79,28 +79,31 @@ std::string new_response_id(ApiKind kind) {
                      static_cast<uint32_t>(gen()));
 }
 
-std::string format_response(const ResponseIdentity& ident, std::string_view text,
-                            std::string_view finish_reason,
-                            const std::vector<TokenLogprobEntry>* logprobs,
+std::string format_response(const ResponseIdentity& ident, const std::vector<ChoiceOutput>& choices,
                             const engine::Usage& usage) {
-  json choice = {{"index", 0}, {"finish_reason", finish_json(finish_reason)}};
-  choice["logprobs"] = logprobs ? logprobs_json(ident.kind, *logprobs, 0) : json(nullptr);
-  if (ident.kind == ApiKind::kChat) {
-    choice["message"] = {{"role", "assistant"}, {"content", std::string(text)}, {"refusal", nullptr}};
-  } else {
-    choice["text"] = std::string(text);
+  json arr = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceOutput& c = choices[i];
+    json choice = {{"index", i}, {"finish_reason", finish_json(c.finish_reason)}};
+    choice["logprobs"] = c.logprobs ? logprobs_json(ident.kind, *c.logprobs, 0) : json(nullptr);
+    if (ident.kind == ApiKind::kChat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+    } else {
+      choice["text"] = c.text;
+    }
+    arr.push_back(std::move(choice));
   }
   json out = envelope(ident, false);
-  out["choices"] = json::array({std::move(choice)});
+  out["choices"] = std::move(arr);
   out["usage"] = usage_json(usage);
   return dump_json(out);
 }
 
-std::string format_chunk(const ResponseIdentity& ident, std::string_view text, bool role_delta,
-                         std::string_view finish_reason,
+std::string format_chunk(const ResponseIdentity& ident, int32_t index, std::string_view text,
+                         bool role_delta, std::string_view finish_reason,
                          const std::vector<TokenLogprobEntry>* logprobs, size_t text_offset,
                          bool usage_null) {
-  json choice = {{"index", 0}, {"finish_reason", finish_json(finish_reason)}};
+  json choice = {{"index", index}, {"finish_reason", finish_json(finish_reason)}};
   choice["logprobs"] = logprobs ? logprobs_json(ident.kind, *logprobs, text_offset) : json(nullptr);
   if (ident.kind == ApiKind::kChat) {
     json delta = json::object();

@@ -34,18 +34,23 @@ struct ResponseIdentity {
 // A fresh response id with the kind's prefix and 24 random hex digits.
 std::string new_response_id(ApiKind kind);
 
-// The complete (non-stream) response: one choice with `text`, `finish_reason`, logprobs when
-// `logprobs` is set, and usage.
-std::string format_response(const ResponseIdentity& ident, std::string_view text,
-                            std::string_view finish_reason,
-                            const std::vector<TokenLogprobEntry>* logprobs,
+// One finished choice of a complete response.
+struct ChoiceOutput {
+  std::string text;
+  std::string finish_reason;
+  const std::vector<TokenLogprobEntry>* logprobs = nullptr;  // null: "logprobs": null
+};
+
+// The complete (non-stream) response: the choices in order (choice i gets "index": i) and usage.
+std::string format_response(const ResponseIdentity& ident, const std::vector<ChoiceOutput>& choices,
                             const engine::Usage& usage);
 
-// One stream chunk (JSON only, no framing). `text` is the delta; `role_delta` adds
+// One stream chunk (JSON only, no framing) for choice `index`. `text` is the delta; `role_delta` adds
 // "role":"assistant" (first chat chunk); `finish_reason` empty means null; `logprobs` (may be
 // null) are this chunk's tokens; `text_offset` is where `text` starts in the whole output
 // (completions logprobs). `usage_null` adds "usage": null (stream_options.include_usage).
-std::string format_chunk(const ResponseIdentity& ident, std::string_view text, bool role_delta,
+std::string format_chunk(const ResponseIdentity& ident, int32_t index, std::string_view text,
+                         bool role_delta,
                          std::string_view finish_reason,
                          const std::vector<TokenLogprobEntry>* logprobs, size_t text_offset,
                          bool usage_null);

@@ -1,5 +1,7 @@
 #include "tessera/serve/route_context.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "tessera/serve/api_error.h"
@@ -26,6 +28,19 @@ bool resolve_model(const RouteContext& ctx, const std::string& name, ResponseWri
     return false;
   }
   *out = std::move(entry).value();
+  return true;
+}
+
+bool check_for_model(const GenerationParams& params, int32_t n_vocab, ResponseWriter& writer) {
+  for (const auto& [token, bias] : params.sampling.logit_bias) {
+    if (token >= n_vocab) {
+      writer.respond(api_error_response(invalid_request(
+          fmt::format("'logit_bias' token id {} is outside the vocabulary of {} tokens", token,
+                      n_vocab),
+          "logit_bias")));
+      return false;
+    }
+  }
   return true;
 }
 

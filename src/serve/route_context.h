@@ -35,6 +35,10 @@ using RouteHandler =
 bool resolve_model(const RouteContext& ctx, const std::string& name, ResponseWriter& writer,
                    ModelEntry* out);
 
+// Checks what the parser could not without the model: logit_bias token ids within `n_vocab`.
+// On failure answers 400 through `writer` and returns false.
+bool check_for_model(const GenerationParams& params, int32_t n_vocab, ResponseWriter& writer);
+
 // The engine request for `params` over `prompt`. Without max_tokens the generation may fill the
 // context (`context_length` positions): that is OpenAI's chat default.
 engine::Request make_engine_request(const GenerationParams& params, std::vector<int32_t> prompt,

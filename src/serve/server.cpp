@@ -8,8 +8,10 @@
 #include "tessera/serve/api_error.h"
 #include "tessera/serve/chat_route.h"
 #include "tessera/serve/completions_route.h"
+#include "tessera/serve/embeddings_route.h"
 #include "tessera/serve/models_route.h"
 #include "tessera/serve/system_routes.h"
+#include "tessera/serve/tokenize_route.h"
 
 namespace tessera::serve {
 
@@ -25,6 +27,9 @@ struct Route {
 constexpr Route kRoutes[] = {
     {"POST", "/v1/completions", false, handle_completions},
     {"POST", "/v1/chat/completions", false, handle_chat_completions},
+    {"POST", "/v1/embeddings", false, handle_embeddings},
+    {"POST", "/tokenize", false, handle_tokenize},
+    {"POST", "/detokenize", false, handle_detokenize},
     {"GET", "/v1/models", false, handle_list_models},
     {"GET", "/v1/models/", true, handle_get_model},
     {"GET", "/v1/adapters", false, handle_list_adapters},

@@ -5,8 +5,9 @@
 namespace tessera::serve {
 
 std::string_view route_label(std::string_view path) {
-  static constexpr std::array<std::string_view, 5> kRoutes = {
-      "/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"};
+  static constexpr std::array<std::string_view, 8> kRoutes = {
+      "/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/models",
+      "/tokenize",       "/detokenize",          "/health",        "/metrics"};
   for (std::string_view r : kRoutes) {
     if (path == r) return r;
   }
@@ -101,17 +102,14 @@ void ServingMetrics::update_engine(const std::string& model, const engine::Engin
   registry_
       ->gauge("tessera_kv_blocks_free", "KV cache blocks neither used nor cached", m)
       .set(static_cast<double>(s.kv_blocks_total - s.kv_blocks_used - s.kv_blocks_cached));
-  registry_->gauge("tessera_prefix_cache_hit_rate", "Prompt blocks found in the prefix cache / looked up", m)
-      .set(s.prefix_queries > 0 ? static_cast<double>(s.prefix_hits) / s.prefix_queries : 0.0);
-  registry_->gauge("tessera_preemptions", "Sequences preempted since start", m).set(s.preemptions);
-  registry_->gauge("tessera_engine_iterations", "Scheduler iterations since start", m).set(s.iterations);
 
   engine::EngineStats prev;
   {
     std::lock_guard lk(mu_);
     engine::EngineStats& last = last_[model];
     // A new engine (a resumed model) starts its totals again: count from zero.
-    if (s.spec_draft_tokens >= last.spec_draft_tokens && s.preemptions >= last.preemptions) {
+    if (s.spec_draft_tokens >= last.spec_draft_tokens && s.preemptions >= last.preemptions &&
+        s.iterations >= last.iterations && s.prefix_queries >= last.prefix_queries) {
       prev = last;
     }
     last = s;
@@ -120,6 +118,15 @@ void ServingMetrics::update_engine(const std::string& model, const engine::Engin
                      "Sequences preempted (blocks dropped, recomputed later) because the KV pool "
                      "could not hold the step", m)
       .inc(static_cast<double>(s.preemptions - prev.preemptions));
+  registry_->counter("tessera_engine_iterations_total", "Scheduler iterations", m)
+      .inc(static_cast<double>(s.iterations - prev.iterations));
+  // The hit rate over any window is rate(hits) / rate(queries).
+  registry_->counter("tessera_prefix_cache_queries_total",
+                     "Full prompt blocks looked up in the prefix cache at admission", m)
+      .inc(static_cast<double>(s.prefix_queries - prev.prefix_queries));
+  registry_->counter("tessera_prefix_cache_hits_total",
+                     "Prompt blocks found in the prefix cache at admission", m)
+      .inc(static_cast<double>(s.prefix_hits - prev.prefix_hits));
   registry_->counter("tessera_spec_draft_tokens_total", "Speculative draft tokens verified", m)
       .inc(static_cast<double>(s.spec_draft_tokens - prev.spec_draft_tokens));
   registry_->counter("tessera_spec_accepted_tokens_total", "Speculative draft tokens accepted", m)

@@ -147,6 +147,42 @@ TEST(Sampler, PenaltiesDiscourageRepeats) {
   EXPECT_EQ(s3.sample(l3, h2), 0);
 }
 
+TEST(Sampler, LogitBiasShiftsBansAndForces) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  const std::vector<float> base = {2.0f, 1.5f, -1.0f, 0.0f};
+  auto greedy = [&](std::vector<std::pair<int32_t, float>> bias) {
+    p.logit_bias = std::move(bias);
+    Sampler s(p);
+    auto l = base;
+    return s.sample(l, {});
+  };
+  EXPECT_EQ(greedy({}), 0);
+  EXPECT_EQ(greedy({{0, -0.6f}}), 1);          // 1.4 < 1.5: a plain shift
+  EXPECT_EQ(greedy({{2, 3.5f}}), 2);           // -1 + 3.5 = 2.5
+  EXPECT_EQ(greedy({{0, -100.0f}}), 1);        // banned
+  EXPECT_EQ(greedy({{3, 100.0f}}), 3);         // forced
+  EXPECT_EQ(greedy({{3, 100.0f}, {2, 100.0f}}), 3);  // forced tokens compete on their logits
+  EXPECT_EQ(greedy({{99, -100.0f}}), 0);       // outside the row: skipped
+  // Sampled: a banned token is never drawn, a forced one always is.
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  const std::vector<float> flat(8, 0.0f);
+  p.logit_bias = {{5, -100.0f}};
+  EXPECT_EQ(histogram(p, flat, 2000).count(5), 0u);
+  p.logit_bias = {{6, 100.0f}};
+  auto h = histogram(p, flat, 200);
+  EXPECT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[6], 200);
+  // Every token banned: still a token, no NaN.
+  p.logit_bias.clear();
+  for (int32_t i = 0; i < 8; ++i) p.logit_bias.emplace_back(i, -100.0f);
+  auto all = histogram(p, flat, 100);
+  for (const auto& [tok, n] : all) EXPECT_TRUE(tok >= 0 && tok < 8) << tok;
+}
+
 TEST(Sampler, ValidateRejectsBadValues) {
   SamplingParams p;
   p.temperature = -1.0f;
@@ -160,6 +196,15 @@ TEST(Sampler, ValidateRejectsBadValues) {
   p = {};
   p.temperature = NAN;
   EXPECT_FALSE(p.validate().is_ok());
+  p = {};
+  p.logit_bias = {{1, 100.5f}};
+  EXPECT_FALSE(p.validate().is_ok());
+  p.logit_bias = {{-1, 1.0f}};
+  EXPECT_FALSE(p.validate().is_ok());
+  p.logit_bias = {{1, NAN}};
+  EXPECT_FALSE(p.validate().is_ok());
+  p.logit_bias = {{1, -100.0f}, {2, 100.0f}};
+  EXPECT_TRUE(p.validate().is_ok());
   EXPECT_TRUE(SamplingParams{}.validate().is_ok());
 }
 

@@ -233,6 +233,37 @@ TEST_P(LlamaReferenceTest, LogitsMatchFloat64Reference) {
   }
 }
 
+// forward_hidden (what embeddings pool) against the reference's final-normed hidden state, for
+// the rows that ask for output; a too-small buffer is refused.
+TEST_P(LlamaReferenceTest, HiddenStatesMatchFloat64Reference) {
+  const auto& [shape, tc] = GetParam();
+  testing::TempDir dir;
+  const std::string path = dir.file("m.gguf");
+  RefModel ref;
+  build_model(shape, tc, path, ref);
+  if (HasFatalFailure()) return;
+  auto model = load_model(path);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  Model& m = **model;
+  const int D = shape.dim;
+  const std::vector<int> prompt = {3, 14, 15, 9, 2, 6, 5};
+  const auto want = ref.hidden(prompt);
+  auto kv = KvCache::create(m.config(), 1, 16, DType::kF32);
+  ASSERT_TRUE(kv.is_ok());
+  Batch batch;
+  for (size_t i = 0; i < prompt.size(); ++i) batch.add(prompt[i], static_cast<int32_t>(i), 0, i % 2 == 0);
+  std::vector<float> hidden(4 * D);  // rows 0, 2, 4, 6
+  ASSERT_TRUE(m.forward_hidden(batch, *kv, hidden, nullptr).is_ok());
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_LE(rel_error(std::span<const float>(hidden).subspan(r * D, D), want[2 * r]), tc.tolerance)
+        << "row " << 2 * r;
+  }
+  std::vector<float> small(4 * D - 1);
+  auto kv2 = KvCache::create(m.config(), 1, 16, DType::kF32);
+  ASSERT_TRUE(kv2.is_ok());
+  EXPECT_EQ(m.forward_hidden(batch, *kv2, small, nullptr).code(), ErrorCode::kInvalidArgument);
+}
+
 TEST_P(LlamaReferenceTest, TwoSequencesInOneBatch) {
   const auto& [shape, tc] = GetParam();
   testing::TempDir dir;

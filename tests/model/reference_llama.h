@@ -82,6 +82,19 @@ struct RefModel {
 
   // Logits [T][vocab] for every position of `tokens` (positions 0..T-1).
   std::vector<std::vector<double>> forward(const std::vector<int>& tokens) const {
+    const auto h = hidden(tokens);
+    std::vector<std::vector<double>> logits(h.size());
+    for (size_t t = 0; t < h.size(); ++t) {
+      const std::vector<double>& w = output.empty() ? embd : output;
+      logits[t].assign(vocab, 0.0);
+      for (int r = 0; r < vocab; ++r)
+        for (int c = 0; c < dim; ++c) logits[t][r] += w[static_cast<size_t>(r) * dim + c] * h[t][c];
+    }
+    return logits;
+  }
+
+  // The final hidden state [T][dim] (after the final norm, before the output projection).
+  std::vector<std::vector<double>> hidden(const std::vector<int>& tokens) const {
     const int hd = dim / n_heads, T = static_cast<int>(tokens.size());
     const int kvd = n_kv_heads * hd;
     auto matvec = [](const std::vector<double>& w, const std::vector<double>& x, int rows) {
@@ -152,9 +165,9 @@ struct RefModel {
         for (int i = 0; i < dim; ++i) x[t][i] += d[i];
       }
     }
-    std::vector<std::vector<double>> logits(T);
-    for (int t = 0; t < T; ++t) logits[t] = matvec(output.empty() ? embd : output, norm(x[t], output_norm), vocab);
-    return logits;
+    std::vector<std::vector<double>> h(T);
+    for (int t = 0; t < T; ++t) h[t] = norm(x[t], output_norm);
+    return h;
   }
 };
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tessera/serve/api_error.h"
 #include "tessera/serve/openai_response.h"
 
@@ -76,6 +78,23 @@ TEST(CompletionRequest, ErrorsNameTheField) {
   }
 }
 
+TEST(CompletionRequest, LogitBias) {
+  std::string param;
+  auto r = parse_completion_request(R"({"prompt":"x","logit_bias":{"7":-100,"12":2.5,"0":100}})", &param);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  auto bias = r->params.sampling.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, -100.0f}, {12, 2.5f}}));
+  for (const char* body : {R"({"prompt":"x","logit_bias":{"7x":1}})", R"({"prompt":"x","logit_bias":{"-1":1}})",
+                           R"({"prompt":"x","logit_bias":{"":1}})", R"({"prompt":"x","logit_bias":{"99999999999":1}})",
+                           R"({"prompt":"x","logit_bias":{"1":-100.5}})", R"({"prompt":"x","logit_bias":{"1":null}})",
+                           R"({"prompt":"x","logit_bias":[1]})"}) {
+    auto bad = parse_completion_request(body, &param);
+    EXPECT_FALSE(bad.is_ok()) << body;
+    EXPECT_EQ(param, "logit_bias") << body;
+  }
+}
+
 TEST(CompletionRequest, SpeculativeSwitchPerRequest) {
   std::string param;
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})", &param)->params.speculative,
@@ -121,6 +140,57 @@ TEST(ChatRequest, MessagesAndLogprobs) {
   EXPECT_EQ(chat->params.n_logprobs, 0);
 }
 
+TEST(Request, UnsupportedFieldsAreRefusedByName) {
+  struct Case {
+    bool chat;
+    const char* body;
+    const char* param;
+  };
+  for (const Case& c : {
+           Case{false, R"({"prompt":"x","cache_prompt":false})", "cache_prompt"},
+           Case{false, R"({"prompt":"x","messages":[]})", "messages"},  // the other route's field
+           Case{false, R"({"prompt":"x","max_completion_tokens":3})", "max_completion_tokens"},
+           Case{false, R"({"prompt":"x","response_format":{"type":"json_object"}})", "response_format"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"prompt":"x"})", "prompt"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"functions":[]})", "functions"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})", "tool_choice"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})",
+                "response_format"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"response_format":"text"})",
+                "response_format"},
+       }) {
+    std::string param;
+    Status s = c.chat ? parse_chat_request(c.body, &param).status()
+                      : parse_completion_request(c.body, &param).status();
+    ASSERT_FALSE(s.is_ok()) << c.body;
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << c.body;
+    EXPECT_EQ(param, c.param) << c.body << ": " << s.message();
+    EXPECT_NE(s.message().find(c.param), std::string::npos) << s.message();
+  }
+  // Accepted: fields that cannot change the output, and the "nothing asked" forms of the
+  // unimplemented ones.
+  std::string param;
+  EXPECT_TRUE(parse_completion_request(
+                  R"({"prompt":"x","user":"u","response_format":{"type":"text"},"best_of":1})", &param)
+                  .is_ok());
+  EXPECT_TRUE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"user":"u","tools":[],
+                                    "tool_choice":"none","metadata":{"a":"b"},"parallel_tool_calls":true})",
+                                 &param)
+                  .is_ok())
+      << param;
+  // What the bench HTTP client sends (src/bench/http_backend.cpp).
+  EXPECT_TRUE(parse_completion_request(
+                  R"({"model":"m","prompt":"p","max_tokens":4,"temperature":0,"stream":true,
+                      "stream_options":{"include_usage":true},"ignore_eos":true})", &param)
+                  .is_ok());
+  EXPECT_TRUE(parse_chat_request(
+                  R"({"model":"m","messages":[{"role":"user","content":"p"}],"max_tokens":4,
+                      "max_completion_tokens":4,"temperature":0,"stream":true,
+                      "stream_options":{"include_usage":true},"ignore_eos":true})", &param)
+                  .is_ok());
+}
+
 TEST(JsonDepth, CountsNestingOutsideStrings) {
   EXPECT_EQ(json_nesting_depth(R"({"a":[1,{"b":"[[[["}]})", 100), 3);
   EXPECT_GT(json_nesting_depth(std::string(100000, '['), 64), 64);
@@ -141,7 +211,7 @@ TEST(ApiError, StatusMapping) {
 TEST(Response, InvalidUtf8InPiecesDoesNotThrow) {
   ResponseIdentity id{ApiKind::kChat, "chatcmpl-1", 1, "m"};
   std::vector<TokenLogprobEntry> lp = {{"\xE2\x96", -1.0f, {{"\xFF", -2.0f}}}};
-  std::string s = format_chunk(id, "\xC3", false, "", &lp, 0, false);
+  std::string s = format_chunk(id, 0, "\xC3", false, "", &lp, 0, false);
   EXPECT_NE(s.find("\xEF\xBF\xBD"), std::string::npos) << s;
   EXPECT_NE(s.find("\"bytes\":[226,150]"), std::string::npos) << s;
 }

@@ -2,6 +2,7 @@
 // abrupt disconnect mid-stream frees the request's KV blocks.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -111,6 +112,162 @@ TEST_F(ServerEngineTest, SpeculationOnOrOffGivesTheSameTextAndCountsInMetrics) {
   ASSERT_EQ(m.status, 200);
   EXPECT_NE(m.body.find("tessera_spec_draft_tokens_total{model=\"tiny\"}"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("tessera_spec_accepted_per_step_bucket"), std::string::npos);
+}
+
+// n > 1 over the real engine: the other choices reuse choice 0's prompt blocks through the prefix
+// cache, and choice i is exactly what a single request with seed + i generates.
+TEST_F(ServerEngineTest, SeveralChoicesShareThePromptAndUseSuccessiveSeeds) {
+  TestClient c(server_->port());
+  std::string prompt;
+  for (int i = 0; i < 40; ++i) prompt += "word" + std::to_string(i) + " ";
+  auto body = [&](int n, int seed) {
+    return json({{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 6}, {"temperature", 1.0},
+                 {"ignore_eos", true}, {"n", n}, {"seed", seed}, {"speculative", false}})
+        .dump();
+  };
+  const engine::EngineStats before = engine_->stats();
+  auto r = c.request("POST", "/v1/completions", body(3, 7));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const engine::EngineStats after = engine_->stats();
+  const json j = json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 3u);
+  const int prompt_tokens = j["usage"]["prompt_tokens"];
+  const int64_t block = engine_->options().block_size;
+  ASSERT_GE(prompt_tokens, 2 * block) << "the prompt should fill whole KV blocks";
+  // Choices 1 and 2 each find the prompt's full blocks that choice 0 published.
+  EXPECT_GE(after.prefix_hits - before.prefix_hits, 2 * ((prompt_tokens - 1) / block));
+  for (int i = 0; i < 3; ++i) {
+    auto single = c.request("POST", "/v1/completions", body(1, 7 + i));
+    ASSERT_EQ(single.status, 200) << single.body;
+    EXPECT_EQ(j["choices"][i]["text"], json::parse(single.body)["choices"][0]["text"]) << "choice " << i;
+  }
+}
+
+// logit_bias goes through the engine's sampler: -100 on the greedy token changes it, +100 forces
+// a token, and ids outside the vocabulary are refused.
+TEST_F(ServerEngineTest, LogitBiasBansAndForcesTokens) {
+  TestClient c(server_->port());
+  auto first_pieces = [&](const json& bias) {
+    json body = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 3},
+                 {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 0}};
+    if (!bias.is_null()) body["logit_bias"] = bias;
+    auto r = c.request("POST", "/v1/completions", body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::vector<std::string> out;
+    if (r.status != 200) return out;
+    const json j = json::parse(r.body);
+    for (const auto& t : j["choices"][0]["logprobs"]["tokens"]) out.push_back(t);
+    return out;
+  };
+  const auto greedy = first_pieces(nullptr);
+  ASSERT_EQ(greedy.size(), 3u);
+  // Ban every id whose piece is the greedy first token's (a vocabulary may repeat pieces).
+  const auto& tok = engine_->tokenizer();
+  json ban = json::object();
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (tok.token_to_piece(id) == greedy[0]) ban[std::to_string(id)] = -100;
+  }
+  ASSERT_FALSE(ban.empty());
+  const auto banned = first_pieces(ban);
+  ASSERT_EQ(banned.size(), 3u);
+  EXPECT_NE(banned[0], greedy[0]);
+  // +100 forces a token the model would not pick: every step generates it.
+  int32_t forced = -1;
+  for (int32_t id = tok.n_vocab() - 1; id > 0 && forced < 0; --id) {
+    const std::string piece = tok.token_to_piece(id);
+    if (!piece.empty() && piece != greedy[0] && piece != greedy[1] && piece != greedy[2] &&
+        !tok.is_end_of_generation(id)) {
+      forced = id;
+    }
+  }
+  ASSERT_GE(forced, 0);
+  const auto forced_pieces = first_pieces(json{{std::to_string(forced), 100}});
+  EXPECT_EQ(forced_pieces, std::vector<std::string>(3, tok.token_to_piece(forced)));
+  // Unknown ids, bad keys and out-of-range biases are 400s naming the field.
+  for (const json& bad : {json{{std::to_string(tok.n_vocab()), 5}}, json{{"abc", 5}},
+                          json{{"3", 101}}, json{{"3", "x"}}, json(5)}) {
+    auto r = c.request("POST", "/v1/chat/completions",
+                       json({{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                             {"logit_bias", bad}})
+                           .dump());
+    EXPECT_EQ(r.status, 400) << bad.dump() << " " << r.body;
+    if (r.status == 400) {
+      EXPECT_EQ(json::parse(r.body)["error"]["param"], "logit_bias") << r.body;
+    }
+    r = c.request("POST", "/v1/completions",
+                  json({{"prompt", "hi"}, {"logit_bias", bad}}).dump());
+    EXPECT_EQ(r.status, 400) << bad.dump() << " " << r.body;
+  }
+}
+
+TEST_F(ServerEngineTest, EmbeddingsHaveOpenAIShapeAndAreConsistent) {
+  TestClient c(server_->port());
+  auto r = c.request("POST", "/v1/embeddings",
+                     json({{"model", "tiny"}, {"input", {"the cat sat", "a dog ran", "the cat sat"}}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["model"], "tiny");
+  ASSERT_EQ(j["data"].size(), 3u);
+  std::vector<std::vector<float>> v;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["data"][i]["object"], "embedding");
+    EXPECT_EQ(j["data"][i]["index"], i);
+    v.push_back(j["data"][i]["embedding"].get<std::vector<float>>());
+    ASSERT_EQ(static_cast<int64_t>(v.back().size()), engine_->config().dim);
+    double n2 = 0;
+    for (float x : v.back()) n2 += double{x} * x;
+    EXPECT_NEAR(n2, 1.0, 1e-4);
+  }
+  EXPECT_EQ(v[0], v[2]);  // same text, same vector
+  EXPECT_NE(v[0], v[1]);
+  const auto& tok = engine_->tokenizer();
+  const auto ids = tok.encode("the cat sat", true, true);
+  const auto ids2 = tok.encode("a dog ran", true, true);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 2 * ids.size() + ids2.size());
+  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"]);
+  // Token ids give the same vector as the text they encode; base64 carries the same floats.
+  r = c.request("POST", "/v1/embeddings", json({{"input", ids}, {"encoding_format", "base64"}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string b64 = json::parse(r.body)["data"][0]["embedding"];
+  std::string bytes;
+  auto val = [](char ch) -> uint32_t {
+    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
+    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
+    return ch == '+' ? 62 : 63;
+  };
+  for (size_t i = 0; i + 3 < b64.size(); i += 4) {
+    const uint32_t n = val(b64[i]) << 18 | val(b64[i + 1]) << 12 |
+                       (b64[i + 2] == '=' ? 0 : val(b64[i + 2]) << 6) | (b64[i + 3] == '=' ? 0 : val(b64[i + 3]));
+    bytes += static_cast<char>(n >> 16);
+    if (b64[i + 2] != '=') bytes += static_cast<char>(n >> 8 & 0xff);
+    if (b64[i + 3] != '=') bytes += static_cast<char>(n & 0xff);
+  }
+  ASSERT_EQ(bytes.size(), v[0].size() * sizeof(float));
+  std::vector<float> decoded(v[0].size());
+  std::memcpy(decoded.data(), bytes.data(), bytes.size());
+  EXPECT_EQ(decoded, v[0]);
+  // Errors name the field.
+  for (const auto& [body, param] : std::vector<std::pair<json, std::string>>{
+           {json{{"model", "tiny"}}, "input"},
+           {json{{"input", json::array()}}, "input"},
+           {json{{"input", {1, "x"}}}, "input"},
+           {json{{"input", 5}}, "input"},
+           {json{{"input", {tok.n_vocab()}}}, "input"},
+           {json{{"input", "x"}, {"encoding_format", "int8"}}, "encoding_format"},
+           {json{{"input", "x"}, {"dimensions", 3}}, "dimensions"},
+           {json{{"input", "x"}, {"truncate", true}}, "truncate"}}) {
+    auto e = c.request("POST", "/v1/embeddings", body.dump());
+    EXPECT_EQ(e.status, 400) << body.dump() << " " << e.body;
+    if (e.status == 400) {
+      EXPECT_EQ(json::parse(e.body)["error"]["param"], param) << e.body;
+    }
+  }
+  auto e = c.request("POST", "/v1/embeddings", json({{"input", std::vector<int>(2049, 5)}}).dump());
+  EXPECT_EQ(e.status, 400) << e.body;
+  e = c.request("POST", "/v1/embeddings", json({{"input", "x"}, {"model", "nope"}}).dump());
+  EXPECT_EQ(e.status, 404) << e.body;
 }
 
 TEST_F(ServerEngineTest, PromptTooLongIs400AndChatWithoutTemplateIs400) {

@@ -120,11 +120,12 @@ TEST_F(ServerFleetTest, SuspendedModelResumesOnRequestWithIdenticalOutput) {
       << metrics.body;
   EXPECT_NE(metrics.body.find(R"(tessera_model_resumes_total{model="alpha"} 1)"), std::string::npos);
   EXPECT_NE(metrics.body.find("tessera_model_resume_seconds_count"), std::string::npos);
-  EXPECT_NE(metrics.body.find(R"(tessera_model_cold_starts{model="alpha"} 1)"), std::string::npos)
+  EXPECT_NE(metrics.body.find(R"(tessera_model_cold_starts_total{model="alpha"} 1)"), std::string::npos)
       << metrics.body;
-  EXPECT_NE(metrics.body.find(R"(tessera_model_idle_memory_byte_seconds{model="alpha"})"),
+  EXPECT_NE(metrics.body.find(R"(tessera_model_idle_memory_byte_seconds_total{model="alpha"})"),
             std::string::npos);
-  EXPECT_NE(metrics.body.find(R"(tessera_model_ttft_slo_met{model="alpha"})"), std::string::npos);
+  EXPECT_NE(metrics.body.find(R"(tessera_model_ttft_slo_met_total{model="alpha"})"), std::string::npos);
+  EXPECT_NE(metrics.body.find("# TYPE tessera_model_cold_starts_total counter"), std::string::npos);
 }
 
 TEST_F(ServerFleetTest, ModelThatCannotComeUpAnswers503WithRetryAfter) {

@@ -145,7 +145,12 @@ TEST_F(ServerLoraTest, RuntimeLoadServeUnload) {
   ASSERT_EQ(r.status, 200);
   bool listed = false;
   const json models = json::parse(r.body);
-  for (const auto& m : models["data"]) listed = listed || m["id"] == "tiny:style";
+  for (const auto& m : models["data"]) {
+    if (m["id"] != "tiny:style") continue;
+    listed = true;
+    EXPECT_EQ(m["root"], "tiny") << r.body;  // the base model, as vLLM reports it
+    EXPECT_GT(m["max_model_len"].get<int64_t>(), 0) << r.body;
+  }
   EXPECT_TRUE(listed) << r.body;
   r = c.request("GET", "/v1/adapters", "");
   ASSERT_EQ(r.status, 200);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "fake_backend.h"
@@ -89,7 +91,10 @@ TEST_F(ServerTest, ListsAndGetsModels) {
   EXPECT_EQ(j["data"][0]["id"], "tiny");
   EXPECT_EQ(j["data"][0]["object"], "model");
   EXPECT_EQ(j["data"][0]["created"], 1700000000);
+  EXPECT_EQ(j["data"][0]["root"], "tiny");
+  EXPECT_EQ(j["data"][0]["max_model_len"], 256);
   EXPECT_EQ(json::parse(get("/v1/models/tiny").body)["id"], "tiny");
+  EXPECT_EQ(json::parse(get("/v1/models/tiny").body)["max_model_len"], 256);
   expect_error(get("/v1/models/nope"), 404, "not_found_error", "model");
 }
 
@@ -159,6 +164,59 @@ TEST_F(ServerTest, CompletionStreamIsServerSentEventsEndingInDone) {
   json usage = json::parse(events[events.size() - 2]);
   EXPECT_TRUE(usage["choices"].empty());
   EXPECT_EQ(usage["usage"]["completion_tokens"], 4);
+}
+
+// n > 1: n engine requests with seeds seed, seed + 1, ...; one choice each, by index.
+TEST_F(ServerTest, SeveralChoicesWholeAndStreamed) {
+  start();
+  auto r = post("/v1/completions", {{"model", "tiny"}, {"prompt", "hi"}, {"max_tokens", 2},
+                                    {"n", 3}, {"seed", 40}, {"logprobs", 1}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 3u) << r.body;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["choices"][i]["index"], i);
+    EXPECT_EQ(j["choices"][i]["text"], "w0 w1 ");
+    EXPECT_EQ(j["choices"][i]["logprobs"]["tokens"].size(), 2u);
+  }
+  EXPECT_EQ(j["usage"]["completion_tokens"], 6);  // every choice's tokens, the prompt once
+  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + 6);
+  auto reqs = backend_->requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  std::set<uint64_t> seeds;
+  for (const auto& q : reqs) {
+    seeds.insert(q.sampling.seed);
+    EXPECT_EQ(q.prompt, reqs[0].prompt);
+  }
+  EXPECT_EQ(seeds, (std::set<uint64_t>{40, 41, 42}));
+
+  // Streamed chat: a role delta per choice, then each choice's text and finish under its index.
+  r = post("/v1/chat/completions", {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "x"}}}},
+                                    {"max_tokens", 3}, {"n", 2}, {"stream", true},
+                                    {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto events = testing::sse_payloads(r.body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::map<int, std::string> text, finish;
+  std::map<int, int> roles;
+  json usage;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json c = json::parse(events[i]);
+    if (c["choices"].empty()) {
+      usage = c["usage"];
+      continue;
+    }
+    const int idx = c["choices"][0]["index"];
+    const json& delta = c["choices"][0]["delta"];
+    if (delta.contains("role")) ++roles[idx];
+    if (delta.contains("content")) text[idx] += delta["content"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) finish[idx] = c["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(roles, (std::map<int, int>{{0, 1}, {1, 1}}));
+  EXPECT_EQ(text, (std::map<int, std::string>{{0, "w0 w1 w2 "}, {1, "w0 w1 w2 "}}));
+  EXPECT_EQ(finish, (std::map<int, std::string>{{0, "length"}, {1, "length"}}));
+  EXPECT_EQ(usage["completion_tokens"], 6) << r.body;
 }
 
 TEST_F(ServerTest, ChatCompletionAndStream) {
@@ -252,7 +310,8 @@ TEST_F(ServerTest, BadRequestsAre400NamingTheField) {
                "invalid_request_error", "max_tokens");
   expect_error(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 0}}), 400,
                "invalid_request_error", "max_tokens");
-  expect_error(post("/v1/completions", {{"prompt", "x"}, {"n", 2}}), 400, "invalid_request_error", "n");
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"n", 17}}), 400, "invalid_request_error", "n");
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"n", 0}}), 400, "invalid_request_error", "n");
   expect_error(post("/v1/completions", {{"prompt", "x"}, {"stream", "yes"}}), 400,
                "invalid_request_error", "stream");
   expect_error(post("/v1/completions", {{"prompt", "x"}, {"stop", 5}}), 400, "invalid_request_error", "stop");
@@ -266,7 +325,66 @@ TEST_F(ServerTest, BadRequestsAre400NamingTheField) {
   expect_error(post("/v1/chat/completions",
                     {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"top_logprobs", 2}}),
                400, "invalid_request_error", "top_logprobs");
+  // Fields the server does not implement are refused by name, not silently ignored.
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"mirostat", 2}}), 400,
+               "invalid_request_error", "mirostat");
+  expect_error(post("/v1/chat/completions",
+                    {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                     {"response_format", {{"type", "json_object"}}}}),
+               400, "invalid_request_error", "response_format");
   EXPECT_TRUE(backend_->requests().empty());
+}
+
+TEST_F(ServerTest, TokenizeAndDetokenizeInBothDialects) {
+  start();
+  const auto& tok = backend_->tokenizer();
+  const std::vector<int32_t> plain = tok.encode("hello world", false, true);
+  const std::vector<int32_t> special = tok.encode("hello world", true, true);
+  ASSERT_FALSE(plain.empty());
+  // llama-server: "content", no special tokens unless asked.
+  auto r = post("/tokenize", {{"content", "hello world"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), plain);
+  EXPECT_FALSE(j.contains("count"));
+  j = json::parse(post("/tokenize", {{"content", "hello world"}, {"add_special", true}}).body);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), special);
+  j = json::parse(post("/tokenize", {{"content", "hello world"}, {"with_pieces", true}}).body);
+  ASSERT_EQ(j["tokens"].size(), plain.size());
+  EXPECT_EQ(j["tokens"][0]["id"], plain[0]);
+  EXPECT_EQ(j["tokens"][0]["piece"], tok.token_to_piece(plain[0], true));
+  // vLLM: "prompt" and "model", special tokens by default, with count and max_model_len.
+  r = post("/tokenize", {{"prompt", "hello world"}, {"model", "tiny"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = json::parse(r.body);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), special);
+  EXPECT_EQ(j["count"], special.size());
+  EXPECT_EQ(j["max_model_len"], 256);
+  j = json::parse(post("/tokenize", {{"prompt", "hello world"}, {"add_special_tokens", false}}).body);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), plain);
+  // Detokenize answers both names.
+  r = post("/detokenize", {{"tokens", plain}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = json::parse(r.body);
+  EXPECT_EQ(j["content"], tok.decode(plain));
+  EXPECT_EQ(j["content"], "hello world");
+  EXPECT_EQ(j["prompt"], j["content"]);
+  EXPECT_EQ(json::parse(post("/detokenize", {{"tokens", special}, {"model", "tiny"}}).body)["prompt"],
+            "hello world");
+  // Errors.
+  expect_error(post("/tokenize", {{"content", "x"}, {"model", "nope"}}), 404, "not_found_error", "model");
+  expect_error(post("/tokenize", {{"content", "x"}, {"prompt", "y"}}), 400, "invalid_request_error", "prompt");
+  expect_error(post("/tokenize", json::object()), 400, "invalid_request_error", "content");
+  expect_error(post("/tokenize", {{"content", 5}}), 400, "invalid_request_error", "content");
+  expect_error(post("/tokenize", {{"content", "x"}, {"add_special", "yes"}}), 400, "invalid_request_error",
+               "add_special");
+  expect_error(post("/tokenize", {{"content", "x"}, {"messages", json::array()}}), 400,
+               "invalid_request_error", "messages");
+  expect_error(post("/detokenize", {{"tokens", {1, 512}}}), 400, "invalid_request_error", "tokens");
+  expect_error(post("/detokenize", {{"tokens", {-1}}}), 400, "invalid_request_error", "tokens");
+  expect_error(post("/detokenize", {{"content", "x"}}), 400, "invalid_request_error", "content");
+  expect_error(post("/detokenize", json::object()), 400, "invalid_request_error", "tokens");
+  expect_error(get("/tokenize"), 405, "invalid_request_error");
 }
 
 TEST_F(ServerTest, UnknownModelRouteAndMethod) {
@@ -370,7 +488,21 @@ TEST_F(ServerTest, MetricsExposeRequestsLatenciesAndEngineState) {
   EXPECT_NE(t.find("tessera_time_to_first_token_seconds_count{model=\"tiny\"} 1"), std::string::npos) << t;
   EXPECT_NE(t.find("tessera_time_per_output_token_seconds_count{model=\"tiny\"} 1"), std::string::npos) << t;
   EXPECT_NE(t.find("tessera_kv_blocks_total{model=\"tiny\"} 64"), std::string::npos) << t;
-  EXPECT_NE(t.find("tessera_prefix_cache_hit_rate{model=\"tiny\"} 0.25"), std::string::npos) << t;
+  // Ever-growing values are counters named *_total (the fake engine has looked up 4 blocks, 1 hit).
+  EXPECT_NE(t.find("# TYPE tessera_prefix_cache_queries_total counter"), std::string::npos) << t;
+  EXPECT_NE(t.find("tessera_prefix_cache_queries_total{model=\"tiny\"} 4"), std::string::npos) << t;
+  EXPECT_NE(t.find("tessera_prefix_cache_hits_total{model=\"tiny\"} 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE tessera_preemptions_total counter"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE tessera_engine_iterations_total counter"), std::string::npos) << t;
+  EXPECT_EQ(t.find("tessera_prefix_cache_hit_rate"), std::string::npos) << t;
+  EXPECT_EQ(t.find("tessera_preemptions{"), std::string::npos) << t;
+  for (const char* name : {"tessera_http_requests_total", "tessera_generation_tokens_total"}) {
+    EXPECT_NE(t.find(std::string("# TYPE ") + name + " counter"), std::string::npos) << name;
+  }
+  // Sub-millisecond buckets for TPOT.
+  EXPECT_NE(t.find("tessera_time_per_output_token_seconds_bucket{model=\"tiny\",le=\"0.0001\"}"),
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("tessera_queue_depth{model=\"tiny\"} 0"), std::string::npos) << t;
 }
 

@@ -359,13 +359,13 @@ int run_serve(const ServeArgs& a) {
     auto adapters = std::make_shared<serve::AdapterRegistry>(
         router, base_entry, engine, std::shared_ptr<const model::ModelFile>(model, &model->file()),
         a.lora_runtime);
-    for (const std::string& spec : a.loras) {
-      const size_t eq = spec.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-        return fail(fmt::format("--lora '{}': expected NAME=PATH", spec));
+    for (const std::string& lora : a.loras) {
+      const size_t eq = lora.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == lora.size()) {
+        return fail(fmt::format("--lora '{}': expected NAME=PATH", lora));
       }
-      auto info = adapters->load(spec.substr(0, eq), spec.substr(eq + 1));
-      if (!info.is_ok()) return fail(info.status().with_context("--lora " + spec));
+      auto info = adapters->load(lora.substr(0, eq), lora.substr(eq + 1));
+      if (!info.is_ok()) return fail(info.status().with_context("--lora " + lora));
       std::printf("tessera serve: adapter '%s' (%s, rank %lld, %lld matrices, %.1f MiB) served as '%s'\n",
                   info->name.c_str(), info->format.c_str(), static_cast<long long>(info->rank),
                   static_cast<long long>(info->matrices), static_cast<double>(info->bytes) / (1 << 20),

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_serve_command(app, run);
   tessera::cli::add_fleet_command(app, run);
   tessera::cli::add_sim_command(app, run);
+  tessera::cli::add_train_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

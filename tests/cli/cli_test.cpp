@@ -38,7 +38,7 @@ RunResult run_cli(const std::string& args) {
 
 TEST(Cli, HelpForEverySubcommand) {
   for (const char* sub :
-       {"generate", "synth", "info", "demo", "bench machine", "bench model", "bench serve"}) {
+       {"generate", "synth", "info", "demo", "bench machine", "bench model", "bench serve", "train"}) {
     auto r = run_cli(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;
@@ -97,6 +97,30 @@ TEST(Cli, SynthInfoGenerateJson) {
                               " --prompt 'Hello' --max-tokens 12 --temperature 1 --seed 5 --json";
   EXPECT_EQ(nlohmann::json::parse(run_cli(sampled).out)["tokens"],
             nlohmann::json::parse(run_cli(sampled).out)["tokens"]);
+}
+
+TEST(Cli, TrainWritesAModelThatGenerates) {
+  testing::TempDir dir;
+  const std::string text = dir.file("text.txt"), model = dir.file("trained.gguf");
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 300; ++i) f << "the cat sat on the mat. the dog sat on the log. ";
+  }
+  auto r = run_cli("train -f " + text + " -o " + model + " --dim 32 --layers 2 --heads 2 --kv-heads 1 "
+                   "--ffn 64 --ctx 32 --batch 4 --steps 30 --lr 3e-3 --warmup 5 --eval-every 10 "
+                   "--target-loss 3.0 -t 2 --json --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["steps"].size(), 30u);
+  EXPECT_LT(j["final_val_loss"].get<double>(), j["steps"][0]["loss"].get<double>() - 1.0);
+  EXPECT_TRUE(j["steps"][9].contains("val_loss"));
+  EXPECT_GT(j["tokens_per_second"].get<double>(), 0.0);
+  // Every other command loads the checkpoint, tokenizer included.
+  r = run_cli("generate --model " + model + " --prompt 'the cat' -n 8 --temperature 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), 8u);
+  EXPECT_NE(run_cli("train -f " + dir.file("missing.txt") + " -o " + model).exit_code, 0);
+  EXPECT_NE(run_cli("train -f " + text + " -o " + model + " --heads 3 --quiet").exit_code, 0);
 }
 
 TEST(Cli, BenchMachineAndModelJson) {

@@ -96,7 +96,9 @@ class EngineAdapterTest : public ::testing::Test {
   // An undisturbed greedy run on a fresh engine (adapter 0 registered when `adapter`).
   std::vector<int32_t> alone(bool adapter) {
     auto e = make();
-    if (adapter) EXPECT_TRUE(e->set_adapter(0, adapter_).is_ok());
+    if (adapter) {
+      EXPECT_TRUE(e->set_adapter(0, adapter_).is_ok());
+    }
     Outcome o;
     EXPECT_TRUE(e->submit(greedy(adapter ? 0 : -1), sink_into(o)).is_ok());
     for (int guard = 0; guard < 10000 && e->step(); ++guard) {

@@ -45,7 +45,9 @@ TEST(LayerSkip, SkipsLayersOfTheSameWeights) {
     const std::vector<int32_t> toks = {1, 17, 99, 3, 250};
     Batch a;
     for (int i = 0; i < split; ++i) a.add(toks[static_cast<size_t>(i)], i, 0, false);
-    if (split > 0) EXPECT_TRUE(m.forward(a, kv, {}, nullptr).is_ok());
+    if (split > 0) {
+      EXPECT_TRUE(m.forward(a, kv, {}, nullptr).is_ok());
+    }
     Batch b;
     for (int i = split; i < 5; ++i) b.add(toks[static_cast<size_t>(i)], i, 0, i == 4);
     EXPECT_TRUE(m.forward(b, kv, logits, nullptr).is_ok());

@@ -1,4 +1,4 @@
-#include "tessera/model/llama.h"
+#include "tessera/model/decoder.h"
 
 #include <fmt/format.h>
 
@@ -31,12 +31,16 @@ struct LayerWeights {
   MatrixRef w_gate;              // [F, D]
   MatrixRef w_up;                // [F, D]
   MatrixRef w_down;              // [D, F]
+  // Per-family extras (ArchTraits); empty when the family has none.
+  std::vector<float> bq, bk, bv;      // [Q], [KV], [KV]
+  std::vector<float> q_norm, k_norm;  // [H]
+  int64_t window = 0;                 // sliding window (0: attends to every position)
 };
 
-class LlamaModel final : public Model {
+class DecoderModel final : public Model {
  public:
-  LlamaModel(std::shared_ptr<const ModelFile> file, ModelConfig config)
-      : file_(std::move(file)), config_(std::move(config)) {}
+  DecoderModel(std::shared_ptr<const ModelFile> file, ModelConfig config, ArchTraits traits)
+      : file_(std::move(file)), config_(std::move(config)), traits_(std::move(traits)) {}
 
   Status load();
   // Copies every matrix into one image, each in the layout the active kernels prefer, when one
@@ -81,9 +85,17 @@ class LlamaModel final : public Model {
   }
   void attention(const Batch& batch, const KvCache& kv, int64_t layer, ThreadPool* pool);
   void resize_scratch(int64_t n_rows);
+  // y[t] += bias for each of the T rows of bias.size() values.
+  static void add_bias(float* y, const std::vector<float>& bias, int64_t T) {
+    const auto n = static_cast<int64_t>(bias.size());
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t i = 0; i < n; ++i) y[t * n + i] += bias[static_cast<size_t>(i)];
+    }
+  }
 
   std::shared_ptr<const ModelFile> file_;
   ModelConfig config_;
+  ArchTraits traits_;
   MatrixRef token_embd_;  // [V, D]
   MatrixRef output_;      // [V, D] (token_embd_ when tied)
   std::vector<float> output_norm_;
@@ -105,7 +117,7 @@ class LlamaModel final : public Model {
   LoraSet lora_;                // adapters by id (Batch::adapter_ids)
 };
 
-Result<MatrixRef> LlamaModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
+Result<MatrixRef> DecoderModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
   const TensorInfo* t = file_->find_tensor(name);
   if (t == nullptr) return not_found(fmt::format("tensor '{}' is missing", name));
   if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
@@ -119,7 +131,7 @@ Result<MatrixRef> LlamaModel::matrix(const std::string& name, int64_t rows, int6
   return MatrixRef{t->dtype, t->data, rows, cols, kernels::dtype_row_bytes(t->dtype, cols)};
 }
 
-Result<std::vector<float>> LlamaModel::vector(const std::string& name, int64_t n) const {
+Result<std::vector<float>> DecoderModel::vector(const std::string& name, int64_t n) const {
   const TensorInfo* t = file_->find_tensor(name);
   if (t == nullptr) return not_found(fmt::format("tensor '{}' is missing", name));
   if (t->n_elements() != n || t->n_dims != 1) {
@@ -135,7 +147,7 @@ Result<std::vector<float>> LlamaModel::vector(const std::string& name, int64_t n
   return out;
 }
 
-Status LlamaModel::load() {
+Status DecoderModel::load() {
   const ModelConfig& c = config_;
   TS_ASSIGN_OR_RETURN(token_embd_, matrix("token_embd.weight", c.n_vocab, c.dim));
   TS_ASSIGN_OR_RETURN(output_norm_, vector("output_norm.weight", c.dim));
@@ -171,6 +183,16 @@ Status LlamaModel::load() {
     TS_ASSIGN_OR_RETURN(l.w_gate, matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim));
     TS_ASSIGN_OR_RETURN(l.w_up, matrix(p + "ffn_up.weight", c.ffn_dim, c.dim));
     TS_ASSIGN_OR_RETURN(l.w_down, matrix(p + "ffn_down.weight", c.dim, c.ffn_dim));
+    if (traits_.qkv_bias) {
+      TS_ASSIGN_OR_RETURN(l.bq, vector(p + "attn_q.bias", c.q_dim()));
+      TS_ASSIGN_OR_RETURN(l.bk, vector(p + "attn_k.bias", c.kv_dim()));
+      TS_ASSIGN_OR_RETURN(l.bv, vector(p + "attn_v.bias", c.kv_dim()));
+    }
+    if (traits_.qk_norm) {
+      TS_ASSIGN_OR_RETURN(l.q_norm, vector(p + "attn_q_norm.weight", c.head_dim));
+      TS_ASSIGN_OR_RETURN(l.k_norm, vector(p + "attn_k_norm.weight", c.head_dim));
+    }
+    if (!traits_.layer_window.empty()) l.window = traits_.layer_window[static_cast<size_t>(i)];
     for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
                           "ffn_down"}) {
       matrix_names_.push_back(p + m + ".weight");
@@ -180,7 +202,7 @@ Status LlamaModel::load() {
   return Status::ok();
 }
 
-Status LlamaModel::build_image(const LoadOptions& options) {
+Status DecoderModel::build_image(const LoadOptions& options) {
   std::vector<MatrixRef*> mats = {&token_embd_};
   if (!config_.tied_output) mats.push_back(&output_);
   for (LayerWeights& l : layers_) {
@@ -224,7 +246,7 @@ Status LlamaModel::build_image(const LoadOptions& options) {
   return Status::ok();
 }
 
-Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_floats) const {
+Status DecoderModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_floats) const {
   const size_t n = b.tokens.size();
   if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n) {
     return invalid_argument("batch arrays have different lengths");
@@ -261,7 +283,7 @@ Status LlamaModel::validate(const Batch& b, const KvCache& kv, size_t n_logit_fl
   return Status::ok();
 }
 
-void LlamaModel::resize_scratch(int64_t n_rows) {
+void DecoderModel::resize_scratch(int64_t n_rows) {
   const ModelConfig& c = config_;
   auto grow = [](std::vector<float>& v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
@@ -283,23 +305,36 @@ void LlamaModel::resize_scratch(int64_t n_rows) {
 // to each other in the batch (a prefill chunk) form tiles of up to 16 query vectors (rows x
 // heads per KV head), so one conversion of each K/V row serves the whole tile
 // (kernels::attention_rows); work is split over (tile, KV head).
-void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, ThreadPool* pool) {
+void DecoderModel::attention(const Batch& b, const KvCache& kv, int64_t layer, ThreadPool* pool) {
   const ModelConfig& c = config_;
   const int64_t T = b.size();
   const int64_t group = c.n_heads / c.n_kv_heads;
   const int64_t max_rows = std::clamp<int64_t>(16 / group, 1, kernels::kMaxAttentionRows);
-  attn_tiles_.clear();  // first row of each tile, then T
-  for (int64_t row = 0; row < T;) {
-    const int64_t first = row;
-    const int32_t seq = b.seq_ids[static_cast<size_t>(row)];
-    for (++row; row < T && row - first < max_rows && b.seq_ids[static_cast<size_t>(row)] == seq;) ++row;
-    attn_tiles_.push_back(first);
-  }
-  attn_tiles_.push_back(T);
+  const int64_t window = layers_[static_cast<size_t>(layer)].window;
   attn_npos_.resize(static_cast<size_t>(T));
   for (int64_t row = 0; row < T; ++row) {
     attn_npos_[static_cast<size_t>(row)] = b.positions[static_cast<size_t>(row)] + 1;
   }
+  // A row whose window starts past position 0 attends through a view of the cache that starts
+  // there (KvRows::first), alone in its tile, since the rows of a tile share one view.
+  auto windowed = [&](int64_t row) {
+    return window > 0 && attn_npos_[static_cast<size_t>(row)] > window;
+  };
+  attn_tiles_.clear();  // first row of each tile, then T
+  for (int64_t row = 0; row < T;) {
+    const int64_t first = row;
+    const int32_t seq = b.seq_ids[static_cast<size_t>(row)];
+    if (windowed(row)) {
+      ++row;
+    } else {
+      for (++row; row < T && row - first < max_rows && b.seq_ids[static_cast<size_t>(row)] == seq &&
+                  !windowed(row);) {
+        ++row;
+      }
+    }
+    attn_tiles_.push_back(first);
+  }
+  attn_tiles_.push_back(T);
   const auto n_tiles = static_cast<int64_t>(attn_tiles_.size()) - 1;
   const int64_t n_tasks = n_tiles * c.n_kv_heads;
   auto run = [&](int64_t t0, int64_t t1) {
@@ -307,10 +342,14 @@ void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, Thr
       const int64_t r0 = attn_tiles_[static_cast<size_t>(task / c.n_kv_heads)];
       const int64_t r1 = attn_tiles_[static_cast<size_t>(task / c.n_kv_heads) + 1];
       const int64_t kvh = task % c.n_kv_heads;
-      const kernels::KvRows rows = kv.rows(layer, b.seq_ids[static_cast<size_t>(r0)]);
+      kernels::KvRows rows = kv.rows(layer, b.seq_ids[static_cast<size_t>(r0)]);
       if (r1 - r0 == 1) {
-        kernels::attention_row(q_.data() + r0 * c.q_dim(), rows, attn_npos_[static_cast<size_t>(r0)],
-                               c.n_heads, c.n_kv_heads, c.head_dim, kvh, kvh + 1,
+        int64_t n_pos = attn_npos_[static_cast<size_t>(r0)];
+        if (windowed(r0)) {
+          rows.first = n_pos - window;
+          n_pos = window;
+        }
+        kernels::attention_row(q_.data() + r0 * c.q_dim(), rows, n_pos, c.n_heads, c.n_kv_heads, c.head_dim, kvh, kvh + 1,
                                att_.data() + r0 * c.q_dim());
       } else {
         kernels::attention_rows(q_.data() + r0 * c.q_dim(), static_cast<size_t>(c.q_dim()),
@@ -333,7 +372,8 @@ void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, Thr
     int64_t cost = 0;
     const size_t tile = static_cast<size_t>(task / c.n_kv_heads);
     for (int64_t row = attn_tiles_[tile]; row < attn_tiles_[tile + 1]; ++row) {
-      cost += attn_npos_[static_cast<size_t>(row)] + 32;
+      const int64_t n_pos = attn_npos_[static_cast<size_t>(row)];
+      cost += (window > 0 ? std::min(n_pos, window) : n_pos) + 32;
     }
     attn_cost_[static_cast<size_t>(task) + 1] = attn_cost_[static_cast<size_t>(task)] + cost;
   }
@@ -349,7 +389,7 @@ void LlamaModel::attention(const Batch& b, const KvCache& kv, int64_t layer, Thr
   });
 }
 
-Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, ThreadPool* pool,
+Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> logits, ThreadPool* pool,
                        std::span<const uint8_t> skip) {
   TS_RETURN_IF_ERROR(validate(b, kv, logits.size()));
   const ModelConfig& c = config_;
@@ -381,12 +421,29 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
       lora_.apply(l, LoraSlot::kK, ids, xn_.data(), c.dim, k_.data(), c.kv_dim(), pool);
       lora_.apply(l, LoraSlot::kV, ids, xn_.data(), c.dim, v_.data(), c.kv_dim(), pool);
     }
+    if (!w.bq.empty()) {
+      add_bias(q_.data(), w.bq, T);
+      add_bias(k_.data(), w.bk, T);
+      add_bias(v_.data(), w.bv, T);
+    }
+    if (!w.q_norm.empty()) {
+      for (int64_t h = 0; h < T * c.n_heads; ++h) {
+        float* qh = q_.data() + h * c.head_dim;
+        kernels::rmsnorm(qh, w.q_norm.data(), c.head_dim, c.rms_eps, qh);
+      }
+      for (int64_t h = 0; h < T * c.n_kv_heads; ++h) {
+        float* kh = k_.data() + h * c.head_dim;
+        kernels::rmsnorm(kh, w.k_norm.data(), c.head_dim, c.rms_eps, kh);
+      }
+    }
+    const auto rotate = traits_.rope == RopeStyle::kNeox ? &kernels::rope_rotate_neox
+                                                         : &kernels::rope_rotate;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t pos = b.positions[static_cast<size_t>(t)];
       const int32_t slot = b.seq_ids[static_cast<size_t>(t)];
       const float* cs = rope_cs_.data() + t * c.head_dim;
-      kernels::rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, cs);
-      kernels::rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs);
+      rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, cs);
+      rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs);
       kv_conv.from_float(k_.data() + t * c.kv_dim(), kv.k_row(l, slot, pos), c.kv_dim());
       kv_conv.from_float(v_.data() + t * c.kv_dim(), kv.v_row(l, slot, pos), c.kv_dim());
     }
@@ -432,10 +489,15 @@ Status LlamaModel::run(const Batch& b, KvCache& kv, std::span<float> logits, Thr
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> build_llama(std::shared_ptr<const ModelFile> file,
-                                           const LoadOptions& options) {
-  TS_ASSIGN_OR_RETURN(ModelConfig config, read_model_config(file->metadata, "llama"));
-  auto model = std::make_unique<LlamaModel>(std::move(file), std::move(config));
+Result<std::unique_ptr<Model>> build_decoder(std::shared_ptr<const ModelFile> file,
+                                             const LoadOptions& options, ModelConfig config,
+                                             ArchTraits traits) {
+  if (!traits.layer_window.empty() &&
+      static_cast<int64_t>(traits.layer_window.size()) != config.n_layers) {
+    return invalid_argument(fmt::format("{} sliding-window entries for {} layers",
+                                        traits.layer_window.size(), config.n_layers));
+  }
+  auto model = std::make_unique<DecoderModel>(std::move(file), std::move(config), std::move(traits));
   TS_RETURN_IF_ERROR(model->load());
   TS_RETURN_IF_ERROR(model->build_image(options));
   return std::unique_ptr<Model>(std::move(model));

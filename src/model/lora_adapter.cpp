@@ -12,6 +12,7 @@
 
 #include "tessera/base/thread_pool.h"
 #include "tessera/kernels/kernel_table.h"
+#include "tessera/model/architecture.h"
 #include "tessera/model/format/gguf_reader.h"
 #include "tessera/model/format/gguf_writer.h"
 #include "tessera/model/format/safetensors.h"
@@ -223,7 +224,10 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
   auto mapped = MappedFile::open(weights.string());
   if (!mapped.is_ok()) return mapped.status();
   TS_ASSIGN_OR_RETURN(const ModelFile st, read_safetensors(*mapped));
-  TS_ASSIGN_OR_RETURN(const ModelConfig mc, read_model_config(base.metadata, "llama"));
+  TS_ASSIGN_OR_RETURN(const std::string arch, base.metadata.get_string_or("general.architecture", "llama"));
+  const Architecture* family = find_architecture(arch);
+  if (family == nullptr) return unsupported(fmt::format("the base's architecture '{}' is not supported", arch));
+  TS_ASSIGN_OR_RETURN(const ModelConfig mc, read_model_config(base.metadata, arch));
 
   std::map<std::string, Pair> pairs;
   for (const TensorInfo& t : st.tensors) {
@@ -243,7 +247,8 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
     const double r = static_cast<double>(m.rank);
     m.scale = static_cast<float>(cfg.rslora ? cfg.alpha / std::sqrt(r) : cfg.alpha / r);
     const bool q = ends_with(target, ".attn_q.weight"), k = ends_with(target, ".attn_k.weight");
-    if (q || k) {
+    // GGUF converters permute q/k rows for normal-RoPE families only; NeoX families keep HF's.
+    if ((q || k) && family->rope == RopeStyle::kNormal) {
       const int64_t heads = q ? mc.n_heads : mc.n_kv_heads;
       if (heads <= 0 || m.n_out % (2 * heads) != 0) {
         return invalid_argument(fmt::format("'{}': {} rows do not split into {} heads", target, m.n_out, heads));

@@ -22,7 +22,7 @@ trap 'rm -rf "$dir"' EXIT
 "$tessera" synth --shape tiny --vocab-size 1024 -o "$dir/vocab.gguf" 2>/dev/null
 prompts=("Once upon a time" "The little dog ran to" "hello world")
 status=0
-for arch in llama qwen2 qwen3 qwen3-hd mistral; do
+for arch in llama qwen2 qwen3 qwen3-hd mistral phi3; do
   case "$arch" in
     qwen3-hd) args=(--arch qwen3 --dim 128 --heads 4 --kv-heads 2 --head-dim 64) ;;  # Q wider than dim
     *) args=(--arch "$arch") ;;

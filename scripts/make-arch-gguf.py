@@ -11,7 +11,8 @@ Run with numpy and gguf-py:
   PYTHONPATH=/work/peers/llama.cpp/gguf-py /usr/bin/python3 scripts/make-arch-gguf.py \
       --arch qwen3 --vocab-from tiny.gguf --out qwen3.gguf
 Families: llama, qwen2 (Q/K/V biases), qwen3 (per-head Q/K RMSNorm), mistral (llama tensors
-under the name "mistral", with --sliding-window). llama.cpp has no "mistral" architecture (it
+under the name "mistral", with --sliding-window), phi3 (fused attn_qkv, ffn_up holding gate
+then up). llama.cpp has no "mistral" architecture (it
 converts Mistral 7B to "llama"), so --as-llama writes a mistral model's tensors under "llama".
 """
 import argparse
@@ -54,7 +55,7 @@ def copy_tokenizer(writer, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "mistral"])
+    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "mistral", "phi3"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--vocab-from", required=True, help="GGUF whose tokenizer.* keys are copied")
     ap.add_argument("--dim", type=int, default=128)
@@ -77,7 +78,9 @@ def main():
     rng = np.random.default_rng(a.seed)
 
     w = gguf.GGUFWriter(a.out, name)
-    w.add_name(f"synthetic {a.arch} (gguf-py)")
+    # No family name in general.name: llama.cpp's vocabulary loader keys special-token fix-ups
+    # on it (a "phi3" name expects Phi-3's own tokens, which the copied vocabulary lacks).
+    w.add_name("synthetic gguf-py model")
     n_vocab = copy_tokenizer(w, a.vocab_from)
     w.add_context_length(512)
     w.add_embedding_length(a.dim)
@@ -106,9 +109,12 @@ def main():
     tensor(T.TOKEN_EMBD, (n_vocab, a.dim), std=1.0)
     for i in range(a.layers):
         tensor(T.ATTN_NORM, (a.dim,), i, mean=1.0, std=0.1)
-        tensor(T.ATTN_Q, (qd, a.dim), i)
-        tensor(T.ATTN_K, (kvd, a.dim), i)
-        tensor(T.ATTN_V, (kvd, a.dim), i)
+        if a.arch == "phi3":
+            tensor(T.ATTN_QKV, (qd + 2 * kvd, a.dim), i)
+        else:
+            tensor(T.ATTN_Q, (qd, a.dim), i)
+            tensor(T.ATTN_K, (kvd, a.dim), i)
+            tensor(T.ATTN_V, (kvd, a.dim), i)
         if a.arch == "qwen2":
             tensor(T.ATTN_Q, (qd,), i, suffix="bias", std=0.5)
             tensor(T.ATTN_K, (kvd,), i, suffix="bias", std=0.5)
@@ -118,8 +124,11 @@ def main():
             tensor(T.ATTN_K_NORM, (hd,), i, mean=1.0, std=0.2)
         tensor(T.ATTN_OUT, (a.dim, qd), i)
         tensor(T.FFN_NORM, (a.dim,), i, mean=1.0, std=0.1)
-        tensor(T.FFN_GATE, (a.ffn, a.dim), i)
-        tensor(T.FFN_UP, (a.ffn, a.dim), i)
+        if a.arch == "phi3":
+            tensor(T.FFN_UP, (2 * a.ffn, a.dim), i)
+        else:
+            tensor(T.FFN_GATE, (a.ffn, a.dim), i)
+            tensor(T.FFN_UP, (a.ffn, a.dim), i)
         tensor(T.FFN_DOWN, (a.dim, a.ffn), i)
     tensor(T.OUTPUT_NORM, (a.dim,), mean=1.0, std=0.1)
     if not a.tied:

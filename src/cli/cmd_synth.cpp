@@ -87,7 +87,7 @@ void add_synth_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->add_option("--out,-o", a->out, "Output GGUF path")->required();
   cmd->add_option("--vocab", a->vocab, "Copy the tokenizer from this (vocab-only) GGUF");
-  cmd->add_option("--arch", a->arch, "Model family: llama, qwen2, qwen3, mistral")
+  cmd->add_option("--arch", a->arch, "Model family: llama, qwen2, qwen3, mistral, phi3")
       ->capture_default_str();
   cmd->add_option("--sliding-window", a->sliding_window,
                   "mistral: write mistral.attention.sliding_window (0: none)");

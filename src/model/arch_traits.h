@@ -24,6 +24,12 @@ struct ArchTraits {
   bool qkv_bias = false;
   // blk.N.attn_{q,k}_norm.weight ([H]): RMSNorm over each head of Q and K before RoPE (Qwen3).
   bool qk_norm = false;
+  // blk.N.attn_qkv.weight ([Q + 2 KV, D]: Q, K, V rows in that order) instead of three matrices,
+  // when the file has it (Phi-3); the three are row ranges of it.
+  bool fused_qkv = false;
+  // blk.N.ffn_up.weight holds gate and up ([2 F, D]: the gate's rows first) and there is no
+  // ffn_gate (Phi-3).
+  bool fused_gate_up = false;
   // Sliding-window attention per layer: a row at position p attends to positions
   // (p - window, p]; 0 attends to all. Empty: no layer has a window.
   std::vector<int64_t> layer_window;

@@ -16,6 +16,7 @@ const std::vector<Architecture>& architectures() {
       qwen2_architecture(),
       qwen3_architecture(),
       mistral_architecture(),
+      phi3_architecture(),
   };
   return kArchitectures;
 }

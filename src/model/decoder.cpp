@@ -80,7 +80,8 @@ class DecoderModel final : public Model {
   void observe(int64_t l, int first, int count, const float* x, int64_t T, int64_t cols) {
     if (observer_ == nullptr) return;
     for (int m = first; m < first + count; ++m) {
-      observer_->observe(matrix_names_[static_cast<size_t>(7 * l + m)], x, T, cols);
+      const std::string& name = matrix_names_[static_cast<size_t>(7 * l + m)];
+      if (!name.empty()) observer_->observe(name, x, T, cols);  // empty: part of a fused tensor
     }
   }
   void attention(const Batch& batch, const KvCache& kv, int64_t layer, ThreadPool* pool);
@@ -116,6 +117,14 @@ class DecoderModel final : public Model {
   std::vector<float> rope_cs_;  // [T, H]: each row's RoPE cos/sin, computed once per forward
   LoraSet lora_;                // adapters by id (Batch::adapter_ids)
 };
+
+// Rows [first, first + n) of `m`, itself a matrix in the file's row layout.
+MatrixRef row_range(const MatrixRef& m, int64_t first, int64_t n) {
+  MatrixRef r = m;
+  r.data = static_cast<const std::byte*>(m.data) + static_cast<size_t>(first) * m.row_bytes;
+  r.n_rows = n;
+  return r;
+}
 
 Result<MatrixRef> DecoderModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
   const TensorInfo* t = file_->find_tensor(name);
@@ -175,13 +184,33 @@ Status DecoderModel::load() {
     const std::string p = fmt::format("blk.{}.", i);
     LayerWeights& l = layers_[static_cast<size_t>(i)];
     TS_ASSIGN_OR_RETURN(l.attn_norm, vector(p + "attn_norm.weight", c.dim));
-    TS_ASSIGN_OR_RETURN(l.wq, matrix(p + "attn_q.weight", c.q_dim(), c.dim));
-    TS_ASSIGN_OR_RETURN(l.wk, matrix(p + "attn_k.weight", c.kv_dim(), c.dim));
-    TS_ASSIGN_OR_RETURN(l.wv, matrix(p + "attn_v.weight", c.kv_dim(), c.dim));
+    // Observer names of the seven matrices; a fused tensor is reported once, under its own name.
+    std::string names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                            "ffn_down"};
+    if (traits_.fused_qkv && file_->find_tensor(p + "attn_qkv.weight") != nullptr) {
+      TS_ASSIGN_OR_RETURN(MatrixRef qkv, matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim));
+      l.wq = row_range(qkv, 0, c.q_dim());
+      l.wk = row_range(qkv, c.q_dim(), c.kv_dim());
+      l.wv = row_range(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+      names[0] = "attn_qkv";
+      names[1] = names[2] = "";
+    } else {
+      TS_ASSIGN_OR_RETURN(l.wq, matrix(p + "attn_q.weight", c.q_dim(), c.dim));
+      TS_ASSIGN_OR_RETURN(l.wk, matrix(p + "attn_k.weight", c.kv_dim(), c.dim));
+      TS_ASSIGN_OR_RETURN(l.wv, matrix(p + "attn_v.weight", c.kv_dim(), c.dim));
+    }
     TS_ASSIGN_OR_RETURN(l.wo, matrix(p + "attn_output.weight", c.dim, c.q_dim()));
     TS_ASSIGN_OR_RETURN(l.ffn_norm, vector(p + "ffn_norm.weight", c.dim));
-    TS_ASSIGN_OR_RETURN(l.w_gate, matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim));
-    TS_ASSIGN_OR_RETURN(l.w_up, matrix(p + "ffn_up.weight", c.ffn_dim, c.dim));
+    if (traits_.fused_gate_up) {
+      TS_ASSIGN_OR_RETURN(MatrixRef gate_up, matrix(p + "ffn_up.weight", 2 * c.ffn_dim, c.dim));
+      l.w_gate = row_range(gate_up, 0, c.ffn_dim);
+      l.w_up = row_range(gate_up, c.ffn_dim, c.ffn_dim);
+      names[4] = "ffn_up";
+      names[5] = "";
+    } else {
+      TS_ASSIGN_OR_RETURN(l.w_gate, matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim));
+      TS_ASSIGN_OR_RETURN(l.w_up, matrix(p + "ffn_up.weight", c.ffn_dim, c.dim));
+    }
     TS_ASSIGN_OR_RETURN(l.w_down, matrix(p + "ffn_down.weight", c.dim, c.ffn_dim));
     if (traits_.qkv_bias) {
       TS_ASSIGN_OR_RETURN(l.bq, vector(p + "attn_q.bias", c.q_dim()));
@@ -193,10 +222,7 @@ Status DecoderModel::load() {
       TS_ASSIGN_OR_RETURN(l.k_norm, vector(p + "attn_k_norm.weight", c.head_dim));
     }
     if (!traits_.layer_window.empty()) l.window = traits_.layer_window[static_cast<size_t>(i)];
-    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
-                          "ffn_down"}) {
-      matrix_names_.push_back(p + m + ".weight");
-    }
+    for (const std::string& m : names) matrix_names_.push_back(m.empty() ? m : p + m + ".weight");
   }
   output_name_ = config_.tied_output ? "token_embd.weight" : "output.weight";
   return Status::ok();

@@ -15,6 +15,7 @@ const Architecture& llama_architecture();
 const Architecture& qwen2_architecture();
 const Architecture& qwen3_architecture();
 const Architecture& mistral_architecture();
+const Architecture& phi3_architecture();
 
 // Qwen2 / Qwen2.5: Llama's block with biases on Q, K and V, and NeoX RoPE.
 Result<std::unique_ptr<Model>> build_qwen2(std::shared_ptr<const ModelFile> file,
@@ -28,5 +29,10 @@ Result<std::unique_ptr<Model>> build_qwen3(std::shared_ptr<const ModelFile> file
 // window; such files load through build_llama.)
 Result<std::unique_ptr<Model>> build_mistral(std::shared_ptr<const ModelFile> file,
                                              const LoadOptions& options);
+// Phi-3 (dense): fused QKV (when the file has attn_qkv) and fused gate/up, NeoX RoPE. LongRoPE
+// files (rope_factors_long/short) are refused; the sliding window is ignored, as llama.cpp does.
+// LoRA adapters name attn_q/k/v and ffn_gate/up, which a fused file lacks: refused by name.
+Result<std::unique_ptr<Model>> build_phi3(std::shared_ptr<const ModelFile> file,
+                                          const LoadOptions& options);
 
 }  // namespace tessera::model

@@ -111,7 +111,7 @@ Status check_shape(const SynthShape& s, kernels::DType dtype) {
 }  // namespace
 
 const std::vector<std::string>& synth_architectures() {
-  static const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "mistral"};
+  static const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "mistral", "phi3"};
   return kArchs;
 }
 
@@ -205,7 +205,7 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
   TS_RETURN_IF_ERROR(check_shape(s, o.dtype));
   const auto& archs = synth_architectures();
   if (std::find(archs.begin(), archs.end(), o.arch) == archs.end()) {
-    return invalid_argument(fmt::format("cannot write architecture '{}' (llama, qwen2, qwen3, mistral)",
+    return invalid_argument(fmt::format("cannot write architecture '{}' (llama, qwen2, qwen3, mistral, phi3)",
                                         o.arch));
   }
   if (o.sliding_window < 0 || (o.sliding_window > 0 && o.arch != "mistral")) {
@@ -234,9 +234,13 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
       return add(w, p + n, o.dtype, {cols, rows}, random_values(rng, cols * rows, kWeightStd));
     };
     TS_RETURN_IF_ERROR(add(w, p + "attn_norm.weight", kernels::DType::kF32, {s.dim}, ones_d));
-    TS_RETURN_IF_ERROR(mat("attn_q.weight", s.dim, q));
-    TS_RETURN_IF_ERROR(mat("attn_k.weight", s.dim, kv));
-    TS_RETURN_IF_ERROR(mat("attn_v.weight", s.dim, kv));
+    if (o.arch == "phi3") {
+      TS_RETURN_IF_ERROR(mat("attn_qkv.weight", s.dim, q + 2 * kv));
+    } else {
+      TS_RETURN_IF_ERROR(mat("attn_q.weight", s.dim, q));
+      TS_RETURN_IF_ERROR(mat("attn_k.weight", s.dim, kv));
+      TS_RETURN_IF_ERROR(mat("attn_v.weight", s.dim, kv));
+    }
     TS_RETURN_IF_ERROR(mat("attn_output.weight", q, s.dim));
     if (o.arch == "qwen2") {
       for (auto [n, len] : {std::pair{"attn_q.bias", q}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
@@ -251,9 +255,14 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
       }
     }
     TS_RETURN_IF_ERROR(add(w, p + "ffn_norm.weight", kernels::DType::kF32, {s.dim}, ones_d));
-    TS_RETURN_IF_ERROR(mat("ffn_gate.weight", s.dim, s.ffn_dim));
-    TS_RETURN_IF_ERROR(mat("ffn_down.weight", s.ffn_dim, s.dim));
-    TS_RETURN_IF_ERROR(mat("ffn_up.weight", s.dim, s.ffn_dim));
+    if (o.arch == "phi3") {  // gate and up in one tensor, the gate's rows first
+      TS_RETURN_IF_ERROR(mat("ffn_down.weight", s.ffn_dim, s.dim));
+      TS_RETURN_IF_ERROR(mat("ffn_up.weight", s.dim, 2 * s.ffn_dim));
+    } else {
+      TS_RETURN_IF_ERROR(mat("ffn_gate.weight", s.dim, s.ffn_dim));
+      TS_RETURN_IF_ERROR(mat("ffn_down.weight", s.ffn_dim, s.dim));
+      TS_RETURN_IF_ERROR(mat("ffn_up.weight", s.dim, s.ffn_dim));
+    }
   }
   TS_RETURN_IF_ERROR(add(w, "output_norm.weight", kernels::DType::kF32, {s.dim}, ones_d));
   if (!s.tied_output) {

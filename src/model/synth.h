@@ -36,13 +36,13 @@ const std::vector<SynthShape>& synth_shapes();
 std::optional<SynthShape> find_synth_shape(const std::string& name);
 
 // The families write_synthetic_model can write (`general.architecture` names): llama, qwen2,
-// qwen3, mistral.
+// qwen3, mistral, phi3.
 const std::vector<std::string>& synth_architectures();
 
 struct SynthOptions {
   SynthShape shape;
   // general.architecture and the key prefix; the family's own tensors are added (qwen2: Q/K/V
-  // biases; qwen3: per-head Q/K norms).
+  // biases; qwen3: per-head Q/K norms; phi3: fused QKV and gate/up).
   std::string arch = "llama";
   // mistral only: written as mistral.attention.sliding_window when > 0.
   int64_t sliding_window = 0;

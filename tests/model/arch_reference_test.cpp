@@ -1,4 +1,4 @@
-// The registered families (qwen2, qwen3, mistral; llama has llama_reference_test) against a
+// The registered families (qwen2, qwen3, mistral, phi3; llama has llama_reference_test) against a
 // float64 reference written plainly below, sharing no code with the engine: for each family a
 // tiny 2-layer model with f32 weights, a few tokens, prefill and decode through the KV cache,
 // two sequences in one batch, a paged cache. Then a walk over the registry with `tessera synth`'s
@@ -30,6 +30,7 @@ struct Family {
   bool qk_norm;    // blk.N.attn_{q,k}_norm.weight, RMSNorm per head before RoPE
   int window;      // sliding window (0: none)
   bool tied;
+  bool fused;      // attn_qkv ([Q+2KV, D]) and ffn_up holding gate then up ([2F, D])
 };
 
 const Family kFamilies[] = {
@@ -37,6 +38,7 @@ const Family kFamilies[] = {
     // head size 32 with dim 64 and 4 heads: Q is wider than the model (Qwen3 0.6B's shape).
     {"qwen3", 64, 2, 4, 2, 32, 96, 90, true, false, true, 0, false},
     {"mistral", 64, 2, 4, 1, 16, 96, 90, false, false, false, 4, false},
+    {"phi3", 64, 2, 4, 2, 16, 96, 90, true, false, false, 0, false, true},
 };
 
 struct RefLayer {
@@ -171,15 +173,28 @@ void write_model(const Family& f, const std::string& path, Ref& ref) {
   m.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
   if (f.window > 0) m.set(a + ".attention.sliding_window", GgufValue::u32(f.window));
   ref.f = f;
-  auto tensor = [&](const std::string& name, std::vector<int64_t> shape, float lo, float hi, Vec& out) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    const std::vector<float> v = draw(n, lo, hi);
+  auto put = [&](const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v) {
     ASSERT_TRUE(w.add_tensor(name, DType::kF32, std::move(shape),
                              {reinterpret_cast<const std::byte*>(v.data()), v.size() * 4})
                     .is_ok())
         << name;
+  };
+  // Fused families: matrices drawn here, written later as one tensor (rows concatenated).
+  std::vector<float> pending;
+  auto tensor = [&](const std::string& name, std::vector<int64_t> shape, float lo, float hi, Vec& out) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const std::vector<float> v = draw(n, lo, hi);
     out.assign(v.begin(), v.end());
+    if (name.empty()) {
+      pending.insert(pending.end(), v.begin(), v.end());
+    } else {
+      put(name, std::move(shape), v);
+    }
+  };
+  auto flush = [&](const std::string& name, int64_t cols) {
+    put(name, {cols, static_cast<int64_t>(pending.size()) / cols}, pending);
+    pending.clear();
   };
   const int qd = f.n_heads * f.head_dim, kvd = f.n_kv_heads * f.head_dim;
   tensor("token_embd.weight", {f.dim, f.vocab}, -0.5f, 0.5f, ref.embd);
@@ -188,9 +203,10 @@ void write_model(const Family& f, const std::string& path, Ref& ref) {
     const std::string p = "blk." + std::to_string(l) + ".";
     RefLayer& L = ref.layers[l];
     tensor(p + "attn_norm.weight", {f.dim}, 0.5f, 1.5f, L.attn_norm);
-    tensor(p + "attn_q.weight", {f.dim, qd}, -0.2f, 0.2f, L.wq);
-    tensor(p + "attn_k.weight", {f.dim, kvd}, -0.2f, 0.2f, L.wk);
-    tensor(p + "attn_v.weight", {f.dim, kvd}, -0.2f, 0.2f, L.wv);
+    tensor(f.fused ? "" : p + "attn_q.weight", {f.dim, qd}, -0.2f, 0.2f, L.wq);
+    tensor(f.fused ? "" : p + "attn_k.weight", {f.dim, kvd}, -0.2f, 0.2f, L.wk);
+    tensor(f.fused ? "" : p + "attn_v.weight", {f.dim, kvd}, -0.2f, 0.2f, L.wv);
+    if (f.fused) flush(p + "attn_qkv.weight", f.dim);
     tensor(p + "attn_output.weight", {qd, f.dim}, -0.2f, 0.2f, L.wo);
     if (f.qkv_bias) {
       tensor(p + "attn_q.bias", {qd}, -0.5f, 0.5f, L.bq);
@@ -202,8 +218,9 @@ void write_model(const Family& f, const std::string& path, Ref& ref) {
       tensor(p + "attn_k_norm.weight", {f.head_dim}, 0.5f, 1.5f, L.k_norm);
     }
     tensor(p + "ffn_norm.weight", {f.dim}, 0.5f, 1.5f, L.ffn_norm);
-    tensor(p + "ffn_gate.weight", {f.dim, f.ffn}, -0.2f, 0.2f, L.w_gate);
-    tensor(p + "ffn_up.weight", {f.dim, f.ffn}, -0.2f, 0.2f, L.w_up);
+    tensor(f.fused ? "" : p + "ffn_gate.weight", {f.dim, f.ffn}, -0.2f, 0.2f, L.w_gate);
+    tensor(f.fused ? "" : p + "ffn_up.weight", {f.dim, f.ffn}, -0.2f, 0.2f, L.w_up);
+    if (f.fused) flush(p + "ffn_up.weight", f.dim);
     tensor(p + "ffn_down.weight", {f.ffn, f.dim}, -0.2f, 0.2f, L.w_down);
   }
   tensor("output_norm.weight", {f.dim}, 0.5f, 1.5f, ref.output_norm);
@@ -307,8 +324,11 @@ TEST_P(ArchReferenceTest, ObserverSeesEveryMatmul) {
   batch.add(3, 0, 0, true);
   std::vector<float> logits(static_cast<size_t>(GetParam().vocab));
   ASSERT_TRUE(model_->forward(batch, *kv, logits, nullptr).is_ok());
-  ASSERT_EQ(names.seen.size(), 7u * GetParam().n_layers + 1);
-  EXPECT_EQ(names.seen[0], "blk.0.attn_q.weight");
+  // A fused tensor is reported once under its own name.
+  const size_t per_layer = GetParam().fused ? 4 : 7;  // qkv, output, gate+up, down
+  ASSERT_EQ(names.seen.size(), per_layer * GetParam().n_layers + 1);
+  EXPECT_EQ(names.seen[0], GetParam().fused ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight");
+  if (GetParam().fused) EXPECT_EQ(names.seen[2], "blk.0.ffn_up.weight");
   EXPECT_EQ(names.seen.back(), GetParam().tied ? "token_embd.weight" : "output.weight");
 }
 

@@ -16,6 +16,8 @@ struct SynthArgs {
   std::string dtype = "f32";
   std::string out;
   std::string vocab;
+  std::string arch = "llama";
+  int64_t sliding_window = 0;
   uint64_t seed = 1;
   int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab_size = 0, ctx = 0;
 };
@@ -45,6 +47,8 @@ int run_synth(const SynthArgs& a) {
   model::SynthOptions opts;
   opts.shape = shape;
   opts.seed = a.seed;
+  opts.arch = a.arch;
+  opts.sliding_window = a.sliding_window;
   auto dtype = kernels::dtype_from_name(a.dtype);
   if (!dtype) {
     return fail(fmt::format(
@@ -62,8 +66,8 @@ int run_synth(const SynthArgs& a) {
   if (!s.is_ok()) return fail(s);
   auto check = model::open_model_file(a.out);
   if (!check.is_ok()) return fail(check.status().with_context("re-reading the written file"));
-  std::fprintf(stderr, "tessera: wrote %s: %s-shaped, %s, %.1f M parameters, %.1f MiB\n",
-               a.out.c_str(), shape.name.c_str(), a.dtype.c_str(),
+  std::fprintf(stderr, "tessera: wrote %s: %s %s-shaped, %s, %.1f M parameters, %.1f MiB\n",
+               a.out.c_str(), a.arch.c_str(), shape.name.c_str(), a.dtype.c_str(),
                static_cast<double>(check->n_parameters()) / 1e6,
                static_cast<double>(check->tensor_bytes()) / (1 << 20));
   return 0;
@@ -83,6 +87,10 @@ void add_synth_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->add_option("--out,-o", a->out, "Output GGUF path")->required();
   cmd->add_option("--vocab", a->vocab, "Copy the tokenizer from this (vocab-only) GGUF");
+  cmd->add_option("--arch", a->arch, "Model family: llama, qwen2, qwen3, mistral, phi3")
+      ->capture_default_str();
+  cmd->add_option("--sliding-window", a->sliding_window,
+                  "mistral: write mistral.attention.sliding_window (0: none)");
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_option("--dim", a->dim, "Override: embedding size");
   cmd->add_option("--layers", a->layers, "Override: number of layers");

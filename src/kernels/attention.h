@@ -15,9 +15,12 @@
 namespace tessera::kernels {
 
 // K and V of one sequence in one layer. Each row holds NKV * H values of `dtype` (f32 or f16);
-// KV head h starts at element h * H. Contiguous (blocks == nullptr): position p's row starts at
-// k + p * row_stride bytes. Paged: position p lives in block blocks[p / block_size], at
-// k + blocks[p / block_size] * block_stride + (p % block_size) * row_stride (same for v).
+// KV head h starts at element h * H. Positions are counted from `first` (0 but for sliding-window
+// attention, which attends to the cache's positions [first, first + n_pos) by passing a view
+// that starts there): view position p is cache position c = first + p. Contiguous
+// (blocks == nullptr): c's row starts at k + c * row_stride bytes. Paged: c lives in block
+// blocks[c / block_size], at k + blocks[c / block_size] * block_stride + (c % block_size) *
+// row_stride (same for v).
 struct KvRows {
   DType dtype = DType::kF32;
   const std::byte* k = nullptr;
@@ -26,9 +29,11 @@ struct KvRows {
   const int32_t* blocks = nullptr;  // block table, or null for contiguous rows
   int64_t block_size = 0;           // positions per block (paged only)
   size_t block_stride = 0;          // bytes between blocks (paged only)
+  int64_t first = 0;                // cache position of view position 0
 
-  // Byte offset of position p's row from k (or v).
+  // Byte offset of view position p's row from k (or v).
   size_t offset(int64_t p) const {
+    p += first;
     if (blocks == nullptr) return static_cast<size_t>(p) * row_stride;
     return static_cast<size_t>(blocks[p / block_size]) * block_stride +
            static_cast<size_t>(p % block_size) * row_stride;

@@ -404,6 +404,21 @@ void rope_rotate(float* x, int64_t n_heads, int64_t head_dim, const float* cs) {
   }
 }
 
+void rope_rotate_neox(float* x, int64_t n_heads, int64_t head_dim, const float* cs) {
+  const int64_t half = head_dim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float c = cs[2 * i];
+    const float s = cs[2 * i + 1];
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* p = x + h * head_dim + i;
+      const float a = p[0];
+      const float b = p[half];
+      p[0] = a * c - b * s;
+      p[half] = a * s + b * c;
+    }
+  }
+}
+
 void silu_mul(float* gate, const float* up, int64_t n) { kernel_table().silu_mul(gate, up, n); }
 
 }  // namespace tessera::kernels

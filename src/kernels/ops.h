@@ -87,6 +87,9 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float*
 // i < head_dim / 2; rope_rotate applies them. rope(x, ...) == rope_rotate(x, ..., cs) bitwise.
 void rope_angles(int64_t pos, const float* inv_freq, int64_t head_dim, float* cs);
 void rope_rotate(float* x, int64_t n_heads, int64_t head_dim, const float* cs);
+// rope_rotate for GGML's "NeoX" RoPE (Qwen2/3, Gemma, Phi-3 GGUFs): the pair i of each head is
+// (x[i], x[i + head_dim/2]) instead of adjacent values; the angles are the same.
+void rope_rotate_neox(float* x, int64_t n_heads, int64_t head_dim, const float* cs);
 
 // gate[i] = silu(gate[i]) * up[i].
 void silu_mul(float* gate, const float* up, int64_t n);

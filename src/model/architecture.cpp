@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tessera/model/format/model_file.h"
+#include "tessera/model/families.h"
 #include "tessera/model/llama.h"
 
 namespace tessera::model {
@@ -11,7 +12,11 @@ const std::vector<Architecture>& architectures() {
   // Explicit list rather than self-registration: static libraries drop unreferenced
   // registration objects, and one list is easy to read.
   static const std::vector<Architecture> kArchitectures = {
-      {"llama", &build_llama},
+      llama_architecture(),
+      qwen2_architecture(),
+      qwen3_architecture(),
+      mistral_architecture(),
+      phi3_architecture(),
   };
   return kArchitectures;
 }

@@ -1,5 +1,6 @@
 // The architecture registry: maps `general.architecture` names to builders that turn a
-// ModelFile into a runnable Model. One file per architecture (llama.h/.cpp), one list here.
+// ModelFile into a runnable Model. One file per family (llama.cpp, arch_qwen2.cpp, ...) over the
+// shared decoder (decoder.h, driven by ArchTraits), one list here (architecture.cpp).
 // Thread-safety: the registry is immutable; builders are pure.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/model/arch_traits.h"
 #include "tessera/model/load_options.h"
 #include "tessera/model/model.h"
 #include "tessera/model/tokenizer/tokenizer.h"
@@ -19,6 +21,9 @@ struct Architecture {
   // Builds the model; the Model keeps `file` alive. Errors name the offending tensor or key.
   Result<std::unique_ptr<Model>> (*build)(std::shared_ptr<const ModelFile> file,
                                           const LoadOptions& options);
+  // How the family's GGUF files pair RoPE values (fixed per family, as in llama.cpp): loading a
+  // PEFT adapter permutes its q/k rows into GGML's layout only for kNormal.
+  RopeStyle rope = RopeStyle::kNormal;
 };
 
 // All registered architectures.

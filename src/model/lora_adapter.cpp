@@ -12,6 +12,7 @@
 
 #include "tessera/base/thread_pool.h"
 #include "tessera/kernels/kernel_table.h"
+#include "tessera/model/architecture.h"
 #include "tessera/model/format/gguf_reader.h"
 #include "tessera/model/format/gguf_writer.h"
 #include "tessera/model/format/safetensors.h"
@@ -161,7 +162,6 @@ Result<std::pair<std::string, bool>> map_peft_name(const std::string& key) {
                                       key, module));
 }
 
-// GGML's adjacent-pair RoPE layout from a checkpoint's half-split one, on the rows of B.
 // B (n_out x rank, as files hold it) -> Bt (rank x n_out).
 std::vector<float> transpose_b(const std::vector<float>& b, int64_t n_out, int64_t rank) {
   std::vector<float> bt(b.size());
@@ -171,6 +171,7 @@ std::vector<float> transpose_b(const std::vector<float>& b, int64_t n_out, int64
   return bt;
 }
 
+// GGML's adjacent-pair RoPE layout from a checkpoint's half-split one, on the rows of B.
 void permute_rope_rows(std::vector<float>& b, int64_t n_out, int64_t rank, int64_t n_heads) {
   const int64_t hd = n_out / n_heads, half = hd / 2;
   std::vector<float> out(b.size());
@@ -234,7 +235,10 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
   auto mapped = MappedFile::open(weights.string());
   if (!mapped.is_ok()) return mapped.status();
   TS_ASSIGN_OR_RETURN(const ModelFile st, read_safetensors(*mapped));
-  TS_ASSIGN_OR_RETURN(const ModelConfig mc, read_model_config(base.metadata, "llama"));
+  TS_ASSIGN_OR_RETURN(const std::string arch, base.metadata.get_string_or("general.architecture", "llama"));
+  const Architecture* family = find_architecture(arch);
+  if (family == nullptr) return unsupported(fmt::format("the base's architecture '{}' is not supported", arch));
+  TS_ASSIGN_OR_RETURN(const ModelConfig mc, read_model_config(base.metadata, arch));
 
   std::map<std::string, Pair> pairs;
   for (const TensorInfo& t : st.tensors) {
@@ -255,7 +259,8 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
     const double r = static_cast<double>(m.rank);
     m.scale = static_cast<float>(cfg.rslora ? cfg.alpha / std::sqrt(r) : cfg.alpha / r);
     const bool q = ends_with(target, ".attn_q.weight"), k = ends_with(target, ".attn_k.weight");
-    if (q || k) {
+    // GGUF converters permute q/k rows for normal-RoPE families only; NeoX families keep HF's.
+    if ((q || k) && family->rope == RopeStyle::kNormal) {
       const int64_t heads = q ? mc.n_heads : mc.n_kv_heads;
       if (heads <= 0 || m.n_out % (2 * heads) != 0) {
         return invalid_argument(fmt::format("'{}': {} rows do not split into {} heads", target, m.n_out, heads));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -69,20 +70,21 @@ std::vector<float> llama3_freq_factors(const SynthShape& s) {
   return factors;
 }
 
-void set_hparams(Metadata& m, const SynthShape& s, int64_t n_vocab, kernels::DType dtype) {
-  m.set("general.architecture", GgufValue::string("llama"));
+void set_hparams(Metadata& m, const SynthShape& s, const std::string& arch, int64_t n_vocab,
+                 kernels::DType dtype) {
+  m.set("general.architecture", GgufValue::string(arch));
   m.set("general.name", GgufValue::string(fmt::format("synthetic {} {}", s.name,
                                                       kernels::dtype_name(dtype))));
-  m.set("llama.context_length", GgufValue::u32(static_cast<uint32_t>(s.context_length)));
-  m.set("llama.embedding_length", GgufValue::u32(static_cast<uint32_t>(s.dim)));
-  m.set("llama.block_count", GgufValue::u32(static_cast<uint32_t>(s.n_layers)));
-  m.set("llama.feed_forward_length", GgufValue::u32(static_cast<uint32_t>(s.ffn_dim)));
-  m.set("llama.attention.head_count", GgufValue::u32(static_cast<uint32_t>(s.n_heads)));
-  m.set("llama.attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(s.n_kv_heads)));
-  m.set("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
-  m.set("llama.rope.freq_base", GgufValue::f32(static_cast<float>(s.rope_base)));
-  m.set("llama.rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(s.dim / s.n_heads)));
-  m.set("llama.vocab_size", GgufValue::u32(static_cast<uint32_t>(n_vocab)));
+  m.set(arch + ".context_length", GgufValue::u32(static_cast<uint32_t>(s.context_length)));
+  m.set(arch + ".embedding_length", GgufValue::u32(static_cast<uint32_t>(s.dim)));
+  m.set(arch + ".block_count", GgufValue::u32(static_cast<uint32_t>(s.n_layers)));
+  m.set(arch + ".feed_forward_length", GgufValue::u32(static_cast<uint32_t>(s.ffn_dim)));
+  m.set(arch + ".attention.head_count", GgufValue::u32(static_cast<uint32_t>(s.n_heads)));
+  m.set(arch + ".attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(s.n_kv_heads)));
+  m.set(arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
+  m.set(arch + ".rope.freq_base", GgufValue::f32(static_cast<float>(s.rope_base)));
+  m.set(arch + ".rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(s.dim / s.n_heads)));
+  m.set(arch + ".vocab_size", GgufValue::u32(static_cast<uint32_t>(n_vocab)));
 }
 
 Status check_shape(const SynthShape& s, kernels::DType dtype) {
@@ -107,6 +109,11 @@ Status check_shape(const SynthShape& s, kernels::DType dtype) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& synth_architectures() {
+  static const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "mistral", "phi3"};
+  return kArchs;
+}
 
 const std::vector<SynthShape>& synth_shapes() {
   static const std::vector<SynthShape> kShapes = {
@@ -196,9 +203,21 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
     vocab = synthetic_vocab(s.n_vocab);
   }
   TS_RETURN_IF_ERROR(check_shape(s, o.dtype));
+  const auto& archs = synth_architectures();
+  if (std::find(archs.begin(), archs.end(), o.arch) == archs.end()) {
+    return invalid_argument(fmt::format("cannot write architecture '{}' (llama, qwen2, qwen3, mistral, phi3)",
+                                        o.arch));
+  }
+  if (o.sliding_window < 0 || (o.sliding_window > 0 && o.arch != "mistral")) {
+    return invalid_argument("a sliding window is written for mistral only, and must be positive");
+  }
 
   GgufWriter w;
-  set_hparams(w.metadata(), s, s.n_vocab, o.dtype);
+  set_hparams(w.metadata(), s, o.arch, s.n_vocab, o.dtype);
+  if (o.sliding_window > 0) {
+    w.metadata().set(o.arch + ".attention.sliding_window",
+                     GgufValue::u32(static_cast<uint32_t>(o.sliding_window)));
+  }
   for (const auto& [key, value] : vocab.entries()) {
     if (key.rfind("tokenizer.", 0) == 0) w.metadata().set(key, value);
   }
@@ -215,14 +234,35 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
       return add(w, p + n, o.dtype, {cols, rows}, random_values(rng, cols * rows, kWeightStd));
     };
     TS_RETURN_IF_ERROR(add(w, p + "attn_norm.weight", kernels::DType::kF32, {s.dim}, ones_d));
-    TS_RETURN_IF_ERROR(mat("attn_q.weight", s.dim, q));
-    TS_RETURN_IF_ERROR(mat("attn_k.weight", s.dim, kv));
-    TS_RETURN_IF_ERROR(mat("attn_v.weight", s.dim, kv));
+    if (o.arch == "phi3") {
+      TS_RETURN_IF_ERROR(mat("attn_qkv.weight", s.dim, q + 2 * kv));
+    } else {
+      TS_RETURN_IF_ERROR(mat("attn_q.weight", s.dim, q));
+      TS_RETURN_IF_ERROR(mat("attn_k.weight", s.dim, kv));
+      TS_RETURN_IF_ERROR(mat("attn_v.weight", s.dim, kv));
+    }
     TS_RETURN_IF_ERROR(mat("attn_output.weight", q, s.dim));
+    if (o.arch == "qwen2") {
+      for (auto [n, len] : {std::pair{"attn_q.bias", q}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
+        TS_RETURN_IF_ERROR(add(w, p + n, kernels::DType::kF32, {len}, random_values(rng, len, 0.1f)));
+      }
+    }
+    if (o.arch == "qwen3") {
+      for (const char* n : {"attn_q_norm.weight", "attn_k_norm.weight"}) {
+        std::vector<float> g = random_values(rng, hd, 0.1f);
+        for (float& x : g) x += 1.0f;
+        TS_RETURN_IF_ERROR(add(w, p + n, kernels::DType::kF32, {hd}, g));
+      }
+    }
     TS_RETURN_IF_ERROR(add(w, p + "ffn_norm.weight", kernels::DType::kF32, {s.dim}, ones_d));
-    TS_RETURN_IF_ERROR(mat("ffn_gate.weight", s.dim, s.ffn_dim));
-    TS_RETURN_IF_ERROR(mat("ffn_down.weight", s.ffn_dim, s.dim));
-    TS_RETURN_IF_ERROR(mat("ffn_up.weight", s.dim, s.ffn_dim));
+    if (o.arch == "phi3") {  // gate and up in one tensor, the gate's rows first
+      TS_RETURN_IF_ERROR(mat("ffn_down.weight", s.ffn_dim, s.dim));
+      TS_RETURN_IF_ERROR(mat("ffn_up.weight", s.dim, 2 * s.ffn_dim));
+    } else {
+      TS_RETURN_IF_ERROR(mat("ffn_gate.weight", s.dim, s.ffn_dim));
+      TS_RETURN_IF_ERROR(mat("ffn_down.weight", s.ffn_dim, s.dim));
+      TS_RETURN_IF_ERROR(mat("ffn_up.weight", s.dim, s.ffn_dim));
+    }
   }
   TS_RETURN_IF_ERROR(add(w, "output_norm.weight", kernels::DType::kF32, {s.dim}, ones_d));
   if (!s.tied_output) {

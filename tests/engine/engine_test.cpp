@@ -204,6 +204,52 @@ TEST_F(EngineTest, PrefixReuseGivesTheSameTokensAndCountsCachedTokens) {
   EXPECT_EQ(e_off->stats().prefix_hits, 0);
 }
 
+// Every registered family through the engine: batching gives each request the tokens it gets
+// alone, and prefix reuse the tokens of a run without it (mistral with a window of 6 positions,
+// shorter than the shared prefix: the cache keeps every position, so reused blocks stay valid).
+TEST_F(EngineTest, EveryFamilyKeepsBatchInvarianceAndPrefixReuse) {
+  for (const std::string& arch : model::synth_architectures()) {
+    SCOPED_TRACE(arch);
+    model::SynthOptions so;
+    so.shape = *model::find_synth_shape("tiny");
+    so.dtype = kernels::DType::kQ8_0;
+    so.arch = arch;
+    if (arch == "mistral") so.sliding_window = 6;
+    const std::string path = dir_->file("family-" + arch + ".gguf");
+    ASSERT_TRUE(model::write_synthetic_model(so, path).is_ok());
+    auto m = model::load_model(path);
+    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+    std::shared_ptr<model::Model> mdl(std::move(m).value());
+    EngineOptions o;
+    o.n_threads = 1;
+    o.ctx_size = 128;
+    o.block_size = 8;
+    o.max_batch_tokens = 12;
+    o.prefix_cache = false;
+    const std::vector<int32_t> shared = prompt(24, 5);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<int32_t> p = shared;
+      for (int j = 0; j < 2 + i; ++j) p.push_back(100 + i * 10 + j);
+      reqs.push_back(greedy(p, 8));
+    }
+    std::vector<Outcome> alone;
+    for (const Request& r : reqs) {
+      alone.push_back(run(*std::move(Engine::create(mdl, tokenizer_, o)).value(), {r})[0]);
+    }
+    auto together = run(*std::move(Engine::create(mdl, tokenizer_, o)).value(), reqs);
+    o.prefix_cache = true;
+    auto cached = std::move(Engine::create(mdl, tokenizer_, o)).value();
+    std::vector<Outcome> reused;
+    for (const Request& r : reqs) reused.push_back(run(*cached, {r})[0]);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
+      EXPECT_EQ(reused[i].tokens, alone[i].tokens) << "request " << i;
+    }
+    EXPECT_EQ(reused[2].finish.usage.cached_tokens, 24);
+  }
+}
+
 TEST_F(EngineTest, PrefixBlocksMovedToANewEngineAreHitAndGiveTheSameTokens) {
   const std::vector<int32_t> p = prompt(45, 5);  // 5 full blocks of 8 before the last token
   EngineOptions o;

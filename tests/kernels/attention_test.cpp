@@ -223,5 +223,51 @@ TEST(Attention, RowsMatchOneRowAtATime) {
   }
 }
 
+// A view that starts at a later position (KvRows::first, sliding-window attention) attends to
+// exactly the suffix: against the float64 reference over positions [first, n_pos), for the
+// scalar reference and the active (SIMD) kernels, one row and several, contiguous and paged with
+// the view starting inside a block.
+TEST(Attention, AViewFromALaterPositionAttendsToTheSuffix) {
+  std::mt19937 rng(9);
+  for (const Case& c : cases()) {
+    if (c.n_pos < 4) continue;
+    SCOPED_TRACE(::testing::Message() << "H=" << c.head_dim << " NH=" << c.n_heads << " NKV="
+                                      << c.n_kv_heads << " n_pos=" << c.n_pos << " bs=" << c.block_size);
+    const Cache cache = make_cache(c, rng);
+    const int64_t first = c.n_pos / 3 + 1;
+    const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+    Cache suffix = cache;  // the reference's values from `first` on
+    suffix.kd.erase(suffix.kd.begin(), suffix.kd.begin() + first * kv_dim);
+    suffix.vd.erase(suffix.vd.begin(), suffix.vd.begin() + first * kv_dim);
+    Case sc = c;
+    sc.n_pos = c.n_pos - first;
+    std::vector<float> q(static_cast<size_t>(2 * c.n_heads * c.head_dim));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& x : q) x = u(rng);
+    const std::vector<float> q0(q.begin(), q.begin() + c.n_heads * c.head_dim);
+    const std::vector<double> want = reference(sc, q0, suffix);
+    KvRows view = cache.rows;
+    view.first = first;
+    std::vector<float> got(q0.size());
+    scalar::attention_row(q.data(), view, sc.n_pos, c.n_heads, c.n_kv_heads, c.head_dim, 0,
+                          c.n_kv_heads, got.data());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << "scalar " << i;
+    attention_row(q.data(), view, sc.n_pos, c.n_heads, c.n_kv_heads, c.head_dim, 0,
+                  c.n_kv_heads, got.data());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], kAttentionTolerance) << "active " << i;
+    // Two rows through attention_rows: both see the whole suffix.
+    const int64_t n_pos[2] = {sc.n_pos, sc.n_pos};
+    const size_t stride = static_cast<size_t>(c.n_heads * c.head_dim);
+    std::vector<float> got2(q.size());
+    std::copy(q0.begin(), q0.end(), q.begin() + static_cast<std::ptrdiff_t>(stride));
+    attention_rows(q.data(), stride, n_pos, 2, view, c.n_heads, c.n_kv_heads, c.head_dim, 0,
+                   c.n_kv_heads, got2.data(), stride);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(got2[i], want[i], kAttentionTolerance) << "rows " << i;
+      ASSERT_NEAR(got2[stride + i], want[i], kAttentionTolerance) << "rows, second " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::kernels

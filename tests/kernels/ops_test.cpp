@@ -38,6 +38,21 @@ TEST(Ops, RopeRotatesAdjacentPairs) {
   EXPECT_NEAR(x[4], 2 * std::cos(1.5) - 3 * std::sin(1.5), 1e-5);
 }
 
+TEST(Ops, RopeNeoxRotatesHalves) {
+  std::vector<float> x = {1, 0, 0, 1, 2, 3, 4, 5};  // 2 heads of 4: pairs (x0, x2), (x1, x3)
+  const std::vector<float> inv = {0.5f, 0.25f};
+  std::vector<float> cs(4);
+  rope_angles(3, inv.data(), 4, cs.data());
+  rope_rotate_neox(x.data(), 2, 4, cs.data());
+  EXPECT_NEAR(x[0], std::cos(1.5), 1e-6);
+  EXPECT_NEAR(x[2], std::sin(1.5), 1e-6);
+  EXPECT_NEAR(x[1], -std::sin(0.75), 1e-6);
+  EXPECT_NEAR(x[3], std::cos(0.75), 1e-6);
+  EXPECT_NEAR(x[4], 2 * std::cos(1.5) - 4 * std::sin(1.5), 1e-5);
+  EXPECT_NEAR(x[6], 2 * std::sin(1.5) + 4 * std::cos(1.5), 1e-5);
+  EXPECT_NEAR(x[7], 3 * std::sin(0.75) + 5 * std::cos(0.75), 1e-5);
+}
+
 TEST(Ops, SiluMul) {
   std::vector<float> g = {-1, 0, 2}, u = {2, 3, 0.5f};
   silu_mul(g.data(), u.data(), 3);

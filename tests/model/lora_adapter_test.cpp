@@ -191,6 +191,36 @@ TEST_F(LoraAdapterTest, PeftAndGgufLoadTheSameMatrices) {
   EXPECT_EQ(by_file->matrices.size(), 14u);
 }
 
+// NeoX-RoPE families (qwen2, qwen3, phi3): GGUF converters leave their q/k rows in the
+// checkpoint's order, so a PEFT adapter's B rows are taken as they are.
+TEST_F(LoraAdapterTest, NeoxFamiliesKeepTheCheckpointsRowOrder) {
+  for (const char* arch : {"qwen2", "qwen3"}) {
+    SynthOptions o;
+    o.shape = *find_synth_shape("tiny");
+    o.dtype = DType::kF32;
+    o.arch = arch;
+    const std::string path = dir_.file(std::string(arch) + ".gguf");
+    ASSERT_TRUE(write_synthetic_model(o, path).is_ok());
+    auto f = open_model_file(path);
+    ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+    auto peft = load_lora_adapter(write_peft(std::string("peft-") + arch, config()), *f);
+    ASSERT_TRUE(peft.is_ok()) << peft.status().to_string();
+    for (int layer = 0; layer < 2; ++layer) {
+      for (size_t i = 0; i < kTargets.size(); ++i) {
+        const std::string target = fmt::format("blk.{}.{}.weight", layer, kTargets[i].gguf);
+        const LoraMatrix* x = peft->find(target);
+        ASSERT_NE(x, nullptr) << target;
+        const std::vector<float>& b = piece(layer, i).b_hf;  // n_out x rank, HF's row order
+        std::vector<float> bt(b.size());
+        for (int64_t o = 0; o < x->n_out; ++o) {
+          for (int64_t k = 0; k < x->rank; ++k) bt[k * x->n_out + o] = b[o * x->rank + k];
+        }
+        EXPECT_EQ(x->bt, bt) << arch << " " << target;
+      }
+    }
+  }
+}
+
 TEST_F(LoraAdapterTest, RsLoraAndGgufAlphaZeroScales) {
   auto rs = load_lora_adapter(write_peft("rs", config().substr(0, config().size() - 1) + R"(, "use_rslora": true})"), base_);
   // The duplicate key: nlohmann keeps the last value, so use_rslora is true.

@@ -32,13 +32,16 @@ struct Seq {
   int32_t adapter;  // -1: base only
 };
 
-class LoraForwardTest : public ::testing::Test {
+// Every registered family (the adapters are applied by the shared decoder). Parameter: the
+// family name.
+class LoraForwardTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     SynthOptions o;
     o.shape = *find_synth_shape("tiny");
     o.dtype = DType::kF32;
     o.seed = 3;
+    o.arch = GetParam();
     ASSERT_TRUE(write_synthetic_model(o, dir_.file("base.gguf")).is_ok());
     auto f = open_model_file(dir_.file("base.gguf"));
     ASSERT_TRUE(f.is_ok());
@@ -53,7 +56,7 @@ class LoraForwardTest : public ::testing::Test {
     const int64_t outs[] = {128, 64, 64, 128, 384, 384, 128};
     for (int a = 0; a < kAdapters; ++a) {
       GgufWriter w;
-      w.metadata().set("general.architecture", GgufValue::string("llama"));
+      w.metadata().set("general.architecture", GgufValue::string(GetParam()));
       w.metadata().set("general.type", GgufValue::string("adapter"));
       w.metadata().set("adapter.type", GgufValue::string("lora"));
       w.metadata().set("adapter.lora.alpha", GgufValue::f32(static_cast<float>(2 * (a + 1))));
@@ -162,7 +165,7 @@ class LoraForwardTest : public ::testing::Test {
   std::vector<std::unique_ptr<Model>> merged_;
 };
 
-TEST_F(LoraForwardTest, AdaptersChangeTheOutput) {
+TEST_P(LoraForwardTest, AdaptersChangeTheOutput) {
   // Guards the comparisons below against adapters too small to matter.
   const Seq s = make({0})[0];
   const auto base = alone(*model_, s);
@@ -172,23 +175,23 @@ TEST_F(LoraForwardTest, AdaptersChangeTheOutput) {
   EXPECT_GT(diff, 0.05f);
 }
 
-TEST_F(LoraForwardTest, OneAdapterWithBaseRows) {
+TEST_P(LoraForwardTest, OneAdapterWithBaseRows) {
   check(make({2, -1}), false, nullptr);
   check(make({-1, 5, -1}), true, nullptr);
 }
 
-TEST_F(LoraForwardTest, ThreeAdaptersWithBaseRows) {
+TEST_P(LoraForwardTest, ThreeAdaptersWithBaseRows) {
   check(make({1, -1, 4, 7}), false, nullptr);
   check(make({1, -1, 4, 7, 1}), true, nullptr);  // adapter 1's rows scattered
 }
 
-TEST_F(LoraForwardTest, EightAdaptersWithBaseRowsAndThreads) {
+TEST_P(LoraForwardTest, EightAdaptersWithBaseRowsAndThreads) {
   ThreadPool pool(2);
   check(make({0, 1, 2, 3, -1, 4, 5, 6, 7, -1}), true, &pool);
   check(make({7, 6, 5, 4, 3, 2, 1, 0, -1}), false, &pool);
 }
 
-TEST_F(LoraForwardTest, UnregisteredIdsAreRefusedAndRemovalWorks) {
+TEST_P(LoraForwardTest, UnregisteredIdsAreRefusedAndRemovalWorks) {
   auto kv = KvCache::create(model_->config(), 1, 64, DType::kF32);
   ASSERT_TRUE(kv.is_ok());
   Batch b;
@@ -203,6 +206,9 @@ TEST_F(LoraForwardTest, UnregisteredIdsAreRefusedAndRemovalWorks) {
   EXPECT_FALSE(model_->forward(b, *kv, logits, nullptr).is_ok());
   EXPECT_FALSE(model_->set_adapter(-2, nullptr).is_ok());
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, LoraForwardTest,
+                         ::testing::Values("llama", "qwen2", "qwen3", "mistral"));
 
 }  // namespace
 }  // namespace tessera::model

@@ -1,0 +1,545 @@
+#include "tessera/model/decoder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "tessera/base/page_buffer.h"
+
+#include "tessera/kernels/attention.h"
+#include "tessera/kernels/kernel_table.h"
+#include "tessera/kernels/ops.h"
+#include "tessera/model/lora_set.h"
+
+// Shapes below: T = rows in the batch, D = model dim, Q = n_heads * head_dim,
+// KV = n_kv_heads * head_dim, F = ffn dim, V = vocabulary, H = head_dim.
+
+namespace tessera::model {
+namespace {
+
+using kernels::MatrixRef;
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [D]
+  MatrixRef wq;                  // [Q, D]
+  MatrixRef wk;                  // [KV, D]
+  MatrixRef wv;                  // [KV, D]
+  MatrixRef wo;                  // [D, Q]
+  std::vector<float> ffn_norm;   // [D]
+  MatrixRef w_gate;              // [F, D]
+  MatrixRef w_up;                // [F, D]
+  MatrixRef w_down;              // [D, F]
+  // Per-family extras (ArchTraits); empty when the family has none.
+  std::vector<float> bq, bk, bv;      // [Q], [KV], [KV]
+  std::vector<float> q_norm, k_norm;  // [H]
+  int64_t window = 0;                 // sliding window (0: attends to every position)
+};
+
+class DecoderModel final : public Model {
+ public:
+  DecoderModel(std::shared_ptr<const ModelFile> file, ModelConfig config, ArchTraits traits)
+      : file_(std::move(file)), config_(std::move(config)), traits_(std::move(traits)) {}
+
+  Status load();
+  // Copies every matrix into one image, each in the layout the active kernels prefer, when one
+  // of them prefers another layout than the file's (load_options.h).
+  Status build_image(const LoadOptions& options);
+  const ModelConfig& config() const override { return config_; }
+  const ModelFile& file() const override { return *file_; }
+  size_t image_bytes() const override { return image_bytes_; }
+  Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
+                 ThreadPool* pool) override {
+    return run(batch, kv, logits, pool, {}, /*hidden_only=*/false);
+  }
+  Status forward_hidden(const Batch& batch, KvCache& kv, std::span<float> hidden,
+                        ThreadPool* pool) override {
+    return run(batch, kv, hidden, pool, {}, /*hidden_only=*/true);
+  }
+  bool can_skip_layers() const override { return true; }
+  Status set_adapter(int32_t id, std::shared_ptr<const LoraAdapter> adapter) override {
+    return lora_.set(id, std::move(adapter), config_.n_layers);
+  }
+  bool set_matmul_input_observer(MatmulInputObserver* observer) override {
+    observer_ = observer;
+    return true;
+  }
+  Status forward_skipping(const Batch& batch, KvCache& kv, std::span<float> logits,
+                          ThreadPool* pool, std::span<const uint8_t> skip) override {
+    if (static_cast<int64_t>(skip.size()) != config_.n_layers) {
+      return invalid_argument("the layer skip mask must have one entry per layer");
+    }
+    return run(batch, kv, logits, pool, skip, /*hidden_only=*/false);
+  }
+
+ private:
+  // `out` receives logits, or with hidden_only the final-normed hidden rows (dim floats each).
+  Status run(const Batch& batch, KvCache& kv, std::span<float> out, ThreadPool* pool,
+             std::span<const uint8_t> skip, bool hidden_only);
+  Result<MatrixRef> matrix(const std::string& name, int64_t rows, int64_t cols) const;
+  Result<std::vector<float>> vector(const std::string& name, int64_t n) const;
+  // `n_out_floats` is the output buffer's size; `row_floats` what one output row takes.
+  Status validate(const Batch& batch, const KvCache& kv, size_t n_out_floats,
+                  int64_t row_floats) const;
+  // Reports x (T rows of `cols`) as the input of layer `l`'s matrices first..first+count-1
+  // (LayerWeights order: q, k, v, output, gate, up, down) to the observer, if any.
+  void observe(int64_t l, int first, int count, const float* x, int64_t T, int64_t cols) {
+    if (observer_ == nullptr) return;
+    for (int m = first; m < first + count; ++m) {
+      const std::string& name = matrix_names_[static_cast<size_t>(7 * l + m)];
+      if (!name.empty()) observer_->observe(name, x, T, cols);  // empty: part of a fused tensor
+    }
+  }
+  void attention(const Batch& batch, const KvCache& kv, int64_t layer, ThreadPool* pool);
+  void resize_scratch(int64_t n_rows);
+  // y[t] += bias for each of the T rows of bias.size() values.
+  static void add_bias(float* y, const std::vector<float>& bias, int64_t T) {
+    const auto n = static_cast<int64_t>(bias.size());
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t i = 0; i < n; ++i) y[t * n + i] += bias[static_cast<size_t>(i)];
+    }
+  }
+
+  std::shared_ptr<const ModelFile> file_;
+  ModelConfig config_;
+  ArchTraits traits_;
+  MatrixRef token_embd_;  // [V, D]
+  MatrixRef output_;      // [V, D] (token_embd_ when tied)
+  std::vector<float> output_norm_;
+  std::vector<float> inv_freq_;  // [H/2]
+  std::vector<LayerWeights> layers_;
+  // observe()'s names: per layer, the seven matrices in LayerWeights order; then the output's.
+  std::vector<std::string> matrix_names_;
+  std::string output_name_;
+  MatmulInputObserver* observer_ = nullptr;
+  PageBuffer own_image_;     // the image when no allocator was given
+  size_t image_bytes_ = 0;   // 0: matrices point into the file
+
+  // Scratch, reused across calls (sized for the largest batch seen).
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
+  std::vector<int64_t> attn_cost_;   // attention(): prefix sums of task costs
+  std::vector<int64_t> attn_tiles_;  // attention(): first batch row of each tile, then T
+  std::vector<int64_t> attn_npos_;   // attention(): positions each row attends to
+  std::vector<float> rope_cs_;  // [T, H]: each row's RoPE cos/sin, computed once per forward
+  LoraSet lora_;                // adapters by id (Batch::adapter_ids)
+};
+
+// Rows [first, first + n) of `m`, itself a matrix in the file's row layout.
+MatrixRef row_range(const MatrixRef& m, int64_t first, int64_t n) {
+  MatrixRef r = m;
+  r.data = static_cast<const std::byte*>(m.data) + static_cast<size_t>(first) * m.row_bytes;
+  r.n_rows = n;
+  return r;
+}
+
+Result<MatrixRef> DecoderModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
+  const TensorInfo* t = file_->find_tensor(name);
+  if (t == nullptr) return not_found(fmt::format("tensor '{}' is missing", name));
+  if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
+    return corrupt_data(fmt::format("tensor '{}' has shape {}, expected [{}, {}]", name,
+                                    t->shape_string(), cols, rows));
+  }
+  if (!kernels::dtype_info(t->dtype).supported) {
+    return unsupported(fmt::format("tensor '{}' has unsupported type {}", name,
+                                   kernels::dtype_name(t->dtype)));
+  }
+  return MatrixRef{t->dtype, t->data, rows, cols, kernels::dtype_row_bytes(t->dtype, cols)};
+}
+
+Result<std::vector<float>> DecoderModel::vector(const std::string& name, int64_t n) const {
+  const TensorInfo* t = file_->find_tensor(name);
+  if (t == nullptr) return not_found(fmt::format("tensor '{}' is missing", name));
+  if (t->n_elements() != n || t->n_dims != 1) {
+    return corrupt_data(fmt::format("tensor '{}' has shape {}, expected [{}]", name,
+                                    t->shape_string(), n));
+  }
+  if (!kernels::dtype_info(t->dtype).supported) {
+    return unsupported(fmt::format("tensor '{}' has unsupported type {}", name,
+                                   kernels::dtype_name(t->dtype)));
+  }
+  std::vector<float> out(static_cast<size_t>(n));
+  kernels::kernels_for(t->dtype).to_float(t->data, out.data(), n);
+  return out;
+}
+
+Status DecoderModel::load() {
+  const ModelConfig& c = config_;
+  TS_ASSIGN_OR_RETURN(token_embd_, matrix("token_embd.weight", c.n_vocab, c.dim));
+  TS_ASSIGN_OR_RETURN(output_norm_, vector("output_norm.weight", c.dim));
+  if (file_->find_tensor("output.weight") != nullptr) {
+    TS_ASSIGN_OR_RETURN(output_, matrix("output.weight", c.n_vocab, c.dim));
+    config_.tied_output = false;
+  } else {
+    output_ = token_embd_;
+    config_.tied_output = true;
+  }
+  std::vector<float> freq_factors;
+  const bool has_factors = file_->find_tensor("rope_freqs.weight") != nullptr;
+  if (has_factors) {
+    TS_ASSIGN_OR_RETURN(freq_factors, vector("rope_freqs.weight", c.head_dim / 2));
+    for (float f : freq_factors) {
+      if (!(f > 0.0f) || !std::isfinite(f)) {
+        return corrupt_data("tensor 'rope_freqs.weight' holds a non-positive factor");
+      }
+    }
+  }
+  inv_freq_ = rope_inv_freq(c.rope, c.head_dim, has_factors ? &freq_factors : nullptr);
+
+  layers_.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    const std::string p = fmt::format("blk.{}.", i);
+    LayerWeights& l = layers_[static_cast<size_t>(i)];
+    TS_ASSIGN_OR_RETURN(l.attn_norm, vector(p + "attn_norm.weight", c.dim));
+    // Observer names of the seven matrices; a fused tensor is reported once, under its own name.
+    std::string names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                            "ffn_down"};
+    if (traits_.fused_qkv && file_->find_tensor(p + "attn_qkv.weight") != nullptr) {
+      TS_ASSIGN_OR_RETURN(MatrixRef qkv, matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim));
+      l.wq = row_range(qkv, 0, c.q_dim());
+      l.wk = row_range(qkv, c.q_dim(), c.kv_dim());
+      l.wv = row_range(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+      names[0] = "attn_qkv";
+      names[1] = names[2] = "";
+    } else {
+      TS_ASSIGN_OR_RETURN(l.wq, matrix(p + "attn_q.weight", c.q_dim(), c.dim));
+      TS_ASSIGN_OR_RETURN(l.wk, matrix(p + "attn_k.weight", c.kv_dim(), c.dim));
+      TS_ASSIGN_OR_RETURN(l.wv, matrix(p + "attn_v.weight", c.kv_dim(), c.dim));
+    }
+    TS_ASSIGN_OR_RETURN(l.wo, matrix(p + "attn_output.weight", c.dim, c.q_dim()));
+    TS_ASSIGN_OR_RETURN(l.ffn_norm, vector(p + "ffn_norm.weight", c.dim));
+    if (traits_.fused_gate_up) {
+      TS_ASSIGN_OR_RETURN(MatrixRef gate_up, matrix(p + "ffn_up.weight", 2 * c.ffn_dim, c.dim));
+      l.w_gate = row_range(gate_up, 0, c.ffn_dim);
+      l.w_up = row_range(gate_up, c.ffn_dim, c.ffn_dim);
+      names[4] = "ffn_up";
+      names[5] = "";
+    } else {
+      TS_ASSIGN_OR_RETURN(l.w_gate, matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim));
+      TS_ASSIGN_OR_RETURN(l.w_up, matrix(p + "ffn_up.weight", c.ffn_dim, c.dim));
+    }
+    TS_ASSIGN_OR_RETURN(l.w_down, matrix(p + "ffn_down.weight", c.dim, c.ffn_dim));
+    if (traits_.qkv_bias) {
+      TS_ASSIGN_OR_RETURN(l.bq, vector(p + "attn_q.bias", c.q_dim()));
+      TS_ASSIGN_OR_RETURN(l.bk, vector(p + "attn_k.bias", c.kv_dim()));
+      TS_ASSIGN_OR_RETURN(l.bv, vector(p + "attn_v.bias", c.kv_dim()));
+    }
+    if (traits_.qk_norm) {
+      TS_ASSIGN_OR_RETURN(l.q_norm, vector(p + "attn_q_norm.weight", c.head_dim));
+      TS_ASSIGN_OR_RETURN(l.k_norm, vector(p + "attn_k_norm.weight", c.head_dim));
+    }
+    if (!traits_.layer_window.empty()) l.window = traits_.layer_window[static_cast<size_t>(i)];
+    for (const std::string& m : names) matrix_names_.push_back(m.empty() ? m : p + m + ".weight");
+  }
+  output_name_ = config_.tied_output ? "token_embd.weight" : "output.weight";
+  return Status::ok();
+}
+
+Status DecoderModel::build_image(const LoadOptions& options) {
+  std::vector<MatrixRef*> mats = {&token_embd_};
+  if (!config_.tied_output) mats.push_back(&output_);
+  for (LayerWeights& l : layers_) {
+    for (MatrixRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) mats.push_back(m);
+  }
+  const kernels::KernelTable& table = kernels::kernel_table();
+  bool any = false;
+  for (const MatrixRef* m : mats) any = any || kernels::preferred_layout(table, *m) != kernels::MatrixLayout::kRows;
+  if (!options.repack || !any) return Status::ok();
+  constexpr size_t kAlign = 64;
+  size_t total = 0;
+  for (const MatrixRef* m : mats) {
+    total += (kernels::matrix_bytes(*m, kernels::preferred_layout(table, *m)) + kAlign - 1) / kAlign * kAlign;
+  }
+  std::byte* image = nullptr;
+  if (options.allocate_image) {
+    TS_ASSIGN_OR_RETURN(image, options.allocate_image(total));
+  } else {
+    TS_ASSIGN_OR_RETURN(own_image_, PageBuffer::allocate(total));
+    own_image_.advise_huge_pages();
+    image = own_image_.data();
+  }
+  if (reinterpret_cast<uintptr_t>(image) % kAlign != 0) {
+    return invalid_argument("the weight image allocator returned memory that is not 64-byte aligned");
+  }
+  // Each matrix is split over the threads by row groups; once copied, its file pages leave the
+  // process, so the resident set peaks near the image plus one matrix, not image plus file.
+  ThreadPool pool(options.n_threads > 0 ? options.n_threads : hardware_threads());
+  size_t offset = 0;
+  for (MatrixRef* m : mats) {
+    const auto* src = static_cast<const std::byte*>(m->data);
+    const size_t src_bytes = m->bytes();
+    *m = kernels::pack_matrix(*m, kernels::preferred_layout(table, *m), image + offset, &pool);
+    offset += (m->bytes() + kAlign - 1) / kAlign * kAlign;
+    if (file_->mapping != nullptr) file_->mapping->release_range(src, src_bytes);
+  }
+  if (config_.tied_output) output_ = token_embd_;
+  image_bytes_ = total;
+  // Every tensor the model reads now lives in the image or in vectors: the file's pages can go.
+  if (file_->mapping != nullptr) file_->mapping->release_pages();
+  return Status::ok();
+}
+
+Status DecoderModel::validate(const Batch& b, const KvCache& kv, size_t n_out_floats,
+                              int64_t row_floats) const {
+  const size_t n = b.tokens.size();
+  if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n) {
+    return invalid_argument("batch arrays have different lengths");
+  }
+  if (n == 0) return invalid_argument("empty batch");
+  if (kv.kv_dim() != config_.kv_dim() || kv.n_layers() != config_.n_layers) {
+    return invalid_argument("KV cache built for another model");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (b.tokens[i] < 0 || b.tokens[i] >= config_.n_vocab) {
+      return invalid_argument(fmt::format("token id {} is outside the vocabulary [0, {})",
+                                          b.tokens[i], config_.n_vocab));
+    }
+    if (b.seq_ids[i] < 0 || b.seq_ids[i] >= kv.n_slots()) {
+      return invalid_argument(fmt::format("sequence slot {} is outside [0, {})", b.seq_ids[i],
+                                          kv.n_slots()));
+    }
+    if (b.positions[i] < 0 || b.positions[i] >= kv.capacity(b.seq_ids[i])) {
+      return out_of_range(fmt::format("position {} is outside the {} positions of slot {}",
+                                      b.positions[i], kv.capacity(b.seq_ids[i]), b.seq_ids[i]));
+    }
+  }
+  if (!b.adapter_ids.empty() && b.adapter_ids.size() != n) {
+    return invalid_argument("batch arrays have different lengths");
+  }
+  for (int32_t id : b.adapter_ids) {
+    if (id >= 0 && !lora_.has(id)) {
+      return invalid_argument(fmt::format("adapter id {} is not loaded in this model", id));
+    }
+  }
+  if (n_out_floats < static_cast<size_t>(b.n_logits() * row_floats)) {
+    return invalid_argument(row_floats == config_.n_vocab ? "logits buffer is too small"
+                                                          : "hidden-state buffer is too small");
+  }
+  return Status::ok();
+}
+
+void DecoderModel::resize_scratch(int64_t n_rows) {
+  const ModelConfig& c = config_;
+  auto grow = [](std::vector<float>& v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  };
+  grow(x_, n_rows * c.dim);
+  grow(xn_, n_rows * std::max(c.dim, c.q_dim()));
+  grow(q_, n_rows * c.q_dim());
+  grow(k_, n_rows * c.kv_dim());
+  grow(v_, n_rows * c.kv_dim());
+  grow(att_, n_rows * c.q_dim());
+  grow(gate_, n_rows * c.ffn_dim);
+  grow(up_, n_rows * c.ffn_dim);
+  grow(tmp_, n_rows * c.dim);
+  grow(rope_cs_, n_rows * c.head_dim);
+}
+
+// Each row attends over its sequence's cache up to its own position, so rows see the K/V written
+// by earlier rows of the same batch (causal within a batch). Rows of one sequence that sit next
+// to each other in the batch (a prefill chunk) form tiles of up to 16 query vectors (rows x
+// heads per KV head), so one conversion of each K/V row serves the whole tile
+// (kernels::attention_rows); work is split over (tile, KV head).
+void DecoderModel::attention(const Batch& b, const KvCache& kv, int64_t layer, ThreadPool* pool) {
+  const ModelConfig& c = config_;
+  const int64_t T = b.size();
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  const int64_t max_rows = std::clamp<int64_t>(16 / group, 1, kernels::kMaxAttentionRows);
+  const int64_t window = layers_[static_cast<size_t>(layer)].window;
+  attn_npos_.resize(static_cast<size_t>(T));
+  for (int64_t row = 0; row < T; ++row) {
+    attn_npos_[static_cast<size_t>(row)] = b.positions[static_cast<size_t>(row)] + 1;
+  }
+  // A row whose window starts past position 0 attends through a view of the cache that starts
+  // there (KvRows::first), alone in its tile, since the rows of a tile share one view.
+  auto windowed = [&](int64_t row) {
+    return window > 0 && attn_npos_[static_cast<size_t>(row)] > window;
+  };
+  attn_tiles_.clear();  // first row of each tile, then T
+  for (int64_t row = 0; row < T;) {
+    const int64_t first = row;
+    const int32_t seq = b.seq_ids[static_cast<size_t>(row)];
+    if (windowed(row)) {
+      ++row;
+    } else {
+      for (++row; row < T && row - first < max_rows && b.seq_ids[static_cast<size_t>(row)] == seq &&
+                  !windowed(row);) {
+        ++row;
+      }
+    }
+    attn_tiles_.push_back(first);
+  }
+  attn_tiles_.push_back(T);
+  const auto n_tiles = static_cast<int64_t>(attn_tiles_.size()) - 1;
+  const int64_t n_tasks = n_tiles * c.n_kv_heads;
+  auto run = [&](int64_t t0, int64_t t1) {
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t r0 = attn_tiles_[static_cast<size_t>(task / c.n_kv_heads)];
+      const int64_t r1 = attn_tiles_[static_cast<size_t>(task / c.n_kv_heads) + 1];
+      const int64_t kvh = task % c.n_kv_heads;
+      kernels::KvRows rows = kv.rows(layer, b.seq_ids[static_cast<size_t>(r0)]);
+      if (r1 - r0 == 1) {
+        int64_t n_pos = attn_npos_[static_cast<size_t>(r0)];
+        if (windowed(r0)) {
+          rows.first = n_pos - window;
+          n_pos = window;
+        }
+        kernels::attention_row(q_.data() + r0 * c.q_dim(), rows, n_pos, c.n_heads, c.n_kv_heads, c.head_dim, kvh, kvh + 1,
+                               att_.data() + r0 * c.q_dim());
+      } else {
+        kernels::attention_rows(q_.data() + r0 * c.q_dim(), static_cast<size_t>(c.q_dim()),
+                                attn_npos_.data() + r0, r1 - r0, rows, c.n_heads, c.n_kv_heads,
+                                c.head_dim, kvh, kvh + 1, att_.data() + r0 * c.q_dim(),
+                                static_cast<size_t>(c.q_dim()));
+      }
+    }
+  };
+  if (pool == nullptr || pool->size() == 1) {
+    run(0, n_tasks);
+    return;
+  }
+  // Split by cost, not by count: a task's work grows with its rows' positions, and a batch mixes
+  // long decode rows with the short rows of a prefill chunk, so equal task counts left a thread
+  // idle. attn_cost_[i] = cost of the tasks before i (positions plus a fixed part per row).
+  attn_cost_.resize(static_cast<size_t>(n_tasks) + 1);
+  attn_cost_[0] = 0;
+  for (int64_t task = 0; task < n_tasks; ++task) {
+    int64_t cost = 0;
+    const size_t tile = static_cast<size_t>(task / c.n_kv_heads);
+    for (int64_t row = attn_tiles_[tile]; row < attn_tiles_[tile + 1]; ++row) {
+      const int64_t n_pos = attn_npos_[static_cast<size_t>(row)];
+      cost += (window > 0 ? std::min(n_pos, window) : n_pos) + 32;
+    }
+    attn_cost_[static_cast<size_t>(task) + 1] = attn_cost_[static_cast<size_t>(task)] + cost;
+  }
+  const int64_t total = attn_cost_.back();
+  pool->run([&](int t, int nt) {
+    auto first_at = [&](int64_t cost) {
+      return static_cast<int64_t>(std::lower_bound(attn_cost_.begin(), attn_cost_.end(), cost) -
+                                  attn_cost_.begin());
+    };
+    const int64_t t0 = first_at(total * t / nt);
+    const int64_t t1 = std::min(n_tasks, first_at(total * (t + 1) / nt));
+    if (t0 < t1) run(t0, t1);
+  });
+}
+
+Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, ThreadPool* pool,
+                         std::span<const uint8_t> skip, bool hidden_only) {
+  TS_RETURN_IF_ERROR(validate(b, kv, out.size(), hidden_only ? config_.dim : config_.n_vocab));
+  const ModelConfig& c = config_;
+  const int64_t T = b.size();
+  resize_scratch(T);
+  const kernels::DTypeKernels& kv_conv = kernels::kernels_for(kv.dtype());
+  // Adapters only when a row uses one (validate() checked that each is registered).
+  const std::span<const int32_t> ids = b.adapter_ids;
+  const bool lora = std::any_of(ids.begin(), ids.end(), [](int32_t id) { return id >= 0; });
+
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::dequantize_row(token_embd_, b.tokens[static_cast<size_t>(t)], x_.data() + t * c.dim);
+    kernels::rope_angles(b.positions[static_cast<size_t>(t)], inv_freq_.data(), c.head_dim,
+                         rope_cs_.data() + t * c.head_dim);
+  }
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (!skip.empty() && skip[static_cast<size_t>(l)] != 0) continue;
+    const LayerWeights& w = layers_[static_cast<size_t>(l)];
+    for (int64_t t = 0; t < T; ++t) {
+      kernels::rmsnorm(x_.data() + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps,
+                       xn_.data() + t * c.dim);
+    }
+    const MatrixRef qkv[] = {w.wq, w.wk, w.wv};
+    float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
+    observe(l, 0, 3, xn_.data(), T, c.dim);
+    kernels::matmul_shared_input(qkv, xn_.data(), T, qkv_out, pool);
+    if (lora) {
+      lora_.apply(l, LoraSlot::kQ, ids, xn_.data(), c.dim, q_.data(), c.q_dim(), pool);
+      lora_.apply(l, LoraSlot::kK, ids, xn_.data(), c.dim, k_.data(), c.kv_dim(), pool);
+      lora_.apply(l, LoraSlot::kV, ids, xn_.data(), c.dim, v_.data(), c.kv_dim(), pool);
+    }
+    if (!w.bq.empty()) {
+      add_bias(q_.data(), w.bq, T);
+      add_bias(k_.data(), w.bk, T);
+      add_bias(v_.data(), w.bv, T);
+    }
+    if (!w.q_norm.empty()) {
+      for (int64_t h = 0; h < T * c.n_heads; ++h) {
+        float* qh = q_.data() + h * c.head_dim;
+        kernels::rmsnorm(qh, w.q_norm.data(), c.head_dim, c.rms_eps, qh);
+      }
+      for (int64_t h = 0; h < T * c.n_kv_heads; ++h) {
+        float* kh = k_.data() + h * c.head_dim;
+        kernels::rmsnorm(kh, w.k_norm.data(), c.head_dim, c.rms_eps, kh);
+      }
+    }
+    const auto rotate = traits_.rope == RopeStyle::kNeox ? &kernels::rope_rotate_neox
+                                                         : &kernels::rope_rotate;
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t pos = b.positions[static_cast<size_t>(t)];
+      const int32_t slot = b.seq_ids[static_cast<size_t>(t)];
+      const float* cs = rope_cs_.data() + t * c.head_dim;
+      rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, cs);
+      rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs);
+      kv_conv.from_float(k_.data() + t * c.kv_dim(), kv.k_row(l, slot, pos), c.kv_dim());
+      kv_conv.from_float(v_.data() + t * c.kv_dim(), kv.v_row(l, slot, pos), c.kv_dim());
+    }
+    attention(b, kv, l, pool);
+    observe(l, 3, 1, att_.data(), T, c.q_dim());
+    kernels::matmul(w.wo, att_.data(), T, tmp_.data(), pool);
+    if (lora) lora_.apply(l, LoraSlot::kO, ids, att_.data(), c.q_dim(), tmp_.data(), c.dim, pool);
+    for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
+
+    for (int64_t t = 0; t < T; ++t) {
+      kernels::rmsnorm(x_.data() + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps,
+                       xn_.data() + t * c.dim);
+    }
+    const MatrixRef gate_up[] = {w.w_gate, w.w_up};
+    float* const gate_up_out[] = {gate_.data(), up_.data()};
+    observe(l, 4, 2, xn_.data(), T, c.dim);
+    kernels::matmul_shared_input(gate_up, xn_.data(), T, gate_up_out, pool);
+    if (lora) {
+      lora_.apply(l, LoraSlot::kGate, ids, xn_.data(), c.dim, gate_.data(), c.ffn_dim, pool);
+      lora_.apply(l, LoraSlot::kUp, ids, xn_.data(), c.dim, up_.data(), c.ffn_dim, pool);
+    }
+    kernels::silu_mul(gate_.data(), up_.data(), T * c.ffn_dim);
+    observe(l, 6, 1, gate_.data(), T, c.ffn_dim);
+    kernels::matmul(w.w_down, gate_.data(), T, tmp_.data(), pool);
+    if (lora) lora_.apply(l, LoraSlot::kDown, ids, gate_.data(), c.ffn_dim, tmp_.data(), c.dim, pool);
+    for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
+  }
+
+  // Final norm and output projection only for the rows that want logits.
+  int64_t n_out = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (!b.want_logits[static_cast<size_t>(t)]) continue;
+    kernels::rmsnorm(x_.data() + t * c.dim, output_norm_.data(), c.dim, c.rms_eps,
+                     xn_.data() + n_out * c.dim);
+    ++n_out;
+  }
+  if (hidden_only) {
+    std::copy_n(xn_.data(), static_cast<size_t>(n_out * c.dim), out.data());
+    return Status::ok();
+  }
+  if (n_out > 0 && observer_ != nullptr) {
+    observer_->observe(output_name_, xn_.data(), n_out, c.dim);
+  }
+  if (n_out > 0) kernels::matmul(output_, xn_.data(), n_out, out.data(), pool);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> build_decoder(std::shared_ptr<const ModelFile> file,
+                                             const LoadOptions& options, ModelConfig config,
+                                             ArchTraits traits) {
+  if (!traits.layer_window.empty() &&
+      static_cast<int64_t>(traits.layer_window.size()) != config.n_layers) {
+    return invalid_argument(fmt::format("{} sliding-window entries for {} layers",
+                                        traits.layer_window.size(), config.n_layers));
+  }
+  auto model = std::make_unique<DecoderModel>(std::move(file), std::move(config), std::move(traits));
+  TS_RETURN_IF_ERROR(model->load());
+  TS_RETURN_IF_ERROR(model->build_image(options));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace tessera::model

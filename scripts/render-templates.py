@@ -69,8 +69,30 @@ def conversations():
         {"role": "assistant", "content": "It is 18 degrees and cloudy in Paris."},
         {"role": "user", "content": "Thanks!"},
     ]
+    parts = [
+        {"role": "system", "content": [{"type": "text", "text": "Answer in French."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Describe "},
+                                     {"type": "text", "text": "the sky."}]},
+    ]
+    reasoning = [
+        {"role": "user", "content": "Is 17 prime?"},
+        {"role": "assistant", "content": "Yes.",
+         "reasoning_content": "17 has no divisors between 2 and 4."},
+        {"role": "user", "content": "And 21?"},
+    ]
+    string_args = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_0002", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_0002", "content": "-3 C, snow"},
+    ]
     return [
         ("system_user_gen", sys_user, {"add_generation_prompt": True}),
+        ("content_parts_gen", parts, {"add_generation_prompt": True}),
+        ("reasoning_no_thinking_gen", reasoning,
+         {"add_generation_prompt": True, "enable_thinking": False}),
+        ("tool_string_args_gen", string_args, {"add_generation_prompt": True, "tools": TOOLS}),
         ("system_user_nogen", sys_user, {"add_generation_prompt": False}),
         ("user_only_gen", [{"role": "user", "content": "Hi"}], {"add_generation_prompt": True}),
         ("multi_turn_gen", multi, {"add_generation_prompt": True}),

@@ -407,7 +407,7 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
     List out;
     if (v.is_undefined()) return Value(std::move(out));
     if (!v.is_dict()) throw_runtime("items: expected a mapping, got " + std::string(v.type_name()));
-    for (const auto& [k, item] : v.as_dict().items()) out.emplace_back(List{k, item});
+    for (const auto& [k, item] : v.as_dict().items()) out.push_back(Value::tuple(List{k, item}));
     return Value(std::move(out));
   }
   if (name == "dictsort") {
@@ -416,7 +416,7 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
     const bool by_value = arg(a, 1, "by", Value("key")).str() == "value";
     const bool reverse = arg(a, 2, "reverse", Value(false)).truthy();
     List out;
-    for (const auto& [k, item] : v.as_dict().items()) out.emplace_back(List{k, item});
+    for (const auto& [k, item] : v.as_dict().items()) out.push_back(Value::tuple(List{k, item}));
     std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) {
       const size_t i = by_value ? 1 : 0;
       const Value kx = fold_case(x.as_list()[i], cs);
@@ -491,7 +491,13 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
     }
     return Value(n);
   }
-  throw_unsupported("no filter named '" + std::string(name) + "'");
+  static constexpr std::string_view kJinjaFilters[] = {
+      "batch", "center", "filesizeformat", "forceescape", "format", "groupby", "pprint",
+      "random", "slice", "striptags", "truncate", "urlencode", "urlize", "wordwrap", "xmlattr"};
+  for (std::string_view f : kJinjaFilters) {
+    if (name == f) throw_unsupported("the filter '" + std::string(name) + "' is not supported");
+  }
+  throw_runtime("no filter named '" + std::string(name) + "'");
 }
 
 bool apply_test(std::string_view name, const Value& v, CallArgs& a) {
@@ -533,7 +539,10 @@ bool apply_test(std::string_view name, const Value& v, CallArgs& a) {
     if (v.is_dict() && other.is_dict()) return &v.as_dict() == &other.as_dict();
     return v.kind() == other.kind() && (v.is_none() || v.is_undefined() || equals(v, other));
   }
-  throw_unsupported("no test named '" + std::string(name) + "'");
+  if (name == "escaped" || name == "filter" || name == "test") {
+    throw_unsupported("the test '" + std::string(name) + "' is not supported");
+  }
+  throw_runtime("no test named '" + std::string(name) + "'");
 }
 
 Value call_method(const Value& obj, std::string_view name, CallArgs& a) {
@@ -604,7 +613,15 @@ Value call_method(const Value& obj, std::string_view name, CallArgs& a) {
       }
       return Value(std::move(out));
     }
-    throw_unsupported("the string method '" + std::string(name) + "' is not supported");
+    static constexpr std::string_view kPythonStrMethods[] = {
+        "casefold", "center", "encode", "expandtabs", "format", "format_map", "isascii",
+        "isdecimal", "isidentifier", "islower", "isnumeric", "isprintable", "istitle", "isupper",
+        "ljust", "partition", "removeprefix", "removesuffix", "rindex", "rjust", "rpartition",
+        "rsplit", "swapcase", "translate", "zfill"};
+    for (std::string_view m : kPythonStrMethods) {
+      if (name == m) throw_unsupported("the string method '" + std::string(name) + "' is not supported");
+    }
+    throw_runtime("'str' object has no attribute '" + std::string(name) + "'");
   }
   if (obj.is_dict()) {
     const Dict& d = obj.as_dict();
@@ -616,7 +633,7 @@ Value call_method(const Value& obj, std::string_view name, CallArgs& a) {
     if (name == "items" || name == "keys" || name == "values") {
       List out;
       for (const auto& [k, v] : d.items()) {
-        if (name == "items") out.emplace_back(List{k, v});
+        if (name == "items") out.push_back(Value::tuple(List{k, v}));
         if (name == "keys") out.push_back(k);
         if (name == "values") out.push_back(v);
       }

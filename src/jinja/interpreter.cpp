@@ -344,7 +344,7 @@ Value Interpreter::eval(const Expr& e, Frame& frame) {
       case Expr::Kind::kTuple: {
         List l;
         for (const ExprPtr& x : e.args) l.push_back(eval(*x, frame));
-        return Value(std::move(l));
+        return e.kind == Expr::Kind::kTuple ? Value::tuple(std::move(l)) : Value(std::move(l));
       }
       case Expr::Kind::kDict: {
         Dict d;

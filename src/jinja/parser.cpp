@@ -109,7 +109,8 @@ class Parser {
       const Token& t = peek();
       if (t.kind == TokenKind::kEof) {
         if (ends.size() != 0) {
-          fail("unexpected end of template: expected {% " + std::string(*ends.begin()) + " %}");
+          fail("unexpected end of template: expected {% " + std::string(*(ends.end() - 1)) +
+               " %}");
         }
         return body;
       }
@@ -251,7 +252,7 @@ class Parser {
     }
     if (n->targets.size() != 1 || !n->attr.empty()) fail("a block set takes one name");
     n->kind = Node::Kind::kSetBlock;
-    if (is_op("|")) n->filter = parse_filter_chain(nullptr);
+    if (skip_op("|")) n->filter = parse_filter_chain(nullptr);
     expect_block_end();
     n->body = parse_body({"endset"});
     next();

@@ -107,7 +107,7 @@ std::string_view Value::type_name() const {
     case Kind::kInt: return "int";
     case Kind::kFloat: return "float";
     case Kind::kString: return "str";
-    case Kind::kList: return generator_ ? "generator" : "list";
+    case Kind::kList: return generator_ ? "generator" : tuple_ ? "tuple" : "list";
     case Kind::kDict: return as_dict().is_namespace ? "Namespace" : "dict";
     case Kind::kFunction: return "function";
   }
@@ -301,12 +301,13 @@ std::string Value::repr() const {
     case Kind::kString: return python_string_repr(as_string());
     case Kind::kList: {
       if (generator_) return "<generator object>";
-      std::string out = "[";
+      std::string out = tuple_ ? "(" : "[";
       const List& l = as_list();
       for (size_t i = 0; i < l.size(); ++i) {
         if (i > 0) out += ", ";
         out += l[i].repr();
       }
+      if (tuple_) return out + (l.size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Kind::kDict: {

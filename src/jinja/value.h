@@ -89,6 +89,13 @@ class Value {
     return v;
   }
   bool is_generator() const { return generator_; }
+  // A list that stands for a Python tuple (tuple literals, dict items): printed as ('a', 1).
+  static Value tuple(List l) {
+    Value v(std::move(l));
+    v.tuple_ = true;
+    return v;
+  }
+  bool is_tuple() const { return tuple_; }
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
   bool is_undefined() const { return kind() == Kind::kUndefined; }
@@ -130,6 +137,7 @@ class Value {
       v_;
   bool safe_ = false;
   bool generator_ = false;
+  bool tuple_ = false;
 };
 
 // Python ==: numbers compare by value across int/float/bool; lists and dicts deeply; functions by

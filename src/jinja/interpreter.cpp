@@ -27,6 +27,13 @@ void Interpreter::append(std::string& out, std::string_view text) {
   out.append(text);
 }
 
+void Interpreter::check_storable(const Value& v, int line) const {
+  if (v.depth() > kMaxStoredDepth) {
+    throw Error(ErrorKind::kLimit,
+                "a value nested deeper than " + std::to_string(kMaxStoredDepth) + " levels", line);
+  }
+}
+
 void Interpreter::step(int line) {
   if (++steps_ > opt_.max_steps) {
     throw Error(ErrorKind::kLimit,
@@ -134,6 +141,11 @@ Interpreter::Flow Interpreter::render_node(const Node& n, Frame& frame, std::str
           throw_runtime("cannot assign attribute '" + n.attr + "' of '" + n.targets[0] +
                         "': not a namespace()");
         }
+        check_storable(v, n.line);
+        if (v.holds_namespace()) {
+          throw_unsupported("a namespace attribute holding a namespace (or a list or dict "
+                            "holding one) is not supported");
+        }
         target.as_dict().set(n.attr, std::move(v));
         return Flow::kNormal;
       }
@@ -193,6 +205,7 @@ Interpreter::Flow Interpreter::render_node(const Node& n, Frame& frame, std::str
 
 void Interpreter::assign(Frame& frame, const std::vector<std::string>& targets, const Value& v,
                          int line) {
+  check_storable(v, line);
   if (targets.size() == 1) {
     frame.vars.set(targets[0], v);
     return;
@@ -272,6 +285,7 @@ Value Interpreter::call_macro(const Node& n, Frame& defining, CallArgs& a, const
   for (size_t i = 0; i < n.params.size(); ++i) {
     Value v = arg_or(a, i, n.params[i]);
     if (v.is_undefined() && n.defaults[i]) v = eval(*n.defaults[i], f);
+    check_storable(v, n.line);
     f.vars.set(n.params[i], v);
   }
   if (!caller.is_undefined()) f.vars.set("caller", caller);

@@ -2,6 +2,8 @@
 // output, the scopes and the bounds. Scopes follow jinja2: `for` bodies and macro calls open a
 // scope (a `set` inside does not leak out; namespace() objects exist for that), `if` does not;
 // macros see the template's top-level variables and their arguments.
+// Values a template stores (set, loop and macro variables, namespace attributes) are bounded in
+// nesting (kMaxStoredDepth), and a namespace never holds a namespace: values stay acyclic.
 // Errors: throws jinja::Error (see error.h); Template converts it to a Status.
 // Thread-safety: one render, one thread.
 #pragma once
@@ -14,6 +16,9 @@
 #include "tessera/jinja/value.h"
 
 namespace tessera::jinja {
+
+// The deepest list/dict nesting a template may store in a variable.
+inline constexpr int kMaxStoredDepth = 256;
 
 class Interpreter {
  public:
@@ -43,6 +48,7 @@ class Interpreter {
   Value lookup(const std::string& name, Frame& frame);
 
   void append(std::string& out, std::string_view text);
+  void check_storable(const Value& v, int line) const;
   void step(int line);
   Frame& new_frame(Frame* parent);
 

@@ -128,6 +128,9 @@ bool less_than(const Value& a, const Value& b) {
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
   if (a.is_list() && b.is_list()) {
+    if (a.depth() > kMaxValueDepth || b.depth() > kMaxValueDepth) {
+      throw Error(ErrorKind::kLimit, "comparing lists nested too deep");
+    }
     const List& x = a.as_list();
     const List& y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {

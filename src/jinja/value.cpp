@@ -1,5 +1,6 @@
 #include "tessera/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +41,39 @@ void Dict::set(Value key, Value v) {
     }
   }
   items_.emplace_back(std::move(key), std::move(v));
+}
+
+namespace {
+
+uint16_t child_depth(const Value& v) {
+  const int d = v.depth() + 1;
+  return static_cast<uint16_t>(d > 65535 ? 65535 : d);
+}
+
+}  // namespace
+
+Value::Value(List l) {
+  uint16_t depth = 1;
+  bool ns = false;
+  for (const Value& v : l) {
+    depth = std::max(depth, child_depth(v));
+    ns = ns || v.holds_namespace_;
+  }
+  v_ = std::make_shared<List>(std::move(l));
+  depth_ = depth;
+  holds_namespace_ = ns;
+}
+
+Value::Value(Dict d) {
+  uint16_t depth = 1;
+  bool ns = d.is_namespace;
+  for (const auto& [k, v] : d.items()) {
+    depth = std::max(depth, child_depth(v));
+    ns = ns || v.holds_namespace_;
+  }
+  v_ = std::make_shared<Dict>(std::move(d));
+  depth_ = depth;
+  holds_namespace_ = ns;
 }
 
 bool Value::as_bool() const {
@@ -217,7 +251,10 @@ struct JsonWriter {
   }
 
   void write(const Value& v, int level) {
-    if (level > 512) throw Error(ErrorKind::kLimit, "tojson: nesting deeper than 512");
+    if (level > kMaxValueDepth) {
+      throw Error(ErrorKind::kLimit,
+                  "tojson: nesting deeper than " + std::to_string(kMaxValueDepth) + " levels");
+    }
     switch (v.kind()) {
       case Value::Kind::kUndefined:
         throw_runtime("tojson: Object of type Undefined is not JSON serializable");
@@ -291,7 +328,28 @@ std::string Value::str() const {
   }
 }
 
+namespace {
+
+// Counts the recursion of repr() and equals() on this thread; throws kLimit past kMaxValueDepth.
+struct RecursionGuard {
+  RecursionGuard() {
+    if (++depth() > kMaxValueDepth) {
+      --depth();
+      throw Error(ErrorKind::kLimit,
+                  "a value nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+    }
+  }
+  ~RecursionGuard() { --depth(); }
+  static int& depth() {
+    thread_local int d = 0;
+    return d;
+  }
+};
+
+}  // namespace
+
 std::string Value::repr() const {
+  const RecursionGuard guard;
   switch (kind()) {
     case Kind::kUndefined: return "Undefined";
     case Kind::kNone: return "None";
@@ -327,6 +385,7 @@ std::string Value::repr() const {
 }
 
 bool equals(const Value& a, const Value& b) {
+  const RecursionGuard guard;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();

@@ -69,8 +69,8 @@ class Value {
   Value(std::string s) : v_(std::move(s)) {}        // NOLINT
   Value(std::string_view s) : v_(std::string(s)) {}  // NOLINT
   Value(const char* s) : v_(std::string(s)) {}      // NOLINT
-  Value(List l) : v_(std::make_shared<List>(std::move(l))) {}  // NOLINT
-  Value(Dict d) : v_(std::make_shared<Dict>(std::move(d))) {}  // NOLINT
+  Value(List l);  // NOLINT: implicit by design
+  Value(Dict d);  // NOLINT
   Value(Function f) : v_(std::make_shared<Function>(std::move(f))) {}  // NOLINT
 
   // A string marked safe (jinja2's Markup, from the `safe` and `escape` filters): `+` with a
@@ -96,6 +96,13 @@ class Value {
     return v;
   }
   bool is_tuple() const { return tuple_; }
+
+  // Nesting of lists and dicts (0 for a scalar) as it was when this value was built, and whether
+  // a namespace() is inside (or is it). The interpreter bounds the one and refuses a namespace
+  // inside a namespace, so values never form cycles and never nest deeper than it allows
+  // (recursive printing, comparing and freeing stay shallow).
+  int depth() const { return depth_; }
+  bool holds_namespace() const { return holds_namespace_; }
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
   bool is_undefined() const { return kind() == Kind::kUndefined; }
@@ -138,7 +145,12 @@ class Value {
   bool safe_ = false;
   bool generator_ = false;
   bool tuple_ = false;
+  bool holds_namespace_ = false;
+  uint16_t depth_ = 0;  // saturates at 65535
 };
+
+// How deep repr(), equals(), less_than() and to_json() recurse before failing (kLimit).
+inline constexpr int kMaxValueDepth = 512;
 
 // Python ==: numbers compare by value across int/float/bool; lists and dicts deeply; functions by
 // identity; undefined equals only undefined.

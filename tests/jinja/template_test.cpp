@@ -248,6 +248,17 @@ TEST(JinjaErrors, HostileTemplatesHitBounds) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kResourceExhausted);
   EXPECT_FALSE(try_render("{{ 'x' * 1000000000000 }}").is_ok());
+  // Values nested by a loop (each iteration wraps the last) are bounded, and a namespace cannot
+  // hold itself: no deep recursion when printing or freeing, no reference cycle.
+  r = try_render("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}"
+                 "{% endfor %}{{ ns.x }}");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kResourceExhausted) << r.status().message();
+  r = try_render("{% set x = [] %}{% for i in range(100000) %}{% set x = [x, x] %}{% endfor %}");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kResourceExhausted) << r.status().message();
+  EXPECT_FALSE(try_render("{% set ns = namespace(x=1) %}{% set ns.x = ns %}{{ ns }}").is_ok());
+  EXPECT_FALSE(try_render("{% set ns = namespace(x=1) %}{% set ns.x = [ns] %}").is_ok());
   // Deep nesting is refused by the parser instead of overflowing the stack.
   EXPECT_FALSE(try_render("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}").is_ok());
   EXPECT_FALSE(try_render("{{ " + std::string(100000, '[') + " }}").is_ok());

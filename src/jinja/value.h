@@ -31,8 +31,8 @@ class Dict {
   Value* find(std::string_view key);
   const Value* find_key(const Value& key) const;  // any key
   void set(Value key, Value v);  // replaces in place, or appends
-  const std::vector<std::pair<Value, Value>>& items() const { return items_; }
-  size_t size() const { return items_.size(); }
+  const std::vector<std::pair<Value, Value>>& items() const;
+  size_t size() const;
 
   bool is_namespace = false;  // made by namespace(): `set ns.attr = ...` may assign it
 
@@ -148,6 +148,9 @@ class Value {
   bool holds_namespace_ = false;
   uint16_t depth_ = 0;  // saturates at 65535
 };
+
+inline const std::vector<std::pair<Value, Value>>& Dict::items() const { return items_; }
+inline size_t Dict::size() const { return items_.size(); }
 
 // How deep repr(), equals(), less_than() and to_json() recurse before failing (kLimit).
 inline constexpr int kMaxValueDepth = 512;

@@ -455,7 +455,8 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
     const std::string method = arg(a, 1, "method", Value("common")).str();
     const double scale = std::pow(10.0, static_cast<double>(precision));
     const double x = v.as_double() * scale;
-    const double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::round(x);
+    // "common" is Python's round(): halves to even (nearbyint in the default rounding mode).
+    const double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
     return Value(r / scale);
   }
   if (name == "attr") return get_attr(v, expect_string(arg(a, 0, "name"), "attr"));

@@ -291,7 +291,7 @@ Value Interpreter::call_macro(const Node& n, Frame& defining, CallArgs& a, const
   if (!caller.is_undefined()) f.vars.set("caller", caller);
   List varargs;
   for (size_t i = n.params.size(); i < a.positional.size(); ++i) varargs.push_back(a.positional[i]);
-  f.vars.set("varargs", Value(std::move(varargs)));
+  f.vars.set("varargs", Value::tuple(std::move(varargs)));
   std::string text;
   render_body(n.body, f, text);
   return Value(std::move(text));

@@ -303,7 +303,20 @@ class Lexer {
 }  // namespace
 
 std::vector<Token> tokenize(std::string_view source, const LexOptions& options) {
-  return Lexer(source, options).run();
+  // As jinja2 does by default: newlines normalized to "\n", and one trailing newline dropped
+  // (keep_trailing_newline=False).
+  std::string text;
+  text.reserve(source.size());
+  for (size_t i = 0; i < source.size(); ++i) {
+    if (source[i] == '\r') {
+      text.push_back('\n');
+      if (i + 1 < source.size() && source[i + 1] == '\n') ++i;
+    } else {
+      text.push_back(source[i]);
+    }
+  }
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return Lexer(text, options).run();
 }
 
 }  // namespace tessera::jinja

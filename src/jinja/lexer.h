@@ -3,7 +3,8 @@
 // here, as jinja2 does it with HF's settings: `{%-`/`-%}` (and the same on {{ }} and {# #}) strip
 // all whitespace on that side; trim_blocks drops the first newline after a block or comment tag;
 // lstrip_blocks drops spaces and tabs between a line's start and a block or comment tag; `{%+`
-// and `+%}` turn those two off for one tag.
+// and `+%}` turn those two off for one tag. Newlines are normalized to "\n" and one trailing
+// newline of the source is dropped, as jinja2's defaults do.
 // Thread-safety: pure function.
 #pragma once
 

@@ -390,7 +390,7 @@ bool equals(const Value& a, const Value& b) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
   }
-  if (a.kind() != b.kind()) return false;
+  if (a.kind() != b.kind() || a.is_tuple() != b.is_tuple()) return false;  // (1,) != [1]
   switch (a.kind()) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone:

@@ -58,6 +58,7 @@ TEST(JinjaExpressions, LiteralsReprAndSlices) {
   EXPECT_EQ(render("{{ 'hello'[1:3] }}|{{ 'hello'[::-1] }}|{{ [1,2,3,4][-2:] }}|{{ 'héllo'[1] }}"),
             "el|olleh|[3, 4]|é");
   EXPECT_EQ(render("{{ 'a\\nb\\u00e9\\'' }}"), "a\nbé'");
+  EXPECT_EQ(render("{{ (1, 2) == [1, 2] }}|{{ 2.5 | round }}|{{ 3.5 | round }}"), "False|2.0|4.0");
 }
 
 TEST(JinjaExpressions, UndefinedSemantics) {
@@ -83,6 +84,9 @@ TEST(JinjaWhitespace, TrimAndLstripBlocksAsHF) {
   EXPECT_EQ(render("a\n  {{- 'b' -}}\n  c"), "abc");
   // {{ }} is not lstripped; comments are trimmed like blocks.
   EXPECT_EQ(render("  {{ 'x' }}\n  {# note #}\ny"), "  x\ny");
+  // One trailing newline of the source is dropped; \r\n becomes \n.
+  EXPECT_EQ(render("{{ 'x' }}\n"), "x");
+  EXPECT_EQ(render("a\r\nb\n\n"), "a\nb\n");
   // {%+ keeps the indentation.
   EXPECT_EQ(render("  {%+ if true %}x{% endif %}"), "  x");
 }

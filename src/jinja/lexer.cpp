@@ -79,6 +79,8 @@ class Lexer {
       char end_mod = '\0';
       if (type == '#') {
         end_mod = skip_comment();
+      } else if (type == '%' && is_raw_tag(pos_)) {
+        end_mod = lex_raw();
       } else {
         end_mod = lex_tag(type == '{');
       }
@@ -118,6 +120,58 @@ class Lexer {
 
   void emit_text(std::string text) {
     if (!text.empty()) tokens_.push_back({TokenKind::kText, std::move(text), line_});
+  }
+
+  // Whether the block tag whose body starts at `p` is `{% raw %}` (any modifiers).
+  bool is_raw_tag(size_t p) const {
+    while (p < src_.size() && is_space(src_[p])) ++p;
+    if (src_.substr(p, 3) != "raw") return false;
+    p += 3;
+    while (p < src_.size() && is_space(src_[p])) ++p;
+    return src_.substr(p).starts_with("%}") || src_.substr(p).starts_with("-%}") ||
+           src_.substr(p).starts_with("+%}");
+  }
+
+  // `{% raw %}...{% endraw %}`: the body is text, tags and all. Returns the endraw tag's end
+  // modifier; `{% raw -%}` and `{%- endraw %}` strip the body's whitespace on that side.
+  char lex_raw() {
+    const int start_line = line_;
+    const size_t open_end = src_.find("%}", pos_);
+    const bool strip_front = src_[open_end - 1] == '-';
+    size_t body = open_end + 2;
+    size_t search = body;
+    while (true) {
+      const size_t tag = src_.find("{%", search);
+      if (tag == std::string_view::npos) syntax_error("{% raw %} without {% endraw %}", start_line);
+      size_t p = tag + 2;
+      const bool strip_back = p < src_.size() && src_[p] == '-';
+      if (p < src_.size() && (src_[p] == '-' || src_[p] == '+')) ++p;
+      while (p < src_.size() && is_space(src_[p])) ++p;
+      if (src_.substr(p, 6) != "endraw") {
+        search = tag + 2;
+        continue;
+      }
+      p += 6;
+      while (p < src_.size() && is_space(src_[p])) ++p;
+      char mod = '\0';
+      if (p < src_.size() && (src_[p] == '-' || src_[p] == '+')) mod = src_[p++];
+      if (src_.substr(p, 2) != "%}") syntax_error("malformed {% endraw %}", line_);
+      std::string text(src_.substr(body, tag - body));
+      if (strip_front) {
+        size_t k = 0;
+        while (k < text.size() && is_space(text[k])) ++k;
+        text.erase(0, k);
+      }
+      if (strip_back) {
+        while (!text.empty() && is_space(text.back())) text.pop_back();
+      } else if (opt_.lstrip_blocks) {
+        lstrip_line(text, false);
+      }
+      count_lines(pos_, p + 2);
+      emit_text(std::move(text));
+      pos_ = p + 2;
+      return mod;
+    }
   }
 
   // Skips a comment body; returns the modifier before "#}" ('-', '+' or '\0').

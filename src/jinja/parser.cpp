@@ -177,7 +177,7 @@ class Parser {
       return n;
     }
     static constexpr std::string_view kKnown[] = {"include", "import", "from", "extends", "block",
-                                                  "raw", "with", "do", "autoescape", "trans"};
+                                                  "with", "do", "autoescape", "trans"};
     for (std::string_view k : kKnown) {
       if (name == k) {
         throw Error(ErrorKind::kUnsupported, "the {% " + name + " %} statement is not supported",

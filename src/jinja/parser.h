@@ -3,7 +3,8 @@
 // unary - + < filters, tests and calls < . [] () postfix).
 // Statements: if/elif/else, for (tuple targets, `if` filter, else), set (name, tuple, ns.attr,
 // block set with a filter), macro (defaults), call blocks, filter blocks, break/continue and
-// HF's {% generation %}. Others (include, import, extends, block, raw, recursive loops, ...) are
+// HF's {% generation %} ({% raw %} is the lexer's). Others (include, import, extends, block,
+// recursive loops, ...) are
 // refused as unsupported, naming the construct.
 // Thread-safety: pure function.
 #pragma once

@@ -87,6 +87,10 @@ TEST(JinjaWhitespace, TrimAndLstripBlocksAsHF) {
   // One trailing newline of the source is dropped; \r\n becomes \n.
   EXPECT_EQ(render("{{ 'x' }}\n"), "x");
   EXPECT_EQ(render("a\r\nb\n\n"), "a\nb\n");
+  // raw: tags inside are text.
+  EXPECT_EQ(render("a{% raw %}{{ x }}{% if %}{% endraw %}b"), "a{{ x }}{% if %}b");
+  EXPECT_EQ(render("a {% raw -%}  x  {%- endraw %} b"), "a x b");
+  EXPECT_FALSE(try_render("{% raw %}never closed").is_ok());
   // {%+ keeps the indentation.
   EXPECT_EQ(render("  {%+ if true %}x{% endif %}"), "  x");
 }

@@ -38,9 +38,11 @@ bool is_python_space(char32_t c) {
   }
 }
 
+// The code point of one utf8_chars() piece; a malformed byte (a piece of one byte >= 0x80) is
+// 0xFFFFFFFF, never whitespace.
 char32_t decode(const std::string& ch) {
   const auto b0 = static_cast<unsigned char>(ch[0]);
-  if (ch.size() == 1) return b0;
+  if (ch.size() == 1) return b0 < 0x80 ? b0 : 0xFFFFFFFF;
   char32_t c = b0 & (0x7f >> ch.size());
   for (size_t k = 1; k < ch.size(); ++k) c = (c << 6) | (static_cast<unsigned char>(ch[k]) & 0x3f);
   return c;

@@ -134,6 +134,11 @@ TEST(JinjaFilters, Strings) {
   EXPECT_EQ(render("{{ '  a b \\n' | trim }}|{{ 'ab' | upper }}|{{ 'AB' | lower }}|"
                    "{{ 'hello wORLD' | title }}|{{ 'hELLO' | capitalize }}"),
             "a b|AB|ab|Hello World|Hello");
+  // Python's whitespace includes U+00A0 and U+3000; a malformed byte is never whitespace.
+  EXPECT_EQ(render("[{{ '\\u00a0\\u3000x\\u2003' | trim }}]"), "[x]");
+  Dict bad;
+  bad.set("s", "\x85x\xa0");
+  EXPECT_EQ(render("[{{ s | trim }}]", bad), "[\x85x\xa0]");
   EXPECT_EQ(render("{{ 'a-b-c' | replace('-', '+') }}|{{ 'one two  three' | wordcount }}|"
                    "{{ 'x' | length }}|{{ 'héllo' | length }}"),
             "a+b+c|3|1|5");

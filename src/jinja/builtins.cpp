@@ -232,7 +232,8 @@ List select_items(const Value& seq, const CallArgs& a, bool by_attr, bool keep_w
 
 Value indent(const std::string& s, const CallArgs& a) {
   const Value w = arg(a, 0, "width", Value(4));
-  const std::string pad = w.is_string() ? w.as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, w.as_int())), ' ');
+  const int64_t width = w.is_string() ? 0 : std::clamp<int64_t>(int_arg(w, "indent"), 0, 4096);
+  const std::string pad = w.is_string() ? w.as_string() : std::string(static_cast<size_t>(width), ' ');
   const bool first = arg(a, 1, "first", Value(false)).truthy();
   const bool blank = arg(a, 2, "blank", Value(false)).truthy();
   // jinja2 splits with str.splitlines() semantics on "\n" and re-joins with "\n".
@@ -270,7 +271,9 @@ Value tojson(const Value& v, const CallArgs& a) {
   // own filter takes indent first, so a lone positional int is read as the indent.
   Value indent_v = ind;
   if (a.positional.size() == 1 && a.positional[0].is_int()) indent_v = a.positional[0];
-  const int indent_n = indent_v.is_none() || indent_v.is_undefined() ? -1 : static_cast<int>(indent_v.as_int());
+  const int indent_n = indent_v.is_none() || indent_v.is_undefined()
+                           ? -1
+                           : static_cast<int>(std::clamp<int64_t>(int_arg(indent_v, "tojson indent"), 0, 64));
   std::optional<std::string> item_sep;
   std::optional<std::string> key_sep;
   if (seps.is_list() && seps.as_list().size() == 2) {
@@ -278,6 +281,14 @@ Value tojson(const Value& v, const CallArgs& a) {
     key_sep = seps.as_list()[1].str();
   }
   return Value(to_json(v, indent_n, item_sep, key_sep));
+}
+
+// std::stable_sort needs a strict weak order, which NaN breaks: refuse it instead of misbehaving.
+void check_sortable(const Value& key) {
+  if (key.is_float() && std::isnan(key.as_double())) throw_unsupported("sorting a NaN");
+  if (key.is_list()) {
+    for (const Value& v : key.as_list()) check_sortable(v);
+  }
 }
 
 Value sorted(const Value& seq, const CallArgs& a) {
@@ -288,6 +299,7 @@ Value sorted(const Value& seq, const CallArgs& a) {
   auto key = [&](const Value& v) {
     return fold_case(attribute.is_undefined() ? v : attr_path(v, attribute.str()), case_sensitive);
   };
+  for (const Value& item : items) check_sortable(key(item));
   std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
     return reverse ? less_than(key(y), key(x)) : less_than(key(x), key(y));
   });
@@ -297,14 +309,14 @@ Value sorted(const Value& seq, const CallArgs& a) {
 Value to_int(const Value& v, const CallArgs& a) {
   const Value dflt = arg(a, 0, "default", Value(0));
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
-  if (v.is_float()) return Value(static_cast<int64_t>(v.as_double()));
+  if (v.is_float()) return Value(float_to_int(v.as_double()));
   if (v.is_string()) {
     const std::string s = python_strip(v.as_string(), Value::none(), true, true);
     char* end = nullptr;
     const long long i = std::strtoll(s.c_str(), &end, 10);
     if (!s.empty() && end == s.c_str() + s.size()) return Value(static_cast<int64_t>(i));
     const double d = std::strtod(s.c_str(), &end);
-    if (!s.empty() && end == s.c_str() + s.size()) return Value(static_cast<int64_t>(d));
+    if (!s.empty() && end == s.c_str() + s.size()) return Value(float_to_int(d));
   }
   return dflt;
 }
@@ -376,7 +388,10 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
   if (name == "float") return to_float(v, a);
   if (name == "abs") {
     if (v.is_float()) return Value(std::fabs(v.as_double()));
-    if (v.is_number()) return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+    if (v.is_number()) {
+      if (v.as_int() == INT64_MIN) throw_unsupported("abs() past 64 bits");
+      return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+    }
     throw_runtime("bad operand type for abs(): '" + std::string(v.type_name()) + "'");
   }
   if (name == "default" || name == "d") {
@@ -388,7 +403,7 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
     const std::string from = expect_string(arg(a, 0, "old"), "replace");
     const std::string to = expect_string(arg(a, 1, "new"), "replace");
     const Value count = arg(a, 2, "count", Value::none());
-    return Value(replace_all(v.str(), from, to, count.is_none() ? -1 : count.as_int()));
+    return Value(replace_all(v.str(), from, to, count.is_none() ? -1 : int_arg(count, "replace")));
   }
   if (name == "join") {
     return Value(join(v, arg(a, 0, "d", Value("")).str(), arg(a, 1, "attribute")));
@@ -418,7 +433,10 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
     const bool by_value = arg(a, 1, "by", Value("key")).str() == "value";
     const bool reverse = arg(a, 2, "reverse", Value(false)).truthy();
     List out;
-    for (const auto& [k, item] : v.as_dict().items()) out.push_back(Value::tuple(List{k, item}));
+    for (const auto& [k, item] : v.as_dict().items()) {
+      check_sortable(by_value ? item : k);
+      out.push_back(Value::tuple(List{k, item}));
+    }
     std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) {
       const size_t i = by_value ? 1 : 0;
       const Value kx = fold_case(x.as_list()[i], cs);
@@ -453,7 +471,8 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
     return total;
   }
   if (name == "round") {
-    const int64_t precision = arg(a, 0, "precision", Value(0)).as_int();
+    const int64_t precision = std::clamp<int64_t>(int_arg(arg(a, 0, "precision", Value(0)), "round"), -30, 30);
+    if (!v.is_number()) throw_runtime("round expects a number, got " + std::string(v.type_name()));
     const std::string method = arg(a, 1, "method", Value("common")).str();
     const double scale = std::pow(10.0, static_cast<double>(precision));
     const double x = v.as_double() * scale;
@@ -559,7 +578,7 @@ Value call_method(const Value& obj, std::string_view name, CallArgs& a) {
     if (name == "title") return Value(python_title(s));
     if (name == "capitalize") return Value(capitalize(s));
     if (name == "split") {
-      return Value(python_split(s, arg(a, 0, "sep", Value::none()), arg(a, 1, "maxsplit", Value(-1)).as_int()));
+      return Value(python_split(s, arg(a, 0, "sep", Value::none()), int_arg(arg(a, 1, "maxsplit", Value(-1)), "split")));
     }
     if (name == "startswith" || name == "endswith") {
       const Value p = arg(a, 0, "prefix");
@@ -573,7 +592,7 @@ Value call_method(const Value& obj, std::string_view name, CallArgs& a) {
     if (name == "replace") {
       const Value count = arg(a, 2, "count", Value(-1));
       return Value(replace_all(s, expect_string(arg(a, 0, "old"), "replace"),
-                               expect_string(arg(a, 1, "new"), "replace"), count.as_int()));
+                               expect_string(arg(a, 1, "new"), "replace"), int_arg(count, "replace")));
     }
     if (name == "find" || name == "rfind" || name == "index" || name == "count") {
       const std::string sub = expect_string(arg(a, 0, "sub"), name);

@@ -66,9 +66,9 @@ std::string Interpreter::render(const Body& body, const Dict& context) {
     }
     if (stepv == 0) throw_runtime("range() step must not be zero");
     List out;
-    for (int64_t i = start; stepv > 0 ? i < stop : i > stop; i += stepv) {
+    for (__int128 i = start; stepv > 0 ? i < stop : i > stop; i += stepv) {  // no overflow
       step(0);
-      out.emplace_back(i);
+      out.emplace_back(static_cast<int64_t>(i));
     }
     return Value(std::move(out));
   })));
@@ -404,7 +404,8 @@ Value Interpreter::eval(const Expr& e, Frame& frame) {
                         std::string(v.type_name()) + "'");
         }
         if (e.name == "+") return v.is_float() ? v : Value(v.as_int());
-        return v.is_float() ? Value(-v.as_double()) : Value(-v.as_int());
+        if (v.is_float()) return Value(-v.as_double());
+        return binary_op("-", Value(0), v);  // checked: -(-2**63) does not fit
       }
       case Expr::Kind::kBinary:
         return binary_op(e.name, eval(*e.args[0], frame), eval(*e.args[1], frame));

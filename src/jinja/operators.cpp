@@ -23,7 +23,28 @@ void check_size(size_t n) {
   }
 }
 
+[[noreturn]] void overflow() {
+  throw_unsupported("integer arithmetic past 64 bits (Python's big integers) is not supported");
+}
+
+int64_t add(int64_t x, int64_t y) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(x, y, &r)) overflow();
+  return r;
+}
+int64_t sub(int64_t x, int64_t y) {
+  int64_t r = 0;
+  if (__builtin_sub_overflow(x, y, &r)) overflow();
+  return r;
+}
+int64_t mul(int64_t x, int64_t y) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(x, y, &r)) overflow();
+  return r;
+}
+
 int64_t floor_div(int64_t a, int64_t b) {
+  if (a == INT64_MIN && b == -1) overflow();
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -39,9 +60,9 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
   if (ints) {
     const int64_t x = a.as_int();
     const int64_t y = b.as_int();
-    if (op == "+") return Value(x + y);
-    if (op == "-") return Value(x - y);
-    if (op == "*") return Value(x * y);
+    if (op == "+") return Value(add(x, y));
+    if (op == "-") return Value(sub(x, y));
+    if (op == "*") return Value(mul(x, y));
     if (op == "//" || op == "%") {
       if (y == 0) throw_runtime("integer division or modulo by zero");
       const int64_t q = floor_div(x, y);
@@ -49,8 +70,15 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
     }
     if (op == "**") {
       if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      // 0, 1 and -1 stay bounded; any other base overflows within 64 multiplications.
       int64_t r = 1;
-      for (int64_t i = 0; i < y && i < 64; ++i) r *= x;
+      if (x == 0) {
+        r = y == 0 ? 1 : 0;
+      } else if (x == 1 || x == -1) {
+        r = (x == -1 && y % 2 == 1) ? -1 : 1;
+      } else {
+        for (int64_t i = 0; i < y; ++i) r = mul(r, x);
+      }
       return Value(r);
     }
   }
@@ -70,6 +98,8 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
 
 Value repeat(const Value& seq, const Value& count) {
   const int64_t n = std::max<int64_t>(0, count.as_int());
+  const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size() * sizeof(Value);
+  if (unit > 0 && static_cast<uint64_t>(n) > kMaxValueBytes / unit) check_size(kMaxValueBytes + 1);
   if (seq.is_string()) {
     check_size(seq.as_string().size() * static_cast<size_t>(n));
     std::string out;
@@ -91,6 +121,17 @@ size_t utf8_len(unsigned char b0) {
 int64_t normalize_index(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
 
 }  // namespace
+
+int64_t int_arg(const Value& v, std::string_view what) {
+  if (v.is_int() || v.is_bool()) return v.as_int();
+  throw_runtime(std::string(what) + " expects an integer, got " + std::string(v.type_name()));
+}
+
+int64_t float_to_int(double d) {
+  // 2^63 is exact in a double; anything in [-2^63, 2^63) truncates into int64.
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) overflow();
+  return static_cast<int64_t>(d);
+}
 
 std::string html_escape(std::string_view s) {
   std::string out;
@@ -269,7 +310,7 @@ Value slice(const Value& obj, std::optional<int64_t> start, std::optional<int64_
   const int64_t hi = clamp(stop, step > 0 ? n : -1);
   std::string s;
   List l;
-  for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) {
+  for (__int128 i = lo; step > 0 ? i < hi : i > hi; i += step) {  // no overflow for a huge step
     if (is_str) {
       s += chars[static_cast<size_t>(i)];
     } else {

@@ -18,6 +18,12 @@ namespace tessera::jinja {
 // The largest string or list an operator builds ("x" * 10**9 is refused, not allocated).
 inline constexpr size_t kMaxValueBytes = size_t{64} << 20;
 
+// An integer argument (int or bool); throws kRuntime naming `what` for anything else.
+int64_t int_arg(const Value& v, std::string_view what);
+
+// The int64 a float truncates to; throws for NaN, infinities and values past 64 bits.
+int64_t float_to_int(double d);
+
 // a OP b for OP in + - * / // % ** ~ == != < <= > >= in "not in".
 Value binary_op(std::string_view op, const Value& a, const Value& b);
 

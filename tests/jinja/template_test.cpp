@@ -238,6 +238,22 @@ TEST(JinjaErrors, SyntaxAndUnsupportedNameTheLine) {
                           "{% macro m( %}{% endmacro %}", "{{ 1 ++ }}", "{{ @ }}"}) {
     EXPECT_FALSE(try_render(bad).is_ok()) << bad;
   }
+  // Integers are 64-bit: overflow is refused, never wraps (Python would go to big integers).
+  for (const char* big : {"{{ 9223372036854775807 + 1 }}", "{{ 2 ** 64 }}", "{{ -(-9223372036854775807 - 1) }}",
+                          "{{ (-9223372036854775807 - 1) // -1 }}", "{{ 1e300 | int }}", "{{ 'nan' | float | int }}"}) {
+    auto b = try_render(big);
+    ASSERT_FALSE(b.is_ok()) << big;
+    EXPECT_EQ(b.status().code(), ErrorCode::kUnsupported) << big << ": " << b.status().message();
+  }
+  EXPECT_EQ(render("{{ 2 ** 62 }}|{{ (-1) ** 1000001 }}|{{ range(9223372036854775806, 9223372036854775807, 5) | list }}"),
+            "4611686018427387904|-1|[9223372036854775806]");
+  for (const char* bad : {"{{ 'a'.split(',', 'x') }}", "{{ 'a' | indent(none) }}", "{{ 'a' | round }}",
+                          "{{ [1] | tojson(indent='x') }}", "{{ ['nan' | float, 1.0] | sort }}",
+                          "{{ 'ab'.replace('a', 'b', 'c') }}"}) {
+    EXPECT_FALSE(try_render(bad).is_ok()) << bad;
+  }
+  EXPECT_EQ(render("{{ [1, 2][::9223372036854775807] }}{{ [1, 2][::-9223372036854775807] }}"),
+            "[1][2]");
   for (const char* bad : {"{{ 1 + 'a' }}", "{{ 1 / 0 }}", "{{ 5 // 0 }}", "{{ none() }}",
                           "{% for x in 3 %}{% endfor %}", "{{ [1][0:1:0] }}", "{{ {}|tojson(4)|x }}",
                           "{% set a, b = [1] %}", "{{ 1 | length }}", "{{ 'a' < 1 }}"}) {

@@ -109,8 +109,12 @@ class Parser {
       const Token& t = peek();
       if (t.kind == TokenKind::kEof) {
         if (ends.size() != 0) {
-          fail("unexpected end of template: expected {% " + std::string(*(ends.end() - 1)) +
-               " %}");
+          // Name the statement left open, at the line it was opened.
+          const std::string end(*(ends.end() - 1));
+          throw Error(ErrorKind::kSyntax,
+                      "{% " + end.substr(3) + " %} is never closed: expected {% " + end +
+                          " %} before the end of the template",
+                      open_lines_.empty() ? t.line : open_lines_.back());
         }
         return body;
       }
@@ -149,6 +153,11 @@ class Parser {
     auto n = std::make_unique<Node>();
     n->line = t.line;
     next();
+    open_lines_.push_back(n->line);
+    struct Pop {
+      std::vector<int>& v;
+      ~Pop() { v.pop_back(); }
+    } pop{open_lines_};
     if (name == "if") return parse_if(std::move(n));
     if (name == "for") return parse_for(std::move(n));
     if (name == "set") return parse_set(std::move(n));
@@ -642,6 +651,7 @@ class Parser {
   const std::vector<Token>& t_;
   size_t pos_ = 0;
   int depth_ = 0;
+  std::vector<int> open_lines_;  // lines of the statements being parsed, innermost last
 };
 
 }  // namespace

@@ -228,6 +228,8 @@ TEST(JinjaErrors, SyntaxAndUnsupportedNameTheLine) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("endif"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("line 2: {% if %} is never closed"), std::string::npos)
+      << r.status().message();
   r = try_render("x\n\n{% include 'other.jinja' %}");
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);

@@ -50,7 +50,7 @@ out=$("$TESSERA" serve --model "$MODEL" --port 0 --chat-template "$BAD" 2>&1)
 rc=$?
 set -e
 check "bad template stops the server" yes "$([ $rc -ne 0 ] && echo yes || echo "no (rc $rc)")"
-contains "bad template error names the line" "line 4" "$out"
+contains "bad template error names the line" "line 2: {% for %} is never closed" "$out"
 contains "bad template error names the file" "bad.jinja" "$out"
 
 LOG="$WORK/server-chat-template.log"

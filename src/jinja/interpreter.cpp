@@ -66,9 +66,10 @@ std::string Interpreter::render(const Body& body, const Dict& context) {
     }
     if (stepv == 0) throw_runtime("range() step must not be zero");
     List out;
-    for (__int128 i = start; stepv > 0 ? i < stop : i > stop; i += stepv) {  // no overflow
+    for (int64_t i = start; stepv > 0 ? i < stop : i > stop;) {
       step(0);
-      out.emplace_back(static_cast<int64_t>(i));
+      out.emplace_back(i);
+      if (__builtin_add_overflow(i, stepv, &i)) break;  // past the end of int64: past `stop`
     }
     return Value(std::move(out));
   })));

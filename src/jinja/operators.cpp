@@ -310,12 +310,13 @@ Value slice(const Value& obj, std::optional<int64_t> start, std::optional<int64_
   const int64_t hi = clamp(stop, step > 0 ? n : -1);
   std::string s;
   List l;
-  for (__int128 i = lo; step > 0 ? i < hi : i > hi; i += step) {  // no overflow for a huge step
+  for (int64_t i = lo; step > 0 ? i < hi : i > hi;) {
     if (is_str) {
       s += chars[static_cast<size_t>(i)];
     } else {
       l.push_back(obj.as_list()[static_cast<size_t>(i)]);
     }
+    if (__builtin_add_overflow(i, step, &i)) break;  // a huge step: past either end
   }
   return is_str ? Value(std::move(s)) : Value(std::move(l));
 }

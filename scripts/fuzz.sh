@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the file-format fuzzers (GGUF, safetensors) with clang (libFuzzer + ASan + UBSan) in
-# build/fuzz/, writes their seed corpora and fuzzes the GGUF reader for N seconds (default 60) and
-# the safetensors reader for half that. Exits non-zero when a fuzzer finds a crash,
+# Builds the file-format fuzzers (GGUF, safetensors) and the chat-template interpreter's with clang
+# (libFuzzer + ASan + UBSan) in build/fuzz/, writes their seed corpora and fuzzes the GGUF reader
+# for N seconds (default 60), the safetensors reader and the Jinja interpreter for half that each. Exits non-zero when a fuzzer finds a crash,
 # leak, sanitizer report or broken round trip; the input is saved under build/fuzz/fuzz-artifacts/.
 # Usage: scripts/fuzz.sh [seconds]   Env: TESSERA_FUZZ_BUILD_DIR, JOBS (default 2).
 set -euo pipefail
@@ -14,7 +14,8 @@ jobs="${JOBS:-2}"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j "$jobs" gguf_fuzzer gguf_seed_writer safetensors_fuzzer safetensors_seed_writer
+ninja -C "$build" -j "$jobs" gguf_fuzzer gguf_seed_writer safetensors_fuzzer safetensors_seed_writer \
+  jinja_fuzzer
 
 artifacts="$build/fuzz-artifacts/"
 mkdir -p "$artifacts"
@@ -37,3 +38,19 @@ fuzz_one() {
 }
 fuzz_one gguf "$seconds"
 fuzz_one safetensors "$(( (seconds + 1) / 2 ))"
+
+# The Jinja interpreter: seeds are the real chat templates of ../shared/templates when present
+# (never committed), plus a small template written here.
+jinja_corpus="$build/fuzz-corpus/jinja"
+mkdir -p "$jinja_corpus"
+shared_templates="${TESSERA_SHARED_DIR:-$root/../shared}/templates"
+if [ -d "$shared_templates" ]; then cp "$shared_templates"/*.jinja "$jinja_corpus"/ 2>/dev/null || true; fi
+printf '%s' "{% for m in messages %}{{ '<|' + m.role + '|>' + m.content | trim }}{% endfor %}" \
+  >"$jinja_corpus/seed-loop.jinja"
+"$build/fuzz/jinja_fuzzer" "$jinja_corpus" \
+  -dict="$root/fuzz/jinja.dict" \
+  -max_len=65536 \
+  -max_total_time="$(( (seconds + 1) / 2 ))" \
+  -rss_limit_mb=2048 \
+  -print_final_stats=1 \
+  -artifact_prefix="${artifacts}jinja-"

@@ -10,6 +10,7 @@ PACKAGES=(
   libboost-dev  # Boost.Asio/Beast (header-only): the HTTP server and bench's HTTP client
   clang libclang-rt-14-dev  # libFuzzer for the fuzz targets
   chromium                  # the headless report test (Chart.js itself comes from npm, below)
+  python3-jinja2            # expected renderings of the real chat templates (jinja_tests)
 )
 
 missing=()

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "commands.h"
 #include "spec_args.h"
@@ -25,6 +27,7 @@
 #include "tessera/serve/fleet_backend.h"
 #include "tessera/serve/fleet_config.h"
 #include "tessera/serve/adapter_registry.h"
+#include "tessera/serve/model_chat_template.h"
 #include "tessera/serve/model_router.h"
 #include "tessera/serve/server.h"
 
@@ -56,7 +59,8 @@ struct ServeArgs {
   bool no_prefix_cache = false;
   std::string kv_type = "f16";
   std::string api_key;
-  std::string chat_template;
+  std::string chat_template;            // --chat-template NAME|FILE
+  serve::ChatTemplateOverride chat_override;  // what it names, read once at start
   std::string embedding_pooling;   // mean | last; empty: the model's metadata (pooling_type)
   std::vector<std::string> loras;  // NAME=PATH
   bool lora_runtime = false;
@@ -65,18 +69,53 @@ struct ServeArgs {
   SpecArgs spec;
 };
 
+// --chat-template NAME|FILE: a built-in name, else a .jinja file, read and checked here so a bad
+// file stops the server at start instead of failing every chat request.
+Result<serve::ChatTemplateOverride> chat_template_override(const std::string& spec) {
+  serve::ChatTemplateOverride o;
+  if (spec.empty()) return o;
+  if (serve::chat_template_from_name(spec).is_ok()) {
+    o.name = spec;
+    return o;
+  }
+  std::ifstream f(spec, std::ios::binary);
+  if (!f) {
+    return invalid_argument(fmt::format(
+        "--chat-template '{}': neither a built-in name ({}) nor a readable .jinja file", spec,
+        serve::chat_template_names()));
+  }
+  std::stringstream text;
+  text << f.rdbuf();
+  o.file = spec;
+  o.jinja_source = text.str();
+  auto parsed = jinja::Template::parse(o.jinja_source);
+  if (!parsed.is_ok()) return parsed.status().with_context("--chat-template " + spec);
+  return o;
+}
+
+// The wall-clock date a template's strftime_now formats (local time, as HF's datetime.now()).
+std::tm local_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  return tm;
+}
+
 // A renderer for the model's chat template, or one that explains why there is none (the chat
 // route answers 400 with that message; completions keep working).
 serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
                                        std::shared_ptr<const model::Tokenizer> tokenizer,
-                                       const std::string& override_name) {
-  auto kind = serve::resolve_chat_template(metadata, override_name);
-  if (!kind.is_ok()) {
-    log_warn("chat route disabled: {}", kind.status().message());
-    Status why = kind.status();
+                                       const serve::ChatTemplateOverride& override_spec) {
+  auto resolved = serve::resolve_model_chat_template(metadata, override_spec);
+  if (!resolved.is_ok()) {
+    log_warn("chat route disabled: {}", resolved.status().message());
+    Status why = resolved.status();
     return [why](const std::vector<serve::ChatTurn>&) -> Result<std::string> { return why; };
   }
-  const serve::ChatTemplateKind k = *kind;
+  auto tmpl = std::make_shared<const serve::ModelChatTemplate>(std::move(resolved).value());
+  std::printf("tessera serve: chat template: %s\n", tmpl->origin.c_str());
+  std::fflush(stdout);
+  if (!tmpl->note.empty()) log_warn("chat template: {}", tmpl->note);
   const std::string bos =
       tokenizer->bos_id() >= 0 ? std::string(tokenizer->token_text(tokenizer->bos_id())) : "";
   const std::string eos =
@@ -85,14 +124,20 @@ serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
   // the start, drop that one so the prompt does not begin with two.
   const bool tokenizer_adds_bos = !tokenizer->encode("", true, false).empty() &&
                                   tokenizer->encode("", true, false).front() == tokenizer->bos_id();
-  const bool strip_leading_bos = serve::chat_template_writes_bos(k) && tokenizer_adds_bos;
-  return [k, bos, eos, strip_leading_bos](const std::vector<serve::ChatTurn>& turns)
+  return [tmpl, bos, eos, tokenizer_adds_bos](const std::vector<serve::ChatTurn>& turns)
              -> Result<std::string> {
     std::vector<serve::ChatMessage> messages;
     messages.reserve(turns.size());
     for (const auto& t : turns) messages.push_back({t.role, t.content});
-    TS_ASSIGN_OR_RETURN(std::string text, serve::render_chat(k, messages, true, bos, eos));
-    if (strip_leading_bos && !bos.empty() && text.starts_with(bos)) text.erase(0, bos.size());
+    bool used_fallback = false;
+    TS_ASSIGN_OR_RETURN(std::string text,
+                        serve::render_model_chat(*tmpl, messages, true, bos, eos, local_now(),
+                                                 &used_fallback));
+    if (used_fallback) {
+      log_warn("chat template: the interpreter refused a render; used the built-in {}",
+               serve::chat_template_name(*tmpl->builtin));
+    }
+    if (tokenizer_adds_bos && !bos.empty() && text.starts_with(bos)) text.erase(0, bos.size());
     return text;
   };
 }
@@ -235,12 +280,12 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
     serve::ModelEntry entry = serve::fleet_entry(fleet, name);
     if (fleet->opened(name).is_ok()) {
       entry.chat = make_chat_renderer(fleet->metadata(name), fleet->shared_tokenizer(name),
-                                      a.chat_template);
+                                      a.chat_override);
     } else {
       // The file did not open (the model is Failed; requests get 503 until a retry opens it):
       // the template comes from the file once it does.
       std::weak_ptr<fleet::FleetManager> weak = fleet;
-      entry.chat = [weak, name, tmpl = a.chat_template](
+      entry.chat = [weak, name, tmpl = a.chat_override](
                        const std::vector<serve::ChatTurn>& turns) -> Result<std::string> {
         auto f = weak.lock();
         if (!f) return Status(ErrorCode::kUnavailable, "the server is stopping");
@@ -288,7 +333,11 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
   return 0;
 }
 
-int run_serve(const ServeArgs& a) {
+int run_serve(const ServeArgs& args) {
+  ServeArgs a = args;
+  auto chat_override = chat_template_override(a.chat_template);
+  if (!chat_override.is_ok()) return fail(chat_override.status());
+  a.chat_override = std::move(chat_override).value();
   // Signals are taken by sigwait() below: block them before any thread starts so every thread
   // inherits the mask.
   sigset_t signals;
@@ -344,7 +393,7 @@ int run_serve(const ServeArgs& a) {
   serve::ModelEntry entry;
   entry.name = name;
   entry.backend = serve::engine_backend(engine);
-  entry.chat = make_chat_renderer(model->file().metadata, tokenizer, a.chat_template);
+  entry.chat = make_chat_renderer(model->file().metadata, tokenizer, a.chat_override);
   entry.pooling = engine::pooling_from_metadata(model->file().metadata);
   if (!a.embedding_pooling.empty()) {
     auto pooling = engine::parse_pooling(a.embedding_pooling);
@@ -486,7 +535,9 @@ void add_serve_command(CLI::App& app, RunFn& run) {
                 "Allow POST /v1/adapters and DELETE /v1/adapters/{name} to load and unload adapters "
                 "while serving (they read files the caller names)");
   cmd->add_option("--chat-template", a->chat_template,
-                  fmt::format("Chat template override: {}", serve::chat_template_names()));
+                  fmt::format("Chat template: a built-in ({}) or a .jinja file; default: the "
+                              "model's own tokenizer.chat_template",
+                              serve::chat_template_names()));
   cmd->add_option("--embedding-pooling", a->embedding_pooling,
                   "How /v1/embeddings pools the final hidden states: mean or last (default: the "
                   "model's pooling_type metadata, else mean)")

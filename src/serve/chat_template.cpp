@@ -5,6 +5,8 @@
 #include <initializer_list>
 #include <utility>
 
+#include "tessera/jinja/builtins.h"
+
 namespace tessera::serve {
 namespace {
 
@@ -37,59 +39,9 @@ constexpr std::string_view kMistralRoleError =
     "Only user and assistant roles are supported, with the exception of an initial optional "
     "system message!";
 
-// --- Python's str.strip(), which Jinja's `trim` filter and `.strip()` both call -------------
-
-// Code points for which Python's str.isspace() is true.
-bool is_python_space(char32_t c) {
-  if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
-  switch (c) {
-    case 0x85: case 0xa0: case 0x1680: case 0x2028: case 0x2029: case 0x202f: case 0x205f:
-    case 0x3000:
-      return true;
-    default:
-      return c >= 0x2000 && c <= 0x200a;
-  }
-}
-
-// Decodes the UTF-8 code point starting at s[i]; returns {code point, byte length}, or
-// {0xFFFFFFFF, 1} for a malformed sequence (never whitespace, so stripping stops there).
-std::pair<char32_t, size_t> decode_utf8(std::string_view s, size_t i) {
-  constexpr std::pair<char32_t, size_t> kBad = {0xFFFFFFFF, 1};
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  const size_t len = b0 < 0x80           ? 1
-                     : (b0 >> 5) == 0x06  ? 2
-                     : (b0 >> 4) == 0x0e  ? 3
-                     : (b0 >> 3) == 0x1e  ? 4
-                                          : 0;
-  if (len == 0 || i + len > s.size()) return kBad;
-  char32_t c = len == 1 ? b0 : b0 & (0x7f >> len);
-  for (size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xc0) != 0x80) return kBad;
-    c = (c << 6) | (b & 0x3f);
-  }
-  return {c, len};
-}
-
-std::string_view python_strip(std::string_view s) {
-  size_t begin = 0;
-  while (begin < s.size()) {
-    auto [c, len] = decode_utf8(s, begin);
-    if (!is_python_space(c)) break;
-    begin += len;
-  }
-  size_t end = s.size();
-  while (end > begin) {
-    size_t start = end - 1;  // back up to the lead byte of the last code point
-    while (start > begin && end - start < 4 &&
-           (static_cast<unsigned char>(s[start]) & 0xc0) == 0x80) {
-      --start;
-    }
-    auto [c, len] = decode_utf8(s, start);
-    if (start + len != end || !is_python_space(c)) break;
-    end = start;
-  }
-  return s.substr(begin, end - begin);
+// Python's str.strip(), which Jinja's `trim` filter and `.strip()` both call: the interpreter's.
+std::string python_strip(std::string_view s) {
+  return jinja::python_strip(s, jinja::Value::none(), true, true);
 }
 
 // --- Rendering: each function follows its reference template's control flow ------------------

@@ -1,9 +1,9 @@
-// Chat templates: turns a chat conversation (system / user / assistant messages) into the prompt
-// text a model was tuned on. Tessera does not run Jinja; it recognizes a GGUF
-// `tokenizer.chat_template` as one of a few common families by distinctive markers and renders
-// that family in C++, byte for byte as the family's official Jinja template renders under
-// HF transformers (jinja2 with trim_blocks and lstrip_blocks). `--chat-template NAME` overrides
-// the recognition.
+// The built-in chat templates: turn a chat conversation (system / user / assistant messages) into
+// the prompt text a model was tuned on, for six common families recognized in a GGUF
+// `tokenizer.chat_template` by distinctive markers, rendered in C++ byte for byte as the family's
+// official Jinja template renders under HF transformers (jinja2 with trim_blocks and
+// lstrip_blocks). A model's own template normally goes through the Jinja interpreter instead
+// (model_chat_template.h); these are `--chat-template NAME` and its fallbacks.
 //
 // The reference template of each kind (variants of a family map to it; see
 // detect_chat_template in the .cpp for those that render differently):

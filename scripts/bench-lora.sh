@@ -83,6 +83,8 @@ start() {  # engine
   pid=$!
   healthy "$1"
 }
+# STALL_ONLY=1 skips the mixes and runs only the runtime-loading check below.
+[ "${STALL_ONLY:-0}" = 1 ] && rounds=0
 for r in $(seq 1 "$rounds"); do
   for e in $engines; do
     start "$e"
@@ -99,7 +101,7 @@ for r in $(seq 1 "$rounds"); do
     stop
   done
 done | tee "$out/runs.txt"
-/usr/bin/python3 - "$out/runs.txt" "$mixes" "$engines" <<'PY'
+[ "${STALL_ONLY:-0}" = 1 ] || /usr/bin/python3 - "$out/runs.txt" "$mixes" "$engines" <<'PY'
 import re, statistics, sys
 runs, mixes, engines = open(sys.argv[1]).read(), sys.argv[2].split(), sys.argv[3].split()
 tps = {}
@@ -128,10 +130,10 @@ if [ "${STALL:-1}" = 1 ] && [[ " $engines " == *" tessera "* ]]; then
     healthy tessera-stall
     "$T" bench serve --target "http://127.0.0.1:$port" --model "$name" --tokenizer "$base" \
       --scenario concurrency --concurrency "$conc" -n "$conc" --warmup 0 --input-len 16 \
-      --output-len 96 --ignore-eos --no-progress --out "$out/stall-$mode" > "$out/stall-$mode.txt" 2>&1 &
+      --output-len 256 --ignore-eos --no-progress --out "$out/stall-$mode" > "$out/stall-$mode.txt" 2>&1 &
     bench=$!
     if [ $mode = loading ]; then
-      sleep 8
+      sleep 4  # the streams are past their prefill and decoding
       for i in $(seq 1 "$max_mix"); do
         curl -s -o /dev/null -w "load a$i: HTTP %{http_code} in %{time_total} s\n" \
           "http://127.0.0.1:$port/v1/adapters" -d "{\"name\": \"r$i\", \"path\": \"$out/a$i\"}"

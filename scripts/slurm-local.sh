@@ -28,7 +28,7 @@ usage() { sed -n '5,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
 cmd="$1"
 shift
-STATE_DIR="${1:-${TESSERA_SLURM_DIR:-${TMPDIR:-/tmp}/tessera-slurm-$(id -u)}}"
+STATE_DIR="${1:-${TESSERA_SLURM_DIR:-${TMPDIR:-/tmp}/tessera-slurm-$UID}}"
 case "$STATE_DIR" in
   /*) ;;
   *) STATE_DIR="$PWD/$STATE_DIR" ;;
@@ -58,24 +58,32 @@ require_installed() {
 # pid_alive FILE: the pid in FILE names a live process.
 pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-# stop_pid NAME FILE: TERM, wait up to 10 s, then KILL.
-stop_pid() {
-  local name="$1" file="$2" pid i
-  if ! pid_alive "$file"; then
-    rm -f "$file"
-    return 0
-  fi
-  pid="$(cat "$file")"
-  kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
+# stop_pids FILE...: TERM every live process named by a pid file, wait up to 10 s for all of them
+# (each takes ~2 s to shut down, so they are stopped together), then KILL what is left.
+stop_pids() {
+  local f pid pids=() i alive
+  for f in "$@"; do
+    if pid_alive "$f"; then
+      pid="$(cat "$f")"
+      pids+=("$pid")
+      kill -TERM "$pid" 2>/dev/null || true
+    fi
   done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "slurm-local: $name (pid $pid) ignored TERM for 10 s; killing it" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$file"
+  for i in $(seq 200); do
+    alive=0
+    for pid in "${pids[@]}"; do
+      if kill -0 "$pid" 2>/dev/null; then alive=1; fi
+    done
+    [ "$alive" = 1 ] || break
+    sleep 0.05
+  done
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "slurm-local: pid $pid ignored TERM for 10 s; killing it" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  rm -f "$@"
 }
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -236,7 +244,8 @@ do_start() {
   # A half-up cluster (a daemon died) is stopped whole and started again.
   do_stop quiet
   pick_ports
-  local t0=$SECONDS
+  local t0
+  t0="$(date +%s%N)"
   write_conf
   start_munged
   # The daemons fork into the background and write their pid files; their stdio goes to files so
@@ -260,7 +269,8 @@ do_start() {
     tail_logs
     exit 1
   fi
-  echo "slurm-local: $NODES node(s) up in $((SECONDS - t0)) s in $STATE_DIR" \
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  echo "slurm-local: $NODES node(s) up in $((ms / 1000)).$(printf %03d $((ms % 1000))) s in $STATE_DIR" \
        "(slurmctld port $CTLD_PORT); eval \"\$($0 env $STATE_DIR)\""
 }
 
@@ -269,12 +279,14 @@ do_stop() {
   if [ -f "$CONF" ] && pid_alive "$STATE_DIR/slurmctld.pid"; then
     SLURM_CONF="$CONF" timeout 10 scancel --quiet --user="$(id -un)" 2>/dev/null || true
   fi
+  # The Slurm daemons first, together; munged last, as they authenticate through it until the end.
+  local files=("$STATE_DIR/slurmctld.pid")
   local f
   for f in "$STATE_DIR"/slurmd-*.pid; do
-    if [ -e "$f" ]; then stop_pid slurmd "$f"; fi
+    if [ -e "$f" ]; then files+=("$f"); fi
   done
-  stop_pid slurmctld "$STATE_DIR/slurmctld.pid"
-  stop_pid munged "$STATE_DIR/munged.pid"
+  stop_pids "${files[@]}"
+  stop_pids "$STATE_DIR/munged.pid"
   [ -n "$quiet" ] || echo "slurm-local: stopped ($STATE_DIR)"
 }
 

@@ -18,8 +18,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-t0=$(date +%s.%N)
-"$slurm_local" start "$state"
-echo "cluster start: $(echo "$(date +%s.%N) - $t0" | bc) s"
+"$slurm_local" start "$state"  # prints how long the cluster took to come up
 mkdir -p "$state/jobs"
 TESSERA_SLURM_CONF="$state/slurm.conf" TESSERA_SLURM_TEST_DIR="$state/jobs" "$driver"

@@ -32,8 +32,9 @@ struct SubprocessResult {
 };
 
 // Runs argv[0] (looked up in this process's PATH, not options.env's, when it has no '/') with
-// argv[1..] as its arguments, stdin from /dev/null, in a process group of its own. Returns when the program has exited; output written
-// after that by background processes it left behind (daemons) is not waited for.
+// argv[1..] as its arguments, stdin from /dev/null, in a process group of its own. Returns when
+// the program has exited; output written after that by background processes it left behind
+// (daemons) is not waited for.
 // A program that fails or times out is not an error: look at the result.
 // Errors: kInvalidArgument for an empty argv or an argument with a NUL byte; kUnavailable when the
 // program cannot be started (not found, not executable), naming it; kIoError when a pipe or

@@ -20,8 +20,7 @@ class SlurmCliClient final : public SlurmClient {
 
   Status cancel(int64_t job_id) override {
     TS_ASSIGN_OR_RETURN(SubprocessResult r, run_tool("scancel", {std::to_string(job_id)}));
-    if (r.succeeded() || (!r.timed_out && scancel_says_already_gone(r.output)))
-      return Status::ok();
+    if (r.succeeded() || (!r.timed_out && scancel_says_already_gone(r.output))) return Status::ok();
     return tool_failed("scancel", "cancelling job " + std::to_string(job_id), r);
   }
 
@@ -58,10 +57,14 @@ class SlurmCliClient final : public SlurmClient {
 
 std::string_view slurm_job_state_name(SlurmJobState state) {
   switch (state) {
-    case SlurmJobState::kPending: return "pending";
-    case SlurmJobState::kRunning: return "running";
-    case SlurmJobState::kCompleting: return "completing";
-    case SlurmJobState::kEnded: return "ended";
+    case SlurmJobState::kPending:
+      return "pending";
+    case SlurmJobState::kRunning:
+      return "running";
+    case SlurmJobState::kCompleting:
+      return "completing";
+    case SlurmJobState::kEnded:
+      return "ended";
   }
   return "unknown";
 }

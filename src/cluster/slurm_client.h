@@ -25,7 +25,8 @@ struct SlurmJobSpec {
   int64_t memory_mb = 0;          // --mem; 0: not given (the cluster's default)
   std::string partition;          // --partition; empty: the default partition
   std::string output;             // --output path (stdout and stderr); empty: /dev/null
-  std::vector<std::pair<std::string, std::string>> env;  // exported into the job (names: C identifiers)
+  std::vector<std::pair<std::string, std::string>>
+      env;  // exported into the job (names: C identifiers)
 };
 
 // What a job is doing, folded to what a controller acts on.

@@ -13,8 +13,10 @@ bool parse_int64(std::string_view s, int64_t& out) {
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -32,7 +34,8 @@ std::vector<std::string_view> lines_of(std::string_view text) {
 bool is_identifier(std::string_view s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
   for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return false;
   }
   return true;
@@ -100,8 +103,8 @@ Result<std::vector<std::string>> sbatch_arguments(const SlurmJobSpec& spec) {
   if (spec.memory_mb < 0)
     return invalid_argument("Slurm job '" + spec.name + "': memory_mb is negative");
   TS_ASSIGN_OR_RETURN(std::string cmd, batch_command(spec));
-  std::vector<std::string> args = {"--parsable", "--job-name=" + spec.name,
-                                   "--ntasks=1", "--cpus-per-task=" + std::to_string(spec.cpus)};
+  std::vector<std::string> args = {"--parsable", "--job-name=" + spec.name, "--ntasks=1",
+                                   "--cpus-per-task=" + std::to_string(spec.cpus)};
   if (spec.memory_mb > 0) args.push_back("--mem=" + std::to_string(spec.memory_mb));
   if (!spec.partition.empty()) args.push_back("--partition=" + spec.partition);
   args.push_back("--output=" + (spec.output.empty() ? std::string("/dev/null") : spec.output));
@@ -129,7 +132,7 @@ SlurmJobState parse_slurm_state(std::string_view state) {
     return SlurmJobState::kRunning;
   if (state == "COMPLETING") return SlurmJobState::kCompleting;
   static constexpr std::string_view kEnded[] = {
-      "COMPLETED", "CANCELLED", "FAILED",        "TIMEOUT",   "NODE_FAIL", "PREEMPTED",
+      "COMPLETED", "CANCELLED", "FAILED",        "TIMEOUT",      "NODE_FAIL", "PREEMPTED",
       "BOOT_FAIL", "DEADLINE",  "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"};
   for (std::string_view s : kEnded) {
     if (state == s) return SlurmJobState::kEnded;

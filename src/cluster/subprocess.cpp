@@ -37,7 +37,8 @@ std::vector<std::string> merged_environment(
     std::string_view kv(*e);
     size_t eq = kv.find('=');
     std::string key(kv.substr(0, eq));
-    if (vars.emplace(key, eq == std::string_view::npos ? "" : std::string(kv.substr(eq + 1))).second)
+    if (vars.emplace(key, eq == std::string_view::npos ? "" : std::string(kv.substr(eq + 1)))
+            .second)
       order.push_back(key);
   }
   for (const auto& [key, value] : additions) {
@@ -123,8 +124,8 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv,
   posix_spawnattr_setpgroup(&res.attr, 0);
   posix_spawnattr_setsigmask(&res.attr, &empty);
   posix_spawnattr_setsigdefault(&res.attr, &all);
-  posix_spawnattr_setflags(&res.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                          POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&res.attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   std::vector<char*> c_argv;
   for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
@@ -135,8 +136,8 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv,
   c_env.push_back(nullptr);
 
   pid_t pid = -1;
-  int err = posix_spawnp(&pid, program.c_str(), &res.actions, &res.attr, c_argv.data(),
-                         c_env.data());
+  int err =
+      posix_spawnp(&pid, program.c_str(), &res.actions, &res.attr, c_argv.data(), c_env.data());
   if (err != 0) {
     return Status(ErrorCode::kUnavailable, "cannot run '" + program + "': " + errno_text(err));
   }

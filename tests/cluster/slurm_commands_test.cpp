@@ -14,10 +14,26 @@ namespace tessera::cluster {
 namespace {
 
 const std::vector<std::string>& odd_arguments() {
-  static const std::vector<std::string> args = {
-      "plain", "a b", "  two  spaces ", "it's", "\"double\"", "$HOME", "${PATH}", "`id`",
-      "$(id)", "back\\slash", "", "new\nline", "tab\there", "*", "semi;colon&amp|pipe", "'",
-      "''", "-n", "--flag=x y", "\xc3\xa9t\xc3\xa9"};
+  static const std::vector<std::string> args = {"plain",
+                                                "a b",
+                                                "  two  spaces ",
+                                                "it's",
+                                                "\"double\"",
+                                                "$HOME",
+                                                "${PATH}",
+                                                "`id`",
+                                                "$(id)",
+                                                "back\\slash",
+                                                "",
+                                                "new\nline",
+                                                "tab\there",
+                                                "*",
+                                                "semi;colon&amp|pipe",
+                                                "'",
+                                                "''",
+                                                "-n",
+                                                "--flag=x y",
+                                                "\xc3\xa9t\xc3\xa9"};
   return args;
 }
 
@@ -27,9 +43,18 @@ TEST(SlurmJobName, AcceptsOrdinaryNames) {
 }
 
 TEST(SlurmJobName, RejectsWhitespaceCommasQuotesAndControls) {
-  const std::vector<std::string> bads = {"",    "a b", "a,b",  "a'b",  "a\"b",
-                                         "a`b", "a|b", "a\\b", "a\tb", "a\nb",
-                                         std::string("a\0b", 3), "\xc3\xa9"};
+  const std::vector<std::string> bads = {"",
+                                         "a b",
+                                         "a,b",
+                                         "a'b",
+                                         "a\"b",
+                                         "a`b",
+                                         "a|b",
+                                         "a\\b",
+                                         "a\tb",
+                                         "a\nb",
+                                         std::string("a\0b", 3),
+                                         "\xc3\xa9"};
   for (const std::string& bad : bads) {
     Status s = validate_job_name(bad);
     EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << "accepted '" << bad << "'";
@@ -84,9 +109,12 @@ TEST(SlurmSbatchArguments, CarriesEveryField) {
   spec.output = "/tmp/out %j.log";
   auto args = sbatch_arguments(spec);
   ASSERT_TRUE(args.is_ok()) << args.status().to_string();
-  std::vector<std::string> expected = {"--parsable",      "--job-name=tessera-r1",
-                                       "--ntasks=1",      "--cpus-per-task=2",
-                                       "--mem=512",       "--partition=tessera",
+  std::vector<std::string> expected = {"--parsable",
+                                       "--job-name=tessera-r1",
+                                       "--ntasks=1",
+                                       "--cpus-per-task=2",
+                                       "--mem=512",
+                                       "--partition=tessera",
                                        "--output=/tmp/out %j.log",
                                        "--wrap=exec '/bin/echo' 'hi there'"};
   EXPECT_EQ(*args, expected);

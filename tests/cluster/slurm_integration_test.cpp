@@ -102,8 +102,10 @@ TEST_F(SlurmCluster, JobRunsToCompletionWithExactArgvAndEnv) {
   const std::string out = dir_ + "/exact-" + std::to_string(getpid()) + ".out";
   SlurmJobSpec spec;
   spec.name = prefix_ + "exact";
-  spec.argv = {"sh", "-c", "printf '[%s]' \"$TESSERA_X\" \"$@\"", "sh",
-               "a b", "it's", "\"q\"", "$HOME", "`id`", "back\\slash", ""};
+  spec.argv = {"sh",          "-c",    "printf '[%s]' \"$TESSERA_X\" \"$@\"",
+               "sh",          "a b",   "it's",
+               "\"q\"",       "$HOME", "`id`",
+               "back\\slash", ""};
   spec.env = {{"TESSERA_X", "x 'y' $z"}};
   spec.output = out;
   auto id = client_->submit(spec);
@@ -116,9 +118,7 @@ TEST_F(SlurmCluster, JobRunsToCompletionWithExactArgvAndEnv) {
   EXPECT_EQ(got.str(), "[x 'y' $z][a b][it's][\"q\"][$HOME][`id`][back\\slash][]");
 }
 
-TEST_F(SlurmCluster, CancelUnknownJobIsOk) {
-  EXPECT_TRUE(client_->cancel(987654321).is_ok());
-}
+TEST_F(SlurmCluster, CancelUnknownJobIsOk) { EXPECT_TRUE(client_->cancel(987654321).is_ok()); }
 
 TEST_F(SlurmCluster, BadNameIsRejectedBeforeSlurm) {
   SlurmJobSpec spec;

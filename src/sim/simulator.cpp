@@ -14,6 +14,7 @@
 #include "tessera/base/clock.h"
 #include "tessera/fleet/fleet_controller.h"
 #include "tessera/fleet/idle_policy.h"
+#include "tessera/fleet/replica_choice.h"
 #include "tessera/sim/event_queue.h"
 #include "tessera/sim/latency_histogram.h"
 #include "tessera/sim/replica_sim.h"
@@ -149,6 +150,7 @@ class Sim final : public SimHost::Driver {
   std::vector<std::unique_ptr<NodeTimer>> timers_;
   std::shared_ptr<const fleet::IdlePolicy> policy_;
   Routing routing_ = Routing::kSpread;
+  std::vector<fleet::ReplicaSlotView> route_views_;  // route()'s scratch
   bool pooled_ = false;
   bool dedicated_ = false;
   int32_t busy_slots_ = 0;
@@ -476,37 +478,15 @@ int32_t Sim::route(int32_t model) {
   const ServingConfig& config = models_[static_cast<size_t>(model)].deployment.config;
   const auto cap = static_cast<int32_t>(std::clamp<double>(std::ceil(config.target_in_flight), 1.0,
                                                            config.max_running));
-  int32_t best = -1;
+  route_views_.clear();
   for (int32_t i : ss) {
     const Slot& s = slots_[static_cast<size_t>(i)];
-    if (s.state != ModelState::kActive || s.in_flight >= cap) continue;
-    if (best < 0) {
-      best = i;
-      continue;
-    }
-    const int32_t b = slots_[static_cast<size_t>(best)].in_flight;
-    if (routing_ == Routing::kSpread ? s.in_flight < b : s.in_flight > b) best = i;
+    route_views_.push_back(fleet::ReplicaSlotView{s.state, s.in_flight, 0});
   }
-  if (best >= 0) return best;
-  for (int32_t i : ss) {  // one on its way up with room
-    const Slot& s = slots_[static_cast<size_t>(i)];
-    if ((s.state == ModelState::kLoading || s.state == ModelState::kResuming) && s.in_flight < cap) {
-      return i;
-    }
-  }
-  // Bring another up: the cheapest to bring back first (suspended, then cold).
-  for (ModelState want : {ModelState::kSuspended, ModelState::kSuspending, ModelState::kEvicted,
-                          ModelState::kUnloaded, ModelState::kFailed}) {
-    for (int32_t i : ss) {
-      if (slots_[static_cast<size_t>(i)].state == want) return i;
-    }
-  }
-  // Everything is up and full: the least loaded queues it.
-  best = ss.front();
-  for (int32_t i : ss) {
-    if (slots_[static_cast<size_t>(i)].in_flight < slots_[static_cast<size_t>(best)].in_flight) best = i;
-  }
-  return best;
+  const int32_t k = fleet::choose_replica(route_views_, cap,
+                                          routing_ == Routing::kSpread ? fleet::ReplicaSpread::kSpread
+                                                                       : fleet::ReplicaSpread::kPack);
+  return ss[static_cast<size_t>(k)];
 }
 
 void Sim::on_arrival(const SimRequest& r) {

@@ -18,16 +18,16 @@ echo "== release tests with forced-scalar kernels"
 TESSERA_FORCE_SCALAR=1 ctest --test-dir build/release --output-on-failure -j "$jobs" -L "kernel|model"
 [ "$mode" = quick ] && exit 0
 
-echo "== ASan + UBSan build and tests"
+echo "== ASan + UBSan build and tests (the real-daemon tests, label daemon, ran in Release)"
 ./scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure -j "$jobs"
+  ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE daemon
 
 echo "== TSan build and the engine, server and fleet tests"
 # (The binary-level curl/npm integration tests run in the Release and ASan stages; fleet_tests'
 # memory-tier checks read the resident set, which TSan's shadow memory distorts.)
 ./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests serve_fleet_tests \
-  fleet_manager_tests fleet_controller_tests
+  fleet_manager_tests fleet_controller_tests cluster_controller_tests
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server|fleet" -E "_integration$"
 

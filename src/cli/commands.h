@@ -29,5 +29,6 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run);
 void add_fleet_command(CLI::App& app, RunFn& run);
 void add_sim_command(CLI::App& app, RunFn& run);
 void add_train_command(CLI::App& app, RunFn& run);
+void add_cluster_command(CLI::App& app, RunFn& run);
 
 }  // namespace tessera::cli

@@ -1,0 +1,416 @@
+// ClusterController over a fake Slurm whose "jobs" are in-process HTTP replicas: scaling from
+// zero and back, scaling up under load, prefix-affine and round-robin routing, a lost replica's
+// requests re-routed (answered once), a restarted controller adopting running jobs. The real
+// Slurm runs in the cluster_* integration tests.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/cluster/cluster_controller.h"
+#include "tessera/serve/http_server.h"
+#include "serve/http_test_client.h"
+
+namespace tessera::cluster {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// A free run of `n` consecutive ports on 127.0.0.1 (probed by binding them).
+int free_port_run(int n) {
+  for (int base = 21000 + static_cast<int>(getpid() % 2000) * 8; base < 60000; base += 97) {
+    bool ok = true;
+    for (int p = base; p < base + n && ok; ++p) {
+      int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(p));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      close(fd);
+    }
+    if (ok) return base;
+  }
+  return 0;
+}
+
+// Fake Slurm: submit() starts an in-process replica on the port in the job's argv.
+class FakeSlurm final : public SlurmClient {
+ public:
+  struct Replica {
+    std::unique_ptr<serve::HttpServer> server;
+    SlurmJob job;
+    int port = 0;
+  };
+  std::atomic<int> submits{0};
+  std::atomic<int> answered{0};
+  std::atomic<int> response_delay_ms{0};
+  std::mutex mu;
+  std::map<int, int> answers_by_port;  // port -> requests answered
+
+  ~FakeSlurm() override {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [id, r] : replicas_) {
+      if (r->server) r->server->stop(0ms);
+    }
+  }
+
+  Result<int64_t> submit(const SlurmJobSpec& spec) override {
+    int port = 0;
+    for (size_t i = 0; i + 1 < spec.argv.size(); ++i) {
+      if (spec.argv[i] == "--port") port = std::stoi(spec.argv[i + 1]);
+    }
+    auto r = std::make_unique<Replica>();
+    r->port = port;
+    serve::HttpServerOptions ho;
+    ho.port = port;
+    r->server = std::make_unique<serve::HttpServer>(
+        ho, [this, port](serve::HttpRequest&& req, std::shared_ptr<serve::ResponseWriter> w) {
+          if (req.path == "/health") {
+            w->respond({200, "application/json", {}, "{}"});
+            return;
+          }
+          const int delay = response_delay_ms.load();
+          std::thread([this, port, delay, w, body = req.body] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+            json in = json::parse(body);
+            // Counted before the answer leaves, so a client that has its answer sees the count.
+            ++answered;
+            {
+              std::lock_guard<std::mutex> lock(mu);
+              ++answers_by_port[port];
+            }
+            if (in.value("stream", false)) {
+              w->begin_stream(200, "text/event-stream");
+              for (int i = 0; i < 3; ++i) w->write(fmt::format("data: {{\"i\":{}}}\n\n", i));
+              w->write("data: [DONE]\n\n");
+              w->end_stream();
+            } else {
+              w->respond({200, "application/json", {}, json{{"port", port}}.dump()});
+            }
+          }).detach();
+        });
+    if (Status st = r->server->start(); !st.is_ok()) return st;
+    std::lock_guard<std::mutex> lock(mu);
+    const int64_t id = next_id_++;
+    r->job = SlurmJob{id, spec.name, SlurmJobState::kRunning, "", ""};
+    replicas_[id] = std::move(r);
+    ++submits;
+    return id;
+  }
+  Status cancel(int64_t id) override {
+    std::unique_ptr<Replica> r;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = replicas_.find(id);
+      if (it == replicas_.end()) return Status::ok();
+      r = std::move(it->second);
+      replicas_.erase(it);
+    }
+    r->server->stop(2000ms);
+    return Status::ok();
+  }
+  Result<std::vector<SlurmJob>> jobs(std::string_view prefix) override {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<SlurmJob> out;
+    for (auto& [id, r] : replicas_) {
+      if (r->job.name.rfind(prefix, 0) == 0) out.push_back(r->job);
+    }
+    return out;
+  }
+  // The replica dies without Slurm being asked (kill -9 of the process; the job ends).
+  void kill_port(int port) {
+    std::unique_ptr<Replica> r;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto it = replicas_.begin(); it != replicas_.end(); ++it) {
+        if (it->second->port == port) {
+          r = std::move(it->second);
+          replicas_.erase(it);
+          break;
+        }
+      }
+    }
+    if (r) r->server->stop(0ms);
+  }
+  size_t running() {
+    std::lock_guard<std::mutex> lock(mu);
+    return replicas_.size();
+  }
+  int answers_on(int port) {
+    std::lock_guard<std::mutex> lock(mu);
+    return answers_by_port[port];
+  }
+
+ private:
+  int64_t next_id_ = 100;
+  std::map<int64_t, std::unique_ptr<Replica>> replicas_;
+};
+
+// Forwards a shared FakeSlurm (so a test can restart the controller over the same "cluster").
+class SharedSlurm final : public SlurmClient {
+ public:
+  explicit SharedSlurm(FakeSlurm* f) : f_(f) {}
+  Result<int64_t> submit(const SlurmJobSpec& s) override { return f_->submit(s); }
+  Status cancel(int64_t id) override { return f_->cancel(id); }
+  Result<std::vector<SlurmJob>> jobs(std::string_view p) override { return f_->jobs(p); }
+
+ private:
+  FakeSlurm* f_;
+};
+
+struct Router {
+  std::unique_ptr<ClusterController> ctl;
+  std::unique_ptr<serve::HttpServer> http;
+  int port = 0;
+  ~Router() {
+    if (http) http->stop(1000ms);
+    if (ctl) ctl->stop(false);
+  }
+};
+
+std::unique_ptr<Router> start_router(FakeSlurm* slurm, ClusterOptions o) {
+  auto r = std::make_unique<Router>();
+  auto ctl = ClusterController::create(std::move(o), std::make_unique<SharedSlurm>(slurm));
+  EXPECT_TRUE(ctl.is_ok()) << ctl.status().to_string();
+  if (!ctl.is_ok()) return nullptr;
+  r->ctl = std::move(*ctl);
+  EXPECT_TRUE(r->ctl->start().is_ok());
+  ClusterController* c = r->ctl.get();
+  r->http = std::make_unique<serve::HttpServer>(
+      serve::HttpServerOptions{}, [c](serve::HttpRequest&& q, std::shared_ptr<serve::ResponseWriter> w) {
+        c->handle(std::move(q), std::move(w));
+      });
+  EXPECT_TRUE(r->http->start().is_ok());
+  r->port = r->http->port();
+  return r;
+}
+
+ClusterOptions options(int port_base, int replicas) {
+  ClusterOptions o;
+  o.name = "t";
+  ClusterModelSpec m;
+  m.name = "m";
+  m.path = "/nonexistent.gguf";
+  m.max_replicas = replicas;
+  m.memory_mb = 64;
+  o.models.push_back(m);
+  o.replica_port_base = port_base;
+  o.replica_cap = 1;
+  o.keep_alive_s = 60;
+  o.request_deadline_s = 10;
+  o.slurm_poll_s = 0.05;
+  o.host.poll_s = 0.01;
+  o.host.ready_timeout_s = 5;
+  return o;
+}
+
+serve::testing::ClientResponse complete(int port, const std::string& prompt, bool stream = false) {
+  serve::testing::TestClient c(port);
+  return c.request("POST", "/v1/completions",
+                   json{{"model", "m"}, {"prompt", prompt}, {"stream", stream}}.dump());
+}
+
+json status(Router& r) { return r.ctl->status_json(); }
+
+template <typename F>
+bool eventually(F f, std::chrono::milliseconds within = 5000ms) {
+  const auto end = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return f();
+}
+
+TEST(ClusterController, ScalesFromZeroAndBackToZero) {
+  const int base = free_port_run(2);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = options(base, 2);
+  o.keep_alive_s = 0.3;
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(slurm.running(), 0u);
+  auto res = complete(r->port, "hello");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(json::parse(res.body)["port"], base);  // the first slot came up for it
+  EXPECT_EQ(slurm.submits.load(), 1);
+  // Idle past the keep-alive: the replica's job is released.
+  EXPECT_TRUE(eventually([&] { return slurm.running() == 0; }));
+  EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas_up"] == 0; }));
+  const json s = status(*r)["models"][0];
+  EXPECT_EQ(s["answered"], 1);
+  EXPECT_EQ(s["scale_ups"], 1);
+  EXPECT_EQ(s["scale_downs"], 1);
+  EXPECT_GT(s["replica_seconds"].get<double>(), 0.2);
+  // And back up for the next request.
+  res = complete(r->port, "again");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(slurm.submits.load(), 2);
+}
+
+TEST(ClusterController, ScalesUpWhenReplicasAreFull) {
+  const int base = free_port_run(3);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  slurm.response_delay_ms = 300;
+  auto r = start_router(&slurm, options(base, 3));
+  ASSERT_NE(r, nullptr);
+  std::vector<std::thread> clients;
+  std::vector<int> codes(3, 0);
+  std::set<int> ports;
+  std::mutex mu;
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&, i] {
+      auto res = complete(r->port, fmt::format("request {}", i));
+      std::lock_guard<std::mutex> lock(mu);
+      codes[static_cast<size_t>(i)] = res.status;
+      if (res.status == 200) ports.insert(json::parse(res.body)["port"].get<int>());
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(codes, std::vector<int>({200, 200, 200}));
+  EXPECT_EQ(ports.size(), 3u);  // cap 1: each concurrent request brought its own replica up
+  EXPECT_EQ(slurm.submits.load(), 3);
+  EXPECT_EQ(slurm.answered.load(), 3);
+}
+
+TEST(ClusterController, PrefixAffinityKeepsASharedPrefixOnOneReplica) {
+  const int base = free_port_run(2);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = options(base, 2);
+  o.replica_cap = 8;
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  // Bring both replicas up with two concurrent slow requests.
+  slurm.response_delay_ms = 200;
+  o.replica_cap = 8;
+  {
+    std::thread a([&] { complete(r->port, "warm a"); });
+    std::this_thread::sleep_for(20ms);
+    complete(r->port, "warm b");
+    a.join();
+  }
+  slurm.response_delay_ms = 0;
+  const std::string doc_a(200, 'a'), doc_b(200, 'b');
+  std::map<int, int> a_ports, b_ports;
+  for (int i = 0; i < 6; ++i) {
+    auto ra = complete(r->port, doc_a + fmt::format(" question {}", i));
+    auto rb = complete(r->port, doc_b + fmt::format(" question {}", i));
+    ASSERT_EQ(ra.status, 200);
+    ASSERT_EQ(rb.status, 200);
+    ++a_ports[json::parse(ra.body)["port"].get<int>()];
+    ++b_ports[json::parse(rb.body)["port"].get<int>()];
+  }
+  EXPECT_EQ(a_ports.size(), 1u);  // every request sharing prefix a on one replica
+  EXPECT_EQ(b_ports.size(), 1u);
+  EXPECT_GE(status(*r)["models"][0]["affinity_routed"].get<int>(), 10);
+}
+
+TEST(ClusterController, RoundRobinSpreadsOverActiveReplicas) {
+  const int base = free_port_run(2);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = options(base, 2);
+  o.replica_cap = 1;
+  o.routing = RoutingPolicy::kRoundRobin;
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  slurm.response_delay_ms = 200;
+  {
+    std::thread a([&] { complete(r->port, "warm a"); });
+    std::this_thread::sleep_for(20ms);
+    complete(r->port, "warm b");
+    a.join();
+  }
+  ASSERT_EQ(slurm.running(), 2u);
+  slurm.response_delay_ms = 0;
+  std::map<int, int> ports;
+  for (int i = 0; i < 6; ++i) {
+    auto res = complete(r->port, std::string(200, 'a'));
+    ASSERT_EQ(res.status, 200);
+    ++ports[json::parse(res.body)["port"].get<int>()];
+  }
+  EXPECT_EQ(ports.size(), 2u);
+  EXPECT_EQ(ports.begin()->second, 3);
+}
+
+TEST(ClusterController, ALostReplicaIsReplacedAndItsRequestAnsweredOnce) {
+  const int base = free_port_run(2);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto r = start_router(&slurm, options(base, 2));
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(complete(r->port, "first").status, 200);
+  slurm.kill_port(base);  // the replica dies (its job ends) without the router knowing
+  auto res = complete(r->port, "second");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(slurm.answered.load(), 2);  // answered once, not lost
+  EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas_lost"] == 1; }));
+  // Streamed requests pass through as SSE.
+  res = complete(r->port, "stream me", true);
+  ASSERT_EQ(res.status, 200);
+  const auto events = serve::testing::sse_payloads(res.body);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events.back(), "[DONE]");
+}
+
+TEST(ClusterController, ARestartedControllerAdoptsRunningReplicas) {
+  const int base = free_port_run(2);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  {
+    auto r = start_router(&slurm, options(base, 2));
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(complete(r->port, "before").status, 200);
+  }  // controller gone, job kept
+  ASSERT_EQ(slurm.running(), 1u);
+  auto r = start_router(&slurm, options(base, 2));
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas_up"] == 1; }));
+  ASSERT_EQ(complete(r->port, "after").status, 200);
+  EXPECT_EQ(slurm.submits.load(), 1);  // adopted, not submitted again
+}
+
+TEST(ClusterController, UnknownModelsAndBadBodiesAreClientErrors) {
+  const int base = free_port_run(1);
+  FakeSlurm slurm;
+  auto r = start_router(&slurm, options(base, 1));
+  ASSERT_NE(r, nullptr);
+  serve::testing::TestClient c(r->port);
+  EXPECT_EQ(c.request("POST", "/v1/completions", R"({"model":"nope","prompt":"x"})").status, 404);
+  EXPECT_EQ(c.request("POST", "/v1/completions", "{not json").status, 400);
+  EXPECT_EQ(c.request("GET", "/v1/models").status, 200);
+  auto metrics = c.request("GET", "/metrics");
+  EXPECT_NE(metrics.body.find("tessera_cluster_replicas{model=\"m\",state=\"unloaded\"} 1"), std::string::npos)
+      << metrics.body;
+  EXPECT_EQ(slurm.submits.load(), 0);
+}
+
+TEST(ClusterControllerOptions, RejectsBadNames) {
+  FakeSlurm slurm;
+  ClusterOptions o = options(20000, 1);
+  o.models[0].name = "bad name";
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  o = options(20000, 0);
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  o = options(20000, 1);
+  o.models.push_back(o.models[0]);
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+}
+
+}  // namespace
+}  // namespace tessera::cluster

@@ -1,0 +1,298 @@
+#!/usr/bin/python3
+"""Integration test of `tessera cluster` on a real Slurm (slurmctld + slurmd + munge started here
+by scripts/slurm-local.sh) with real `tessera serve` replicas as Slurm jobs:
+  scale 0 -> N under a burst, scancel mid-stream, kill -9 of a replica, a controller restart that
+  adopts the running jobs, Prometheus scraping every target, the dashboard drawn in headless
+  Chromium, and scale back to 0 - with every request answered exactly once.
+Usage: cluster_scale.py TESSERA_BINARY WORK_DIR REPO_ROOT. Exit 77 (skipped) without Slurm.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+TESSERA, WORK, ROOT = (os.path.abspath(a) for a in sys.argv[1:4])
+os.makedirs(WORK, exist_ok=True)
+SLURM_DIR = os.path.join(WORK, "slurm")
+PROM_DIR = os.path.join(WORK, "prometheus")
+NAME = f"itest{os.getpid()}"
+KEEP_ALIVE = 4.0
+failures = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def sh(*args, **kw):
+    return subprocess.run(list(args), capture_output=True, text=True, **kw)
+
+
+def http(url, body=None, timeout=120):
+    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def free_port_base(n):
+    import socket
+    for base in range(20000 + (os.getpid() % 1000) * 16, 60000, 101):
+        socks = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            pass
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free ports")
+
+
+# --- the cluster engine -------------------------------------------------------------------------
+r = sh("bash", os.path.join(ROOT, "scripts/slurm-local.sh"), "start", SLURM_DIR)
+if r.returncode == 77:
+    print(r.stdout + r.stderr)
+    sys.exit(77)
+if r.returncode != 0:
+    print("slurm-local.sh start failed:\n" + r.stdout + r.stderr)
+    sys.exit(1)
+for line in sh("bash", os.path.join(ROOT, "scripts/slurm-local.sh"), "env", SLURM_DIR).stdout.splitlines():
+    m = re.match(r"export (\w+)=(.*)", line)
+    if m:
+        os.environ[m.group(1)] = m.group(2).strip("'\"")
+
+cluster = None
+prom_started = False
+
+
+def squeue_jobs():
+    out = sh("squeue", "-h", "-o", "%i %j %T").stdout.split("\n")
+    return {int(l.split()[0]): l.split()[2] for l in out if l.strip() and l.split()[1].startswith(NAME + "-")}
+
+
+def cleanup():
+    if cluster is not None and cluster.poll() is None:
+        cluster.kill()
+    for job in squeue_jobs():
+        sh("scancel", str(job))
+    if prom_started:
+        sh("bash", os.path.join(ROOT, "scripts/prometheus-local.sh"), "stop", PROM_DIR)
+    sh("bash", os.path.join(ROOT, "scripts/slurm-local.sh"), "stop", SLURM_DIR)
+
+
+try:
+    model = os.path.join(WORK, "tiny-q8_0.gguf")
+    if not os.path.exists(model):
+        subprocess.run([TESSERA, "synth", "--shape", "tiny", "--dtype", "q8_0", "--ctx", "512", "-o", model],
+                       check=True, capture_output=True)
+    base = free_port_base(2)
+    cmd = [TESSERA, "cluster", "--name", NAME, "--model", f"tiny={model}", "--port", "0",
+           "--max-replicas", "2", "--replica-cap", "2", "--keep-alive", str(KEEP_ALIVE),
+           "--cpus-per-replica", "1", "--mem-per-replica", "512", "--replica-port-base", str(base),
+           "--log-dir", os.path.join(WORK, "logs"), "--deadline", "120",
+           "--serve-arg=--ctx-size", "--serve-arg=512", "--serve-arg=--parallel", "--serve-arg=4"]
+
+    def start_cluster():
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(os.path.join(WORK, "cluster.log"), "a"),
+                             text=True)
+        line = p.stdout.readline()
+        m = re.search(r"routing on http://[\d.]+:(\d+)", line)
+        if not m:
+            raise RuntimeError("tessera cluster did not start: " + line + open(os.path.join(WORK, "cluster.log")).read())
+        return p, f"http://127.0.0.1:{m.group(1)}"
+
+    cluster, url = start_cluster()
+
+    def status():
+        return json.loads(http(url + "/cluster/status")[1])["models"][0]
+
+    check(status()["replicas_up"] == 0 and not squeue_jobs(), "starts with no replica (scale from zero)")
+
+    # --- burst: 0 -> N --------------------------------------------------------------------------
+    results, lock = [], threading.Lock()
+    peak = [0]
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], len([s for s in squeue_jobs().values() if s == "RUNNING"]))
+            time.sleep(0.1)
+
+    def one(i, stream=False, max_tokens=24):
+        code, body = http(url + "/v1/completions", {"model": "tiny", "prompt": f"request {i} " + "x" * (i % 7),
+                                                     "max_tokens": max_tokens, "stream": stream})
+        with lock:
+            results.append((i, code, body))
+
+    w = threading.Thread(target=watch)
+    w.start()
+    threads = [threading.Thread(target=one, args=(i, i % 3 == 0)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    w.join()
+    check(len(results) == 16 and all(c == 200 for _, c, _ in results),
+          f"burst: 16 of 16 answered 200 ({sorted(c for _, c, _ in results)})")
+    ids = set()
+    for i, c, body in results:
+        if c != 200:
+            continue
+        if body.startswith("data:"):
+            chunks = [l[6:] for l in body.split("\n") if l.startswith("data: ") and l[6:] != "[DONE]"]
+            ids.add(json.loads(chunks[0])["id"])
+            check(body.rstrip().endswith("data: [DONE]"), f"stream {i} ends with [DONE]")
+        else:
+            ids.add(json.loads(body)["id"])
+    check(len(ids) == 16, f"16 distinct completions (each answered once), got {len(ids)}")
+    check(peak[0] == 2, f"scaled 0 -> 2 replicas as Slurm jobs (peak RUNNING {peak[0]})")
+
+    # --- scancel mid-stream ---------------------------------------------------------------------
+    got_first = threading.Event()
+    stream_out = {}
+
+    def long_stream():
+        req = urllib.request.Request(url + "/v1/completions", data=json.dumps(
+            {"model": "tiny", "prompt": "a long story", "max_tokens": 400, "stream": True}).encode(),
+            headers={"Content-Type": "application/json"})
+        body = ""
+        with urllib.request.urlopen(req, timeout=120) as r:
+            for raw in r:
+                body += raw.decode()
+                got_first.set()
+        stream_out["body"] = body
+
+    t = threading.Thread(target=long_stream)
+    t.start()
+    got_first.wait(30)
+    busy = [r for r in status()["replicas"] if r["in_flight"] > 0 and r["job"]]
+    if busy:
+        sh("scancel", str(busy[0]["job"]))
+    t.join(120)
+    body = stream_out.get("body", "")
+    check(bool(busy) and ("[DONE]" in body or '"error"' in body),
+          "scancel mid-stream: the stream ends with [DONE] or an error event, never silently")
+    results.clear()
+    threads = [threading.Thread(target=one, args=(100 + i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(all(c == 200 for _, c, _ in results), f"after scancel: 4 of 4 answered ({[c for _, c, _ in results]})")
+
+    # --- kill -9 of a replica -------------------------------------------------------------------
+    victim = None
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            argv = open(f"/proc/{pid}/cmdline").read().split("\0")
+        except OSError:
+            continue
+        if "serve" in argv and "--port" in argv and argv[argv.index("--port") + 1] in (str(base), str(base + 1)) \
+                and os.path.realpath(argv[0]) == os.path.realpath(TESSERA):
+            victim = int(pid)
+            break
+    check(victim is not None, "found a replica process to kill")
+    if victim:
+        os.kill(victim, signal.SIGKILL)
+    results.clear()
+    threads = [threading.Thread(target=one, args=(200 + i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(all(c == 200 for _, c, _ in results), f"after kill -9: 6 of 6 answered ({[c for _, c, _ in results]})")
+
+    # --- controller restart: rebuilds its view from Slurm ---------------------------------------
+    deadline = time.time() + 30
+    while time.time() < deadline and status()["replicas_up"] != len(squeue_jobs()):
+        time.sleep(0.2)
+    before = {j for j, s in squeue_jobs().items() if s == "RUNNING"}
+    cluster.send_signal(signal.SIGTERM)
+    cluster.wait(30)
+    check(cluster.returncode == 0, "controller stops cleanly on SIGTERM")
+    check({j for j, s in squeue_jobs().items() if s == "RUNNING"} == before and before,
+          f"replica jobs {sorted(before)} keep running without the controller")
+    cluster, url = start_cluster()
+    deadline = time.time() + 30
+    while time.time() < deadline and status()["replicas_up"] < len(before):
+        time.sleep(0.1)
+    check(status()["replicas_up"] == len(before), "restarted controller adopts the running replicas")
+    code, _ = http(url + "/v1/completions", {"model": "tiny", "prompt": "after restart", "max_tokens": 8})
+    check(code == 200, "restarted controller serves")
+    check({j for j, s in squeue_jobs().items() if s == "RUNNING"} == before, "no job submitted again on restart")
+
+    # --- Prometheus -----------------------------------------------------------------------------
+    router_hostport = url.replace("http://", "")
+    pr = sh("bash", os.path.join(ROOT, "scripts/prometheus-local.sh"), "start", router_hostport, PROM_DIR,
+            str(free_port_base(1)))
+    if pr.returncode == 77:
+        print("SKIP prometheus: " + pr.stderr.strip())
+    else:
+        prom_started = pr.returncode == 0
+        check(prom_started, "prometheus starts: " + pr.stdout.strip() + pr.stderr.strip())
+        prom = open(os.path.join(PROM_DIR, "url")).read().strip()
+        deadline, all_up, targets = time.time() + 20, False, []
+        while time.time() < deadline and not all_up:
+            http(url + "/v1/completions", {"model": "tiny", "prompt": "keep warm", "max_tokens": 2})
+            replicas = {t for g in json.loads(http(url + "/cluster/targets")[1]) for t in g["targets"]}
+            targets = json.loads(http(prom + "/api/v1/targets")[1])["data"]["activeTargets"]
+            up = {t["labels"]["instance"] for t in targets if t["health"] == "up"}
+            all_up = bool(replicas) and replicas | {router_hostport} <= up and \
+                all(t["health"] == "up" for t in targets)
+            time.sleep(0.5)
+        check(all_up, "prometheus scrapes the router and every replica, all up: " +
+              ", ".join(f"{t['labels'].get('job')}@{t['scrapeUrl']}={t['health']}" for t in targets))
+        q = json.loads(http(prom + "/api/v1/query?query=sum(tessera_cluster_replicas%7Bstate%3D%22active%22%7D)")[1])
+        check(q["status"] == "success" and q["data"]["result"], "fleet series queryable in prometheus")
+
+    # --- dashboard in headless Chromium ---------------------------------------------------------
+    chromium = next((c for c in ("chromium", "chromium-browser") if sh("sh", "-c", f"command -v {c}").returncode == 0), None)
+    page = http(url + "/dashboard")[1]
+    check("render-status" in page, "router serves /dashboard")
+    if chromium is None:
+        print("SKIP dashboard render: no chromium")
+    else:
+        dom = sh(chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--user-data-dir=" + os.path.join(WORK, "chromium"), "--virtual-time-budget=8000",
+                 "--dump-dom", url + "/dashboard", timeout=120).stdout
+        m = re.search(r'id="render-status"[^>]*>([^<]*)<', dom)
+        verdict = m.group(1) if m else "(no #render-status)"
+        if "Chart.js was not inlined" in verdict:
+            print("SKIP dashboard charts: " + verdict)
+        else:
+            check(m is not None and 'data-ok="1"' in dom[dom.find('id="render-status"') - 80:dom.find('id="render-status"') + 80],
+                  "dashboard charts drawn in headless Chromium: " + verdict)
+
+    # --- back to zero ---------------------------------------------------------------------------
+    deadline = time.time() + KEEP_ALIVE + 30
+    while time.time() < deadline and (squeue_jobs() or status()["replicas_up"]):
+        time.sleep(0.2)
+    check(not squeue_jobs() and status()["replicas_up"] == 0, "idle: scaled back to 0 (no job left in Slurm)")
+    s = status()
+    check(s["failed"] == 0 and s["refused"] == 0, f"no request lost: failed {s['failed']}, refused {s['refused']}")
+    print(json.dumps({k: v for k, v in s.items() if k != "replicas"}, indent=1))
+finally:
+    cleanup()
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all cluster checks passed")

@@ -5,29 +5,37 @@
 # run). Each round: a fresh cluster with 2 replicas kept up (--min-replicas 2, so both policies
 # spread over the same two), `tessera bench serve` replays the trace through the router, and the
 # replicas' own counters give the prefix-cache hit rate (hits / full blocks looked up).
-#   scripts/bench-cluster-routing.sh [N_REQUESTS] [TIME_SCALE]     (defaults: 80, 4)
+#   scripts/bench-cluster-routing.sh [N_REQUESTS] [TIME_SCALE]     (defaults: 500, 1.2; REPLICAS=4,
+#   MAX_IN=768 clips prompts, ROUNDS="prefix round-robin" the policies in order)
 # Needs: build/release/tessera, slurm-wlm + munge (scripts/install-deps.sh), ../shared/traces.
 # Run by hand (minutes); results go to docs/CLUSTER.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${1:-80}
-SCALE=${2:-4}
+N=${1:-500}
+SCALE=${2:-1.2}
+R=${REPLICAS:-4}
+ROUNDS=${ROUNDS:-"prefix round-robin"}
 T=$PWD/build/release/tessera
 TRACE=${TESSERA_SHARED_DIR:-$PWD/../shared}/traces/mooncake/conversation_trace.jsonl
 W=${TESSERA_BENCH_DIR:-$PWD/.cache/bench-cluster}
 mkdir -p "$W"
 [ -f "$TRACE" ] || { echo "no trace at $TRACE" >&2; exit 1; }
-MODEL=$W/smollm2-135m-q8_0.gguf
-[ -f "$MODEL" ] || "$T" synth --shape smollm2-135m --dtype q8_0 --ctx 4096 -o "$MODEL" >/dev/null
+# 26 M parameters (dim 512, 8 layers): a 1024-token prefill takes ~0.3 s on one core, so TTFT is
+# mostly prefill unless the prefix cache holds the prompt's start.
+MODEL=$W/mid-q8_0.gguf
+[ -f "$MODEL" ] || "$T" synth --shape tiny --dim 512 --layers 8 --heads 8 --kv-heads 4 --ffn 1536 \
+  --ctx 4096 --dtype q8_0 -o "$MODEL" >/dev/null
 
-scripts/slurm-local.sh start "$W/slurm" >/dev/null
-eval "$(scripts/slurm-local.sh env "$W/slurm")"
-trap 'scripts/slurm-local.sh stop "$W/slurm" >/dev/null 2>&1 || true' EXIT
+# R slurmd "nodes" on this host, one CPU each (oversubscribing its cores when R > nproc): one
+# replica per node.
+TESSERA_SLURM_NODES=$R scripts/slurm-local.sh start "$W/slurm-$R" >/dev/null
+eval "$(scripts/slurm-local.sh env "$W/slurm-$R")"
+trap 'scripts/slurm-local.sh stop "$W/slurm-$R" >/dev/null 2>&1 || true' EXIT
 
 round() {  # round POLICY TAG
   local policy=$1 tag=$2 log=$W/cluster-$2.log
-  "$T" cluster --name bench-$tag --model m="$MODEL" --port 0 --routing "$policy" \
-    --min-replicas 2 --max-replicas 2 --replica-cap 64 --keep-alive -1 --cpus-per-replica 1 \
+  "$T" cluster --name "b$tag" --model m="$MODEL" --port 0 --routing "$policy" \
+    --min-replicas "$R" --max-replicas "$R" --replica-cap 64 --keep-alive -1 --cpus-per-replica 1 \
     --mem-per-replica 1024 --replica-port-base $((19000 + RANDOM % 500 * 4)) --deadline 600 \
     --log-dir "$W/logs-$tag" --release-on-exit \
     --serve-arg=--ctx-size --serve-arg=4096 --serve-arg=--parallel --serve-arg=8 >"$log" 2>&1 &
@@ -39,11 +47,11 @@ round() {  # round POLICY TAG
     sleep 0.1
   done
   for _ in $(seq 1 600); do  # both replicas up
-    [ "$(curl -s "$url/cluster/status" | /usr/bin/python3 -c 'import json,sys;print(json.load(sys.stdin)["models"][0]["replicas_up"])')" = 2 ] && break
+    [ "$(curl -s "$url/cluster/status" | /usr/bin/python3 -c 'import json,sys;print(json.load(sys.stdin)["models"][0]["replicas_up"])')" = "$R" ] && break
     sleep 0.1
   done
-  "$T" bench serve --target "$url" --model m --trace "$TRACE" --num-prompts "$N" --time-scale "$SCALE" \
-    --max-input-len 3072 --max-output-len 8 --out "$W/out-$tag" >"$W/bench-$tag.log" 2>&1 || {
+  "$T" bench serve --target "$url" --model m --scenario trace --trace "$TRACE" --num-prompts "$N" --time-scale "$SCALE" \
+    --max-input-len ${MAX_IN:-768} --max-output-len 8 --out "$W/out-$tag" >"$W/bench-$tag.log" 2>&1 || {
     echo "bench failed ($tag):"; tail -5 "$W/bench-$tag.log"; }
   local hits=0 queries=0
   for target in $(curl -s "$url/cluster/targets" | /usr/bin/python3 -c 'import json,sys;[print(t) for g in json.load(sys.stdin) for t in g["targets"]]'); do
@@ -64,8 +72,9 @@ PY
   kill -TERM $pid; wait $pid || true
 }
 
-echo "trace $TRACE: first $N requests, time scale $SCALE, prompts clipped to 3072 tokens, 2 replicas x 1 CPU"
-round prefix p1
-round round-robin r1
-round prefix p2
-round round-robin r2
+echo "trace $TRACE: first $N requests, time scale $SCALE, prompts clipped to ${MAX_IN:-768} tokens, $R replicas x 1 CPU on $(nproc) cores"
+k=0
+for policy in $ROUNDS; do
+  k=$((k + 1))
+  round "$policy" "$policy-$k"
+done

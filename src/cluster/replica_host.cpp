@@ -1,6 +1,8 @@
 #include "tessera/cluster/replica_host.h"
 
 #include <fmt/format.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +17,25 @@ namespace tessera::cluster {
 namespace {
 
 double now_s() { return real_clock()->now_s(); }
+
+// True when `name` resolves to an address (a node's NodeHostname normally does).
+bool resolves(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(name.c_str(), nullptr, &hints, &res);
+  if (res != nullptr) freeaddrinfo(res);
+  return rc == 0;
+}
+
+// Where to reach a replica running on Slurm node `node`: this host for our own node (or while
+// the node is not known yet), else the node's name; a node name that does not resolve is one of
+// several slurmd "nodes" sharing this host (scripts/slurm-local.sh with TESSERA_SLURM_NODES),
+// reached on loopback.
+std::string replica_address(const std::string& node, const std::string& here) {
+  if (node.empty() || node == here || !resolves(node)) return "127.0.0.1";
+  return node;
+}
 
 std::string short_hostname() {
   char buf[256] = {};
@@ -149,8 +170,12 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
   }
   double next_check = now_s() + 0.5;
   const std::string here = short_hostname();
+  std::string host, resolved_node;
   while (true) {
-    std::string host = node.empty() || node == here ? "127.0.0.1" : node;
+    if (node != resolved_node || host.empty()) {  // resolve once per node seen
+      host = replica_address(node, here);
+      resolved_node = node;
+    }
     auto health = upstream_get(host, s.port, "/health", 1.0);
     if (health.is_ok() && health->status == 200) {
       std::lock_guard<std::mutex> lock(mu_);

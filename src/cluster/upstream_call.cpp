@@ -23,6 +23,18 @@ std::chrono::milliseconds ms(double s) {
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0));
 }
 
+// Runs one asynchronous operation to completion on `io` and returns its error. Blocking calls
+// would ignore tcp_stream's expiry (it bounds only asynchronous operations); this way every step
+// is bounded by the timeout set just before it.
+template <typename Start>
+beast::error_code run_op(asio::io_context& io, Start&& start) {
+  beast::error_code result;
+  start([&result](beast::error_code ec, auto&&...) { result = ec; });
+  io.restart();
+  io.run();
+  return result;
+}
+
 }  // namespace
 
 Status upstream_call(const UpstreamRequest& request,
@@ -40,7 +52,7 @@ Status upstream_call(const UpstreamRequest& request,
     const auto endpoints = resolver.resolve(request.host, std::to_string(request.port), ec);
     if (ec) return Status(ErrorCode::kUnavailable, fmt::format("{}: cannot resolve: {}", where, ec.message()));
     stream.expires_after(ms(request.connect_timeout_s));
-    stream.connect(endpoints, ec);
+    ec = run_op(io, [&](auto handler) { stream.async_connect(endpoints, std::move(handler)); });
     if (ec) return Status(ErrorCode::kUnavailable, fmt::format("{}: cannot connect: {}", where, ec.message()));
 
     http::request<http::string_body> req{
@@ -56,7 +68,7 @@ Status upstream_call(const UpstreamRequest& request,
       req.prepare_payload();
     }
     stream.expires_after(ms(request.io_timeout_s));
-    http::write(stream, req, ec);
+    ec = run_op(io, [&](auto handler) { http::async_write(stream, req, std::move(handler)); });
     if (ec) return Status(ErrorCode::kUnavailable, fmt::format("{}: sending the request: {}", where, ec.message()));
     at = UpstreamStage::kSent;
 
@@ -64,7 +76,7 @@ Status upstream_call(const UpstreamRequest& request,
     http::response_parser<http::buffer_body> parser;
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     stream.expires_after(ms(request.io_timeout_s));
-    http::read_header(stream, buffer, parser, ec);
+    ec = run_op(io, [&](auto handler) { http::async_read_header(stream, buffer, parser, std::move(handler)); });
     if (ec) return Status(ErrorCode::kUnavailable, fmt::format("{}: reading the response: {}", where, ec.message()));
     at = UpstreamStage::kHead;
     UpstreamHead head;
@@ -82,7 +94,7 @@ Status upstream_call(const UpstreamRequest& request,
       parser.get().body().data = chunk.data();
       parser.get().body().size = chunk.size();
       stream.expires_after(ms(request.io_timeout_s));
-      http::read(stream, buffer, parser, ec);
+      ec = run_op(io, [&](auto handler) { http::async_read(stream, buffer, parser, std::move(handler)); });
       if (ec == http::error::need_buffer) ec = {};
       if (ec && ec != http::error::end_of_stream) {
         return Status(ErrorCode::kUnavailable, fmt::format("{}: reading the body: {}", where, ec.message()));

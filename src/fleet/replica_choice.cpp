@@ -5,10 +5,19 @@
 
 namespace tessera::fleet {
 
-int32_t choose_replica(std::span<const ReplicaSlotView> slots, int32_t cap, ReplicaSpread spread) {
+int32_t choose_replica(std::span<const ReplicaSlotView> slots, int32_t cap, ReplicaSpread spread,
+                       int32_t affinity_slack) {
   if (slots.empty()) return -1;
   cap = std::max(cap, 1);
   const auto n = static_cast<int32_t>(slots.size());
+  int32_t least = cap;  // the least in flight over the eligible slots
+  for (const ReplicaSlotView& s : slots) {
+    if (s.state == ModelState::kActive && s.in_flight < cap) least = std::min(least, s.in_flight);
+  }
+  // Affinity counts only on slots within the slack of the least loaded.
+  auto affinity = [&](const ReplicaSlotView& s) {
+    return s.in_flight <= least + std::max(affinity_slack, 0) ? s.affinity : 0;
+  };
   int32_t best = -1;
   for (int32_t i = 0; i < n; ++i) {
     const ReplicaSlotView& s = slots[static_cast<size_t>(i)];
@@ -18,8 +27,8 @@ int32_t choose_replica(std::span<const ReplicaSlotView> slots, int32_t cap, Repl
       continue;
     }
     const ReplicaSlotView& b = slots[static_cast<size_t>(best)];
-    if (s.affinity != b.affinity) {
-      if (s.affinity > b.affinity) best = i;
+    if (affinity(s) != affinity(b)) {
+      if (affinity(s) > affinity(b)) best = i;
       continue;
     }
     if (spread == ReplicaSpread::kSpread ? s.in_flight < b.in_flight : s.in_flight > b.in_flight) {

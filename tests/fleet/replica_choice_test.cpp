@@ -19,8 +19,14 @@ TEST(ReplicaChoice, ActiveBelowCapFirstSpreadOrPack) {
   EXPECT_EQ(pick({{S::kActive, 4}, {S::kActive, 3}}, 4), 1);  // the full one is skipped
 }
 
-TEST(ReplicaChoice, AffinityBeatsLoadBelowTheCap) {
+TEST(ReplicaChoice, AffinityBeatsLoadWithinTheSlack) {
   EXPECT_EQ(pick({{S::kActive, 0, 0}, {S::kActive, 2, 5}, {S::kActive, 1, 3}}, 4), 1);
+  // Beyond the slack (2 more than the least loaded), affinity does not count: a prefix every
+  // request shares must not pile them all on one replica.
+  EXPECT_EQ(pick({{S::kActive, 0, 0}, {S::kActive, 3, 5}, {S::kActive, 2, 3}}, 8), 2);
+  EXPECT_EQ(choose_replica(std::vector<ReplicaSlotView>{{S::kActive, 0, 0}, {S::kActive, 3, 5}}, 8,
+                           ReplicaSpread::kSpread, 3),
+            1);
   // At the cap, affinity does not overload a replica: another takes it.
   EXPECT_EQ(pick({{S::kActive, 0, 0}, {S::kActive, 4, 5}}, 4), 0);
 }

@@ -37,7 +37,7 @@ eval "$(scripts/slurm-local.sh env "$W/slurm")"
 trap 'kill $CPID 2>/dev/null || true; scripts/slurm-local.sh stop "$W/slurm" >/dev/null 2>&1 || true' EXIT
 args=()
 for i in $(seq 1 "$MODELS"); do args+=(--model "m$i=$W/models/m$i.gguf"); done
-"$T" cluster --name fleet "${args[@]}" --port 0 --max-replicas 1 --keep-alive "$KEEP" \
+TESSERA_LOG=info "$T" cluster --name fleet "${args[@]}" --port 0 --max-replicas 1 --keep-alive "$KEEP" \
   --cpus-per-replica 1 --mem-per-replica 512 --replica-port-base $((21000 + RANDOM % 400 * 16)) \
   --ttft-slo "$SLO" --log-dir "$W/logs" --release-on-exit --serve-arg=--ctx-size --serve-arg=512 \
   >"$W/cluster.log" 2>&1 &
@@ -50,8 +50,8 @@ for _ in $(seq 1 100); do
 done
 /usr/bin/python3 scripts/cluster_replay.py "$W/schedule.csv" "$URL" "$SLO" >"$W/replay.json"
 curl -s "$URL/cluster/status" >"$W/status.json"
-COLD=$(grep -o 'ready in [0-9.]* s' "$W/cluster.log" | awk '{s+=$3; n++} END {printf "%.3f", n ? s/n : 1}')
-echo "cluster cold start (sbatch to /health), mean over $(grep -c 'ready in' "$W/cluster.log") starts: $COLD s"
+COLD=$( (grep -o 'ready in [0-9.]* s' "$W/cluster.log" || true) | awk '{s+=$3; n++} END {printf "%.3f", n ? s/n : 1}')
+echo "cluster cold start (sbatch to /health), mean over $( (grep 'ready in' "$W/cluster.log" || true) | wc -l) starts: $COLD s"
 
 echo "== simulated: tessera sim --schedule with this machine's costs, cold start $COLD s"
 "$T" bench model --model "$W/models/m1.gguf" -p 16 -n 4 -r 5 -t 1 --json >"$W/model.json"

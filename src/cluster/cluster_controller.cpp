@@ -42,8 +42,8 @@ bool holds_replica(ModelState s) {
          s == ModelState::kResuming;
 }
 
-// The text whose prefix a replica's prefix cache would hold: the prompt, or the chat messages in
-// order. Token-id prompts have none (no affinity).
+// The text whose prefix a replica's prefix cache would hold: the prompt (text or token ids), or
+// the chat messages in order.
 std::string prefix_text(const json& body) {
   std::string text;
   auto add = [&](const json& v) {
@@ -52,6 +52,9 @@ std::string prefix_text(const json& body) {
     } else if (v.is_array()) {
       for (const auto& part : v) {
         if (part.is_string()) text += part.get<std::string>();
+        // A prompt of token ids: the ids themselves, fixed width, so equal prefixes of ids are
+        // equal prefixes of text.
+        if (part.is_number_integer()) text += fmt::format("{:08x}", part.get<int64_t>() & 0xffffffff);
         if (part.is_object() && part.contains("text") && part["text"].is_string()) {
           text += part["text"].get<std::string>();
         }

@@ -216,10 +216,18 @@ ClusterOptions options(int port_base, int replicas) {
   return o;
 }
 
-serve::testing::ClientResponse complete(int port, const std::string& prompt, bool stream = false) {
+serve::testing::ClientResponse complete(int port, const json& prompt, bool stream = false) {
   serve::testing::TestClient c(port);
   return c.request("POST", "/v1/completions",
                    json{{"model", "m"}, {"prompt", prompt}, {"stream", stream}}.dump());
+}
+
+// A prompt of token ids: 40 shared ids, then `tail`.
+json ids_prompt(int tail) {
+  json ids = json::array();
+  for (int t = 0; t < 40; ++t) ids.push_back(7 + t % 5);
+  ids.push_back(tail);
+  return ids;
 }
 
 json status(Router& r) { return r.ctl->status_json(); }
@@ -319,6 +327,7 @@ TEST(ClusterController, PrefixAffinityKeepsASharedPrefixOnOneReplica) {
   EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas"][0]["in_flight"] == 1; }));
   slurm.response_delay_ms = 0;
   EXPECT_EQ(port_of(complete(r->port, doc_a + " question 0")), base + 1);
+  EXPECT_EQ(port_of(complete(r->port, ids_prompt(100))), base + 1);  // token ids alike
   hold.join();
   // Both idle now: load alone would pick slot 0 (ties go to the earlier slot); affinity keeps
   // prefix a on slot 1, and a new prefix goes to slot 0.
@@ -326,7 +335,9 @@ TEST(ClusterController, PrefixAffinityKeepsASharedPrefixOnOneReplica) {
     EXPECT_EQ(port_of(complete(r->port, doc_a + fmt::format(" question {}", i))), base + 1);
   }
   EXPECT_EQ(port_of(complete(r->port, std::string(200, 'b'))), base);
-  EXPECT_GE(status(*r)["models"][0]["affinity_routed"].get<int>(), 5);
+  // A prompt of token ids sharing the ids prefix: slot 1 too (equal id prefixes hash equally).
+  EXPECT_EQ(port_of(complete(r->port, ids_prompt(101))), base + 1);
+  EXPECT_GE(status(*r)["models"][0]["affinity_routed"].get<int>(), 6);
 }
 
 TEST(ClusterController, RoundRobinSpreadsOverActiveReplicas) {

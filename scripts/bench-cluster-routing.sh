@@ -5,14 +5,17 @@
 # run). Each round: a fresh cluster with 2 replicas kept up (--min-replicas 2, so both policies
 # spread over the same two), `tessera bench serve` replays the trace through the router, and the
 # replicas' own counters give the prefix-cache hit rate (hits / full blocks looked up).
-#   scripts/bench-cluster-routing.sh [N_REQUESTS] [TIME_SCALE]     (defaults: 500, 1.2; REPLICAS=4,
-#   MAX_IN=768 clips prompts, ROUNDS="prefix round-robin" the policies in order)
+#   scripts/bench-cluster-routing.sh [N_REQUESTS] [TIME_SCALE]     (defaults: 2000, 4; REPLICAS=4,
+#   BLOCK=16 replays each 512-token hash block as 16 tokens (prompts scaled alike, the sharing
+#   kept; BLOCK=512 is the trace as recorded), MAX_IN=2048 clips prompts,
+#   ROUNDS="prefix round-robin" the policies in order)
 # Needs: build/release/tessera, slurm-wlm + munge (scripts/install-deps.sh), ../shared/traces.
 # Run by hand (minutes); results go to docs/CLUSTER.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${1:-500}
-SCALE=${2:-1.2}
+N=${1:-2000}
+SCALE=${2:-4}
+BLOCK=${BLOCK:-16}
 R=${REPLICAS:-4}
 ROUNDS=${ROUNDS:-"prefix round-robin"}
 T=$PWD/build/release/tessera
@@ -51,7 +54,7 @@ round() {  # round POLICY TAG
     sleep 0.1
   done
   "$T" bench serve --target "$url" --model m --scenario trace --trace "$TRACE" --num-prompts "$N" --time-scale "$SCALE" \
-    --max-input-len ${MAX_IN:-768} --max-output-len 8 --out "$W/out-$tag" >"$W/bench-$tag.log" 2>&1 || {
+    --trace-block-tokens "$BLOCK" --max-input-len "${MAX_IN:-2048}" --max-output-len 8 --out "$W/out-$tag" >"$W/bench-$tag.log" 2>&1 || {
     echo "bench failed ($tag):"; tail -5 "$W/bench-$tag.log"; }
   local hits=0 queries=0
   for target in $(curl -s "$url/cluster/targets" | /usr/bin/python3 -c 'import json,sys;[print(t) for g in json.load(sys.stdin) for t in g["targets"]]'); do
@@ -72,7 +75,7 @@ PY
   kill -TERM $pid; wait $pid || true
 }
 
-echo "trace $TRACE: first $N requests, time scale $SCALE, prompts clipped to ${MAX_IN:-768} tokens, $R replicas x 1 CPU on $(nproc) cores"
+echo "trace $TRACE: first $N requests, time scale $SCALE, blocks of $BLOCK tokens, prompts clipped to ${MAX_IN:-2048} tokens, $R replicas x 1 CPU on $(nproc) cores"
 k=0
 for policy in $ROUNDS; do
   k=$((k + 1))

@@ -133,8 +133,16 @@ Replay build_replay(const std::vector<TraceEntry>& entries, const ReplayOptions&
   Replay r;
   Rng rng(o.seed ^ 0x7ace);
   for (const TraceEntry& e : entries) {
-    const int32_t n_in = o.max_input_tokens > 0 ? std::min(e.input_tokens, o.max_input_tokens)
-                                                : e.input_tokens;
+    // A scaled block size scales the prompt with it (at least one token): the trace's prefix
+    // sharing at a fraction of its prefill.
+    const int32_t block_len = o.scaled_block_tokens > 0 ? o.scaled_block_tokens : o.block_tokens;
+    int32_t scaled_in = e.input_tokens;
+    if (!e.hash_ids.empty() && block_len != o.block_tokens) {
+      scaled_in = std::max<int32_t>(
+          1, static_cast<int32_t>(static_cast<int64_t>(e.input_tokens) * block_len / o.block_tokens));
+    }
+    const int32_t n_in = o.max_input_tokens > 0 ? std::min(scaled_in, o.max_input_tokens)
+                                                : scaled_in;
     int32_t n_out = std::max(1, e.output_tokens);
     if (o.max_output_tokens > 0) n_out = std::min(n_out, o.max_output_tokens);
     QuerySample s;
@@ -146,7 +154,7 @@ Replay build_replay(const std::vector<TraceEntry>& entries, const ReplayOptions&
       // hash id alone; a partial last block is a prefix of that stream.
       int32_t have = 0;
       for (size_t k = 0; k < e.hash_ids.size() && have < n_in; ++k) {
-        const int32_t take = std::min(o.block_tokens, n_in - have);
+        const int32_t take = std::min(block_len, n_in - have);
         Rng block(static_cast<uint64_t>(e.hash_ids[k]) * 0x9e3779b97f4a7c15ULL + 1);
         synth.append(take - (k == 0 ? static_cast<int32_t>(s.tokens.size()) : 0), block, s);
         have += take;

@@ -21,6 +21,9 @@
 namespace tessera::bench {
 
 enum class TraceFormat { kAzure, kMooncake, kSplitwise };
+
+inline constexpr int32_t kMooncakeBlockTokens = 512;  // tokens per hash id in Mooncake's traces
+
 std::string_view trace_format_name(TraceFormat f);
 // "azure", "mooncake", "splitwise" (also "vidur").
 Result<TraceFormat> parse_trace_format(std::string_view name);
@@ -42,7 +45,9 @@ Result<std::vector<TraceEntry>> load_trace(const std::string& path, TraceFormat 
 
 struct ReplayOptions {
   double time_scale = 1.0;        // divide trace times by this (> 1 compresses: replays faster)
-  int32_t block_tokens = 512;     // mooncake's prefix block size
+  int32_t block_tokens = kMooncakeBlockTokens;  // tokens per hash id in the trace
+  int32_t scaled_block_tokens = 0;  // > 0: each hash block becomes this many tokens and prompt
+                                    // lengths scale alike: the same sharing, less prefill
   int32_t max_input_tokens = 0;   // clip prompts (0: no clip); prefix sharing is kept
   int32_t max_output_tokens = 0;  // clip outputs (0: no clip)
   uint64_t seed = 0;              // content of non-shared parts

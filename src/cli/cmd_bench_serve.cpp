@@ -59,6 +59,7 @@ struct ServeArgs {
   std::string trace_format;
   double time_scale = 1.0;
   int32_t max_input_len = 0;
+  int32_t trace_block_tokens = 0;
   int32_t max_output_len = 0;
   uint64_t seed = 0;
   bool shuffle = false;
@@ -195,6 +196,7 @@ Result<Workload> make_workload(const ServeArgs& a, const model::Tokenizer* token
     bench::ReplayOptions ro;
     ro.time_scale = a.time_scale;
     ro.max_input_tokens = a.max_input_len;
+    ro.scaled_block_tokens = a.trace_block_tokens;
     ro.max_output_tokens = a.max_output_len;
     ro.seed = a.seed;
     bench::Replay r = bench::build_replay(entries, ro, synth);
@@ -203,6 +205,7 @@ Result<Workload> make_workload(const ServeArgs& a, const model::Tokenizer* token
     w.description = {{"source", "trace"}, {"path", a.trace},
                      {"format", bench::trace_format_name(f)}, {"time_scale", a.time_scale},
                      {"entries", entries.size()}, {"max_input_len", a.max_input_len},
+                     {"trace_block_tokens", a.trace_block_tokens},
                      {"max_output_len", a.max_output_len}};
   } else if (!a.prompts.empty()) {
     TS_ASSIGN_OR_RETURN(w.library, bench::load_prompt_file(a.prompts, out_len, a.seed, tokenizer));
@@ -446,6 +449,10 @@ void add_bench_serve_command(CLI::App* bench, RunFn& run) {
   c->add_option("--time-scale", a->time_scale, "Trace time compression (2 = twice as fast)")
       ->capture_default_str();
   c->add_option("--max-input-len", a->max_input_len, "Clip trace prompts to N tokens");
+  c->add_option("--trace-block-tokens", a->trace_block_tokens,
+                "Replay each Mooncake hash block as N tokens instead of 512, prompt lengths "
+                "scaled alike: the same prefix sharing at a fraction of the prefill")
+      ->check(CLI::Range(1, 4096));
   c->add_option("--max-output-len", a->max_output_len, "Clip trace outputs to N tokens");
   c->add_option("--seed", a->seed, "Seed of the schedule and the prompts")->capture_default_str();
   c->add_flag("--shuffle", a->shuffle, "Draw samples at random instead of in order");

@@ -113,6 +113,18 @@ TEST(Trace, TimestampsParse) {
   EXPECT_FALSE(parse_timestamp("yesterday").is_ok());
 }
 
+// The words of a synthesized prompt (one per token), each with its leading space.
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> w;
+  size_t p = 0;
+  while ((p = s.find(' ', p)) != std::string::npos) {
+    const size_t q = s.find(' ', p + 1);
+    w.push_back(s.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    p = q;
+  }
+  return w;
+}
+
 TEST(Trace, MooncakeHashIdsShareExactPrefixes) {
   testing::TempDir dir;
   const std::string path = dir.file("t.jsonl");
@@ -134,16 +146,6 @@ TEST(Trace, MooncakeHashIdsShareExactPrefixes) {
   const Replay r = build_replay(*entries, o, synth);
   ASSERT_EQ(r.library.size(), 3u);
   EXPECT_DOUBLE_EQ(r.times_s[2], 1.0);  // 2 s compressed by 2
-  auto words = [](const std::string& s) {
-    std::vector<std::string> w;
-    size_t p = 0;
-    while ((p = s.find(' ', p)) != std::string::npos) {
-      const size_t q = s.find(' ', p + 1);
-      w.push_back(s.substr(p, q == std::string::npos ? std::string::npos : q - p));
-      p = q;
-    }
-    return w;
-  };
   const auto w0 = words(r.library.sample(0).prompt);
   const auto w1 = words(r.library.sample(1).prompt);
   const auto w2 = words(r.library.sample(2).prompt);
@@ -155,6 +157,28 @@ TEST(Trace, MooncakeHashIdsShareExactPrefixes) {
   EXPECT_NE(w0[8], w1[8]);  // block 2 vs block 7
   EXPECT_NE(w2[0] + w2[1] + w2[2] + w2[3], w0[0] + w0[1] + w0[2] + w0[3]);
   EXPECT_EQ(r.library.sample(2).max_output_tokens, 1);  // at least one token is asked for
+}
+
+TEST(Trace, ScaledBlocksKeepTheSharingAtAFractionOfTheLength) {
+  testing::TempDir dir;
+  const std::string path = dir.file("t.jsonl");
+  {
+    std::ofstream f(path);
+    f << R"({"timestamp": 0, "input_length": 1500, "output_length": 3, "hash_ids": [0, 1, 2]})" << "\n"
+      << R"({"timestamp": 10, "input_length": 1100, "output_length": 2, "hash_ids": [0, 1, 9]})" << "\n";
+  }
+  auto entries = load_trace(path, TraceFormat::kMooncake);
+  ASSERT_TRUE(entries.is_ok()) << entries.status().to_string();
+  ReplayOptions o;
+  o.scaled_block_tokens = 8;  // 512-token blocks replayed as 8: lengths x 8/512
+  PromptSynthesizer synth;
+  const Replay r = build_replay(*entries, o, synth);
+  const auto w0 = words(r.library.sample(0).prompt);
+  const auto w1 = words(r.library.sample(1).prompt);
+  ASSERT_EQ(w0.size(), 1500u * 8 / 512);  // 23
+  ASSERT_EQ(w1.size(), 1100u * 8 / 512);  // 17
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(w0[i], w1[i]) << i;  // blocks 0 and 1
+  EXPECT_NE(w0[16], w1[16]);                                   // block 2 vs block 9
 }
 
 TEST(Trace, SharedSamplesLoad) {

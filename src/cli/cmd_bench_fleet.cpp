@@ -39,6 +39,7 @@ struct FleetBenchArgs {
   bool no_shared_device = false;
   bool json = false;
   std::string arrivals_out;  // the schedule replayed, for `tessera sim --schedule`
+  bool arrivals_only = false;  // write arrivals_out and stop (a schedule for another replayer)
   std::string requests_out;  // every request's TTFT per policy, for side-by-side comparisons
 };
 
@@ -149,6 +150,10 @@ int run_bench_fleet(FleetBenchArgs a) {
           << a.run.prompt_tokens << "," << a.run.max_tokens << "\n";
     }
     if (!out) return fail("cannot write " + a.arrivals_out);
+  }
+  if (a.arrivals_only) {
+    if (a.arrivals_out.empty()) return fail("--arrivals-only needs --arrivals-out FILE");
+    return 0;
   }
   if (!a.json) {
     std::printf("fleet replay: %zu models, ServeGen %s windows %lld..%lld (10 min each) compressed "
@@ -292,6 +297,9 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
   c->add_option("--arrivals-out", a->arrivals_out,
                 "Write the arrival schedule (model,t_s,input_tokens,output_tokens) for `tessera sim "
                 "--schedule`");
+  c->add_flag("--arrivals-only", a->arrivals_only,
+              "Write --arrivals-out and stop, without replaying (a ServeGen schedule for another "
+              "replayer, e.g. a cluster's router)");
   c->add_option("--requests-out", a->requests_out,
                 "Write every request's TTFT (policy,model,t_s,ttft_s; -1: failed), for a "
                 "side-by-side comparison with `tessera sim --requests-out`");

@@ -127,16 +127,39 @@ try:
     check(status()["replicas_up"] == 0 and not squeue_jobs(), "starts with no replica (scale from zero)")
 
     # --- burst: 0 -> N --------------------------------------------------------------------------
+    # A replayed ServeGen burst: the busiest m-large client's arrivals over 24 ten-minute windows,
+    # compressed into ~4 s at up to 12 req/s (40 requests) (the schedule `tessera bench fleet --arrivals-only`
+    # writes, as bench-cluster-fleet.sh replays). Without ../shared, 16 simultaneous requests.
     results, lock = [], threading.Lock()
     peak = [0]
     done = threading.Event()
+    shared = os.environ.get("TESSERA_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
+    servegen = os.path.join(shared, "traces", "servegen", "language", "m-large")
+    arrivals = [0.0] * 16
+    if os.path.isdir(servegen):
+        os.makedirs(os.path.join(WORK, "models"), exist_ok=True)
+        link = os.path.join(WORK, "models", "tiny.gguf")
+        if not os.path.exists(link):
+            os.symlink(model, link)
+        sched = os.path.join(WORK, "schedule.csv")
+        r = sh(TESSERA, "bench", "fleet", "--models", os.path.join(WORK, "models"), "--servegen", servegen,
+               "--windows", "24", "--time-scale", "3600", "--peak-rps", "12", "--prompt-tokens", "16",
+               "--max-tokens", "24", "--policies", "always-on", "--arrivals-only", "--arrivals-out", sched)
+        check(r.returncode == 0, "ServeGen schedule written: " + r.stderr.strip()[-200:])
+        rows = [l.split(",") for l in open(sched).read().splitlines()[1:] if l.strip()]
+        arrivals = [float(row[1]) for row in rows][:40]
+        print(f"      replaying {len(arrivals)} ServeGen arrivals over {arrivals[-1]:.1f} s", flush=True)
+    else:
+        print(f"      no ServeGen traces at {servegen}: a burst of 16 simultaneous requests", flush=True)
+    n_burst = len(arrivals)
 
     def watch():
         while not done.is_set():
             peak[0] = max(peak[0], len([s for s in squeue_jobs().values() if s == "RUNNING"]))
             time.sleep(0.1)
 
-    def one(i, stream=False, max_tokens=24):
+    def one(i, stream=False, max_tokens=24, at=0.0):
+        time.sleep(max(0.0, t0 + at - time.monotonic()))
         code, body = http(url + "/v1/completions", {"model": "tiny", "prompt": f"request {i} " + "x" * (i % 7),
                                                      "max_tokens": max_tokens, "stream": stream})
         with lock:
@@ -144,15 +167,16 @@ try:
 
     w = threading.Thread(target=watch)
     w.start()
-    threads = [threading.Thread(target=one, args=(i, i % 3 == 0)) for i in range(16)]
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=one, args=(i, i % 3 == 0, 24, at)) for i, at in enumerate(arrivals)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     done.set()
     w.join()
-    check(len(results) == 16 and all(c == 200 for _, c, _ in results),
-          f"burst: 16 of 16 answered 200 ({sorted(c for _, c, _ in results)})")
+    check(len(results) == n_burst and all(c == 200 for _, c, _ in results),
+          f"burst: {n_burst} of {n_burst} answered 200 ({sorted(c for _, c, _ in results)})")
     ids = set()
     for i, c, body in results:
         if c != 200:
@@ -163,7 +187,7 @@ try:
             check(body.rstrip().endswith("data: [DONE]"), f"stream {i} ends with [DONE]")
         else:
             ids.add(json.loads(body)["id"])
-    check(len(ids) == 16, f"16 distinct completions (each answered once), got {len(ids)}")
+    check(len(ids) == n_burst, f"{n_burst} distinct completions (each answered once), got {len(ids)}")
     check(peak[0] == 2, f"scaled 0 -> 2 replicas as Slurm jobs (peak RUNNING {peak[0]})")
 
     # --- scancel mid-stream ---------------------------------------------------------------------

@@ -23,10 +23,11 @@ TRACE=${TESSERA_SHARED_DIR:-$PWD/../shared}/traces/mooncake/conversation_trace.j
 W=${TESSERA_BENCH_DIR:-$PWD/.cache/bench-cluster}
 mkdir -p "$W"
 [ -f "$TRACE" ] || { echo "no trace at $TRACE" >&2; exit 1; }
-# 26 M parameters (dim 512, 8 layers): a 1024-token prefill takes ~0.3 s on one core, so TTFT is
-# mostly prefill unless the prefix cache holds the prompt's start.
-MODEL=$W/mid-q8_0.gguf
-[ -f "$MODEL" ] || "$T" synth --shape tiny --dim 512 --layers 8 --heads 8 --kv-heads 4 --ffn 1536 \
+# A small model (dim 384, 6 layers; a 1024-token prefill ~0.1 s on one core) so TTFT is mostly
+# prefill unless the prefix cache holds the prompt's start, and the replicas are busy but not
+# saturated at the default time scale.
+MODEL=$W/small-q8_0.gguf
+[ -f "$MODEL" ] || "$T" synth --shape tiny --dim 384 --layers 6 --heads 6 --kv-heads 2 --ffn 1152 \
   --ctx 4096 --dtype q8_0 -o "$MODEL" >/dev/null
 
 # R slurmd "nodes" on this host, one CPU each (oversubscribing its cores when R > nproc): one
@@ -39,9 +40,10 @@ round() {  # round POLICY TAG
   local policy=$1 tag=$2 log=$W/cluster-$2.log
   "$T" cluster --name "b$tag" --model m="$MODEL" --port 0 --routing "$policy" \
     --min-replicas "$R" --max-replicas "$R" --replica-cap 64 --keep-alive -1 --cpus-per-replica 1 \
-    --mem-per-replica 1024 --replica-port-base $((19000 + RANDOM % 500 * 4)) --deadline 600 \
+    --mem-per-replica 1536 --replica-port-base $((19000 + RANDOM % 500 * 4)) --deadline 600 \
     --log-dir "$W/logs-$tag" --release-on-exit \
-    --serve-arg=--ctx-size --serve-arg=4096 --serve-arg=--parallel --serve-arg=8 >"$log" 2>&1 &
+    --serve-arg=--ctx-size --serve-arg=4096 --serve-arg=--parallel --serve-arg=32 \
+    --serve-arg=--kv-memory --serve-arg="${KV_MEMORY:-512M}" >"$log" 2>&1 &
   local pid=$!
   local url=""
   for _ in $(seq 1 100); do
@@ -53,7 +55,7 @@ round() {  # round POLICY TAG
     [ "$(curl -s "$url/cluster/status" | /usr/bin/python3 -c 'import json,sys;print(json.load(sys.stdin)["models"][0]["replicas_up"])')" = "$R" ] && break
     sleep 0.1
   done
-  "$T" bench serve --target "$url" --model m --scenario trace --trace "$TRACE" --num-prompts "$N" --time-scale "$SCALE" \
+  "$T" bench serve --target "$url" --model m --tokenizer "$MODEL" --scenario trace --trace "$TRACE" --num-prompts "$N" --time-scale "$SCALE" \
     --trace-block-tokens "$BLOCK" --max-input-len "${MAX_IN:-2048}" --max-output-len 8 --out "$W/out-$tag" >"$W/bench-$tag.log" 2>&1 || {
     echo "bench failed ($tag):"; tail -5 "$W/bench-$tag.log"; }
   local hits=0 queries=0

@@ -51,7 +51,7 @@ __m128 gather_f16(const std::byte* p, size_t stride) {
   return _mm_cvtph_ps(_mm_cvtsi64_si128(packed));
 }
 
-__m128 broadcast_f16(uint16_t h) { return _mm_set1_ps(_cvtsh_ss(h)); }
+inline __m128 broadcast_f16(uint16_t h) { return _mm_set1_ps(_cvtsh_ss(h)); }
 
 template <class Format, int R, int T>
 void tile32(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes,

@@ -56,10 +56,13 @@ class FakeSlurm final : public SlurmClient {
   std::atomic<int> submits{0};
   std::atomic<int> answered{0};
   std::atomic<int> response_delay_ms{0};
+  // A request whose prompt is "hold" is answered only once this is true (no timing assumption).
+  std::atomic<bool> hold_open{true};
   std::mutex mu;
   std::map<int, int> answers_by_port;  // port -> requests answered
 
   ~FakeSlurm() override {
+    hold_open = true;  // a held request, if a test stopped early, goes on
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [id, r] : replicas_) {
       if (r->server) r->server->stop(0ms);
@@ -85,6 +88,9 @@ class FakeSlurm final : public SlurmClient {
           std::thread([this, port, delay, w, body = req.body] {
             std::this_thread::sleep_for(std::chrono::milliseconds(delay));
             json in = json::parse(body);
+            if (in.contains("prompt") && in["prompt"] == "hold") {
+              while (!hold_open.load()) std::this_thread::sleep_for(1ms);
+            }
             // Counted before the answer leaves, so a client that has its answer sees the count.
             ++answered;
             {
@@ -322,12 +328,12 @@ TEST(ClusterController, PrefixAffinityKeepsASharedPrefixOnOneReplica) {
   ASSERT_NE(r, nullptr);
   // While slot 0 holds a slow request, prefix a's first request goes to the idle slot 1.
   const std::string doc_a(200, 'a');
-  slurm.response_delay_ms = 300;
+  slurm.hold_open = false;
   std::thread hold([&] { EXPECT_EQ(port_of(complete(r->port, "hold")), base); });
   EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas"][0]["in_flight"] == 1; }));
-  slurm.response_delay_ms = 0;
   EXPECT_EQ(port_of(complete(r->port, doc_a + " question 0")), base + 1);
   EXPECT_EQ(port_of(complete(r->port, ids_prompt(100))), base + 1);  // token ids alike
+  slurm.hold_open = true;
   hold.join();
   // Both idle now: load alone would pick slot 0 (ties go to the earlier slot); affinity keeps
   // prefix a on slot 1, and a new prefix goes to slot 0.

@@ -331,10 +331,18 @@ TEST(ClusterController, PrefixAffinityKeepsASharedPrefixOnOneReplica) {
   slurm.hold_open = false;
   std::thread hold([&] { EXPECT_EQ(port_of(complete(r->port, "hold")), base); });
   EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas"][0]["in_flight"] == 1; }));
+  // A client can have its answer before the router has counted the request done: wait for that,
+  // so each request below sees the loads it is meant to.
+  auto idle = [&](int slot) {
+    return eventually([&] { return status(*r)["models"][0]["replicas"][slot]["in_flight"] == 0; });
+  };
   EXPECT_EQ(port_of(complete(r->port, doc_a + " question 0")), base + 1);
+  EXPECT_TRUE(idle(1));
   EXPECT_EQ(port_of(complete(r->port, ids_prompt(100))), base + 1);  // token ids alike
   slurm.hold_open = true;
   hold.join();
+  EXPECT_TRUE(idle(0));
+  EXPECT_TRUE(idle(1));
   // Both idle now: load alone would pick slot 0 (ties go to the earlier slot); affinity keeps
   // prefix a on slot 1, and a new prefix goes to slot 0.
   for (int i = 1; i < 6; ++i) {

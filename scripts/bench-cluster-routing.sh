@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prefix-affine vs round-robin routing across replicas on a real Slurm: the same Mooncake
 # conversation trace (requests sharing 512-token prefix blocks) replayed through `tessera cluster`
-# with --routing prefix, then round-robin, then prefix and round-robin again (alternating, one
-# run). Each round: a fresh cluster with 2 replicas kept up (--min-replicas 2, so both policies
-# spread over the same two), `tessera bench serve` replays the trace through the router, and the
-# replicas' own counters give the prefix-cache hit rate (hits / full blocks looked up).
+# with each policy of ROUNDS in turn (alternate them, e.g. "prefix round-robin prefix round-robin",
+# to see the machine's drift; one run). Each round: a fresh cluster with REPLICAS replicas kept up (--min-replicas = --max-replicas,
+# so both policies spread over the same ones), `tessera bench serve` replays the trace through the
+# router, and the replicas' own counters give the prefix-cache hit rate (hits / full blocks looked
+# up). scripts/mooncake_prefix_bound.py gives the hit rates the hash ids allow with unlimited cache.
 #   scripts/bench-cluster-routing.sh [N_REQUESTS] [TIME_SCALE]     (defaults: 2000, 4; REPLICAS=4,
 #   BLOCK=16 replays each 512-token hash block as 16 tokens (prompts scaled alike, the sharing
 #   kept; BLOCK=512 is the trace as recorded), MAX_IN=2048 clips prompts,
@@ -23,9 +24,8 @@ TRACE=${TESSERA_SHARED_DIR:-$PWD/../shared}/traces/mooncake/conversation_trace.j
 W=${TESSERA_BENCH_DIR:-$PWD/.cache/bench-cluster}
 mkdir -p "$W"
 [ -f "$TRACE" ] || { echo "no trace at $TRACE" >&2; exit 1; }
-# A small model (dim 384, 6 layers; a 1024-token prefill ~0.1 s on one core) so TTFT is mostly
-# prefill unless the prefix cache holds the prompt's start, and the replicas are busy but not
-# saturated at the default time scale.
+# A small model (11 M parameters: dim 384, 6 layers) so that at time scales 4-12 the replicas are
+# busy but not saturated on two cores, and TTFT is mostly the prefill of the uncached part.
 MODEL=$W/small-q8_0.gguf
 [ -f "$MODEL" ] || "$T" synth --shape tiny --dim 384 --layers 6 --heads 6 --kv-heads 2 --ffn 1152 \
   --ctx 4096 --dtype q8_0 -o "$MODEL" >/dev/null

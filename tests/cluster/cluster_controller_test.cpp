@@ -338,7 +338,8 @@ TEST(ClusterController, PrefixAffinityKeepsASharedPrefixOnOneReplica) {
   };
   EXPECT_EQ(port_of(complete(r->port, doc_a + " question 0")), base + 1);
   EXPECT_TRUE(idle(1));
-  EXPECT_EQ(port_of(complete(r->port, ids_prompt(100))), base + 1);  // token ids alike
+  // The ids prefix's first request, to slot 1 by load; its affinity is checked below.
+  EXPECT_EQ(port_of(complete(r->port, ids_prompt(100))), base + 1);
   slurm.hold_open = true;
   hold.join();
   EXPECT_TRUE(idle(0));

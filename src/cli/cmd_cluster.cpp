@@ -35,6 +35,12 @@ struct ClusterArgs {
   int replica_cap = 4;
   int replica_port_base = 18100;
   double keep_alive_s = 30.0;
+  std::string idle_policy = "fixed";
+  std::string suspend = "auto";
+  double keep_ratio = 0.5;
+  double release_kept_after_s = 120.0;
+  int64_t kept_memory_mb = 0;
+  int slo_window = 16;
   double deadline_s = 180.0;
   double ttft_slo_s = 2.0;
   std::string routing = "prefix";
@@ -81,6 +87,14 @@ int run_cluster(const ClusterArgs& a) {
   o.replica_port_base = a.replica_port_base;
   o.replica_cap = a.replica_cap;
   o.keep_alive_s = a.keep_alive_s;
+  o.idle_policy = a.idle_policy;
+  o.release_kept_after_s = a.release_kept_after_s;
+  o.kept_memory_mb = a.kept_memory_mb;
+  o.slo_window = a.slo_window;
+  auto suspend = cluster::suspend_mode_from_name(a.suspend);
+  if (!suspend.is_ok()) return fail(suspend.status().with_context("--suspend"));
+  o.host.suspend = *suspend;
+  o.host.keep_ratio = a.keep_ratio;
   o.request_deadline_s = a.deadline_s;
   o.ttft_slo_s = a.ttft_slo_s;
   auto routing = cluster::routing_policy_from_name(a.routing);
@@ -143,7 +157,31 @@ void add_cluster_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--replica-port-base", a->replica_port_base,
                   "Replica slot i listens on this port + i")->capture_default_str();
   cmd->add_option("--keep-alive", a->keep_alive_s,
-                  "Seconds an idle replica is kept before its job is released (negative: never)")
+                  "Seconds an idle replica stays up before it is taken down (negative: never; with "
+                  "--idle-policy adaptive, the fallback where a replica's history is too short)")
+      ->capture_default_str();
+  cmd->add_option("--idle-policy", a->idle_policy,
+                  "fixed (--keep-alive), adaptive (keep-alive and pre-warming from each replica's "
+                  "arrival history) or always-on")
+      ->capture_default_str();
+  cmd->add_option("--suspend", a->suspend,
+                  "What taking an idle replica down does: release (scancel the job), keep (suspend "
+                  "the model in place, job kept) or auto (keep when the measured cold start would "
+                  "spend over half the TTFT SLO and the measured in-place resume is at most "
+                  "--keep-ratio of it)")
+      ->capture_default_str();
+  cmd->add_option("--keep-ratio", a->keep_ratio, "auto: keep when in-place resume <= this x cold start")
+      ->capture_default_str();
+  cmd->add_option("--release-kept-after", a->release_kept_after_s,
+                  "Seconds a kept job stays suspended before it is released (negative: never)")
+      ->capture_default_str();
+  cmd->add_option("--kept-memory", a->kept_memory_mb,
+                  "MiB that kept jobs may hold in all; past it the cheapest to lose are released (0: "
+                  "unlimited)")
+      ->capture_default_str();
+  cmd->add_option("--slo-window", a->slo_window,
+                  "Answers whose TTFT drive scale-out: while any of a model's last N (within 60 s) "
+                  "missed the SLO, its replicas count as full at half --replica-cap (0: off)")
       ->capture_default_str();
   cmd->add_option("--deadline", a->deadline_s, "Seconds a request waits for a replica to come up")
       ->capture_default_str();

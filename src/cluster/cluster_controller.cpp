@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "tessera/cluster/prefix_affinity.h"
 #include "tessera/cluster/upstream_call.h"
 #include "tessera/fleet/fleet_controller.h"
+#include "tessera/fleet/idle_policy.h"
 #include "tessera/fleet/keep_alive_policy.h"
 #include "tessera/fleet/replica_choice.h"
 #include "tessera/serve/api_error.h"
@@ -106,7 +108,11 @@ struct ClusterController::Impl final : fleet::Timer {
   struct ModelStats {
     int64_t requests = 0, answered = 0, failed = 0, refused = 0, retries = 0, slo_met = 0;
     int64_t scale_ups = 0, scale_downs = 0, lost = 0, affinity_routed = 0;
+    int64_t slo_scaled_routes = 0;  // routed with the cap halved by SLO misses
+    int64_t kept_released = 0;      // kept jobs released (time or memory)
     double replica_s = 0.0, idle_replica_s = 0.0;
+    double kept_s = 0.0;            // seconds jobs were kept with their model suspended
+    std::deque<std::pair<int64_t, bool>> recent;  // (answered at, TTFT within SLO), newest last
   };
 
   ClusterOptions o;
@@ -146,6 +152,11 @@ struct ClusterController::Impl final : fleet::Timer {
   void forward_locked(ModelIndex slot, engine::RequestId id, const std::string& host, int port);
   void run_forward(ModelIndex slot, engine::RequestId id, std::string host, int port);
   void sample_locked(int64_t now);
+  // Whether model `mi` missed its TTFT SLO lately (any of its last slo_window answers within
+  // the last 60 s came late).
+  bool slo_pressure_locked(int32_t mi, int64_t now) const;
+  // Kept jobs suspended longer than release_kept_after_s are released.
+  void release_kept_locked(int64_t now);
   void control_loop();
   void mark_lost_locked(ModelIndex slot, const std::string& why);
 };
@@ -162,8 +173,17 @@ Result<std::unique_ptr<ClusterController>> ClusterController::create(ClusterOpti
   if (slurm == nullptr) return invalid_argument("no Slurm client");
   auto impl = std::make_unique<Impl>();
   std::vector<fleet::ControlledModel> entries;
-  auto policy = std::make_shared<fleet::FixedKeepAlivePolicy>(
-      options.keep_alive_s < 0 ? -1 : static_cast<int64_t>(options.keep_alive_s * 1e9));
+  std::shared_ptr<const fleet::IdlePolicy> policy;
+  if (options.keep_alive_s < 0 || options.idle_policy == "always-on") {
+    policy = std::make_shared<fleet::FixedKeepAlivePolicy>(fleet::FixedKeepAlivePolicy::always_on());
+  } else {
+    auto made = fleet::make_idle_policy({options.idle_policy, options.keep_alive_s});
+    if (!made.is_ok()) return made.status().with_context("idle policy");
+    policy = std::move(made).value();
+  }
+  if (options.slo_window < 0 || options.slo_window > 1024) {
+    return invalid_argument(fmt::format("SLO window {} outside 0..1024", options.slo_window));
+  }
   int port = options.replica_port_base;
   for (size_t mi = 0; mi < options.models.size(); ++mi) {
     const ClusterModelSpec& spec = options.models[mi];
@@ -240,10 +260,13 @@ Result<std::unique_ptr<ClusterController>> ClusterController::create(ClusterOpti
     std::lock_guard<std::mutex> lock(raw->mu);
     return raw->forwarding[static_cast<size_t>(m)];
   };
-  impl->host = std::make_unique<SlurmReplicaHost>(impl->slots, options.host, impl->slurm.get(), std::move(cb));
+  ReplicaHostOptions host_options = options.host;
+  host_options.ttft_slo_s = options.ttft_slo_s;
+  impl->host = std::make_unique<SlurmReplicaHost>(impl->slots, host_options, impl->slurm.get(), std::move(cb));
 
   fleet::ControllerOptions co;
   co.idle_policy = policy;
+  co.host_budget_bytes = options.kept_memory_mb > 0 ? options.kept_memory_mb << 20 : 0;
   co.request_deadline_ns = static_cast<int64_t>(options.request_deadline_s * 1e9);
   co.retry_backoff_ns = 2'000'000'000;
   co.max_retry_backoff_ns = 60'000'000'000;
@@ -322,10 +345,32 @@ void ClusterController::Impl::sample_locked(int64_t now) {
   if (dt <= 0) return;
   for (size_t i = 0; i < slots.size(); ++i) {
     const ModelState s = ctl->state(static_cast<ModelIndex>(i));
-    if (!holds_replica(s)) continue;
     ModelStats& ms = stats[static_cast<size_t>(slot_model[i])];
+    if (s == ModelState::kSuspended && host->measured(static_cast<ModelIndex>(i)).kept) ms.kept_s += dt;
+    if (!holds_replica(s)) continue;
     ms.replica_s += dt;
     if (s == ModelState::kActive && in_flight[i] == 0) ms.idle_replica_s += dt;
+  }
+}
+
+bool ClusterController::Impl::slo_pressure_locked(int32_t mi, int64_t now) const {
+  if (o.slo_window <= 0) return false;
+  for (const auto& [at, met] : stats[static_cast<size_t>(mi)].recent) {
+    if (!met && now - at <= 60'000'000'000) return true;
+  }
+  return false;
+}
+
+void ClusterController::Impl::release_kept_locked(int64_t now) {
+  if (o.release_kept_after_s < 0) return;
+  const auto after = static_cast<int64_t>(o.release_kept_after_s * 1e9);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const auto m = static_cast<ModelIndex>(i);
+    if (ctl->state(m) != ModelState::kSuspended || ctl->status(m).moving) continue;
+    if (now - ctl->status(m).state_since_ns < after || !host->measured(m).kept) continue;
+    if (ctl->evict(m, fmt::format("kept {:.0f} s suspended", o.release_kept_after_s)).is_ok()) {
+      ++stats[static_cast<size_t>(slot_model[i])].kept_released;
+    }
   }
 }
 
@@ -354,6 +399,7 @@ void ClusterController::Impl::control_loop() {
     // that samples usage): ticking early is always allowed and costs microseconds.
     wake_ns = std::numeric_limits<int64_t>::max();
     ctl->tick();
+    release_kept_locked(t);
     wake_at(ctl->next_tick_ns());
     if (t >= next_poll) {
       next_poll = t + poll_ns;
@@ -378,7 +424,12 @@ void ClusterController::Impl::control_loop() {
 void ClusterController::Impl::route_locked(engine::RequestId old_id, Pending p) {
   if (old_id != 0) pending.erase(old_id);
   const auto& ss = model_slots[static_cast<size_t>(p.model)];
-  const int32_t cap = std::max(1, o.replica_cap);
+  ModelStats& ms = stats[static_cast<size_t>(p.model)];
+  int32_t cap = std::max(1, o.replica_cap);
+  if (slo_pressure_locked(p.model, clock->now_ns())) {
+    cap = std::max(1, cap / 2);
+    ++ms.slo_scaled_routes;
+  }
   std::vector<fleet::ReplicaSlotView> views(ss.size());
   std::vector<int32_t> match(ss.size(), 0);
   if (o.routing == RoutingPolicy::kPrefix) affinity[static_cast<size_t>(p.model)].match(p.text, match);
@@ -398,7 +449,6 @@ void ClusterController::Impl::route_locked(engine::RequestId old_id, Pending p) 
   }
   if (k < 0) k = fleet::choose_replica(views, cap, fleet::ReplicaSpread::kSpread);
   const ModelIndex slot = ss[static_cast<size_t>(k)];
-  ModelStats& ms = stats[static_cast<size_t>(p.model)];
   if (match[static_cast<size_t>(k)] > 0) ++ms.affinity_routed;
   affinity[static_cast<size_t>(p.model)].record(p.text, k);
   p.slot = slot;
@@ -499,6 +549,8 @@ void ClusterController::Impl::run_forward(ModelIndex slot, engine::RequestId id,
     if (answered) {
       ++ms.answered;
       if (slo) ++ms.slo_met;
+      ms.recent.emplace_back(clock->now_ns(), slo);
+      while (ms.recent.size() > static_cast<size_t>(std::max(o.slo_window, 0))) ms.recent.pop_front();
       pending.erase(it);
     } else if (p.tries < kMaxTries && !stopping && !writer->disconnected()) {
       // Not taken (unreachable, or busy): another replica gets it; the client sees one answer.
@@ -609,11 +661,20 @@ json ClusterController::status_json() const {
       const ModelState state = d.ctl->state(s);
       up += holds_replica(state) ? 1 : 0;
       const auto cs = d.ctl->status(s);
+      const ReplicaMeasures r = d.host->measured(s);
       replicas.push_back({{"slot", d.slots[static_cast<size_t>(s)].replica},
                           {"state", fleet::model_state_name(state)},
                           {"job", d.host->job_of(s)},
+                          {"job_kept", r.kept},
                           {"port", d.slots[static_cast<size_t>(s)].port},
                           {"in_flight", d.in_flight[static_cast<size_t>(s)]},
+                          {"cold_starts", r.cold_starts},
+                          {"cold_start_s", r.cold_start_s},
+                          {"resumes_in_place", r.resumes_in_place},
+                          {"resume_in_place_s", r.resume_s},
+                          {"kept_downs", r.kept_downs},
+                          {"released_downs", r.released_downs},
+                          {"last_down", r.last_down},
                           {"last_error", cs.last_error}});
     }
     models.push_back({{"name", d.o.models[mi].name},
@@ -631,13 +692,23 @@ json ClusterController::status_json() const {
                       {"affinity_routed", st.affinity_routed},
                       {"replica_seconds", st.replica_s},
                       {"idle_replica_seconds", st.idle_replica_s},
+                      {"kept_replica_seconds", st.kept_s},
+                      {"kept_released", st.kept_released},
+                      {"slo_scaled_routes", st.slo_scaled_routes},
+                      {"slo_pressure", d.slo_pressure_locked(static_cast<int32_t>(mi), d.clock->now_ns())},
                       {"replicas", replicas}});
   }
   const char* routing = d.o.routing == RoutingPolicy::kPrefix        ? "prefix"
                         : d.o.routing == RoutingPolicy::kLeastLoaded ? "least-loaded"
                                                                      : "round-robin";
-  return {{"cluster", d.o.name}, {"routing", routing}, {"keep_alive_s", d.o.keep_alive_s},
-          {"replica_cap", d.o.replica_cap}, {"models", models}};
+  return {{"cluster", d.o.name},
+          {"routing", routing},
+          {"keep_alive_s", d.o.keep_alive_s},
+          {"idle_policy", d.o.idle_policy},
+          {"suspend", suspend_mode_name(d.o.host.suspend)},
+          {"release_kept_after_s", d.o.release_kept_after_s},
+          {"replica_cap", d.o.replica_cap},
+          {"models", models}};
 }
 
 json ClusterController::prometheus_targets() const {
@@ -701,11 +772,41 @@ std::string ClusterController::metrics_text() const {
        [](const Impl::ModelStats& s) { return s.replica_s; }},
       {"tessera_cluster_idle_replica_seconds_total", "counter", "Seconds active replicas had no request",
        [](const Impl::ModelStats& s) { return s.idle_replica_s; }},
+      {"tessera_cluster_kept_replica_seconds_total", "counter",
+       "Seconds replica jobs were kept with their model suspended in place",
+       [](const Impl::ModelStats& s) { return s.kept_s; }},
+      {"tessera_cluster_kept_released_total", "counter", "Kept jobs released after release_kept_after_s",
+       [](const Impl::ModelStats& s) { return static_cast<double>(s.kept_released); }},
+      {"tessera_cluster_slo_scaled_routes_total", "counter",
+       "Requests routed with the replica cap halved because the model missed its TTFT SLO",
+       [](const Impl::ModelStats& s) { return static_cast<double>(s.slo_scaled_routes); }},
   };
   for (const Counter& c : counters) {
     family(c.name, c.type, c.help);
     for (size_t mi = 0; mi < d.o.models.size(); ++mi) {
       out += fmt::format("{}{{model=\"{}\"}} {}\n", c.name, d.o.models[mi].name, c.get(d.stats[mi]));
+    }
+  }
+  // What each slot's moves measured: the inputs of the keep-or-release choice.
+  std::vector<ReplicaMeasures> measures;
+  for (size_t i = 0; i < d.slots.size(); ++i) measures.push_back(d.host->measured(static_cast<ModelIndex>(i)));
+  const struct {
+    const char* name;
+    const char* help;
+    double (*get)(const ReplicaMeasures&);
+  } per_slot[] = {
+      {"tessera_cluster_replica_job_kept", "1 while the slot's job is kept with its model suspended in place",
+       [](const ReplicaMeasures& r) { return r.kept ? 1.0 : 0.0; }},
+      {"tessera_cluster_replica_cold_start_seconds", "The slot's mean measured cold start (sbatch to ready)",
+       [](const ReplicaMeasures& r) { return r.cold_start_s; }},
+      {"tessera_cluster_replica_resume_in_place_seconds", "The slot's mean measured in-place resume",
+       [](const ReplicaMeasures& r) { return r.resume_s; }},
+  };
+  for (const auto& g : per_slot) {
+    family(g.name, "gauge", g.help);
+    for (size_t i = 0; i < d.slots.size(); ++i) {
+      out += fmt::format("{}{{model=\"{}\",replica=\"{}\"}} {}\n", g.name, d.slots[i].model,
+                         d.slots[i].replica, g.get(measures[i]));
     }
   }
   return out;

@@ -3,14 +3,23 @@
 // fleet and the simulator:
 //   FleetController (fleet/)      one entry per replica slot ("<model>#<k>", up to max_replicas
 //                                 per model): lifecycle, the queue of requests waiting for a
-//                                 replica, the idle policy (keep-alive: an idle replica is
-//                                 released, scale to zero included), SLO and usage accounting
+//                                 replica, the idle policy (fixed keep-alive, or adaptive: each
+//                                 slot's keep-alive and pre-warming from its arrival history,
+//                                 scale to zero included), SLO and usage accounting
 //   choose_replica (fleet/)       the simulator's scaling rule: a request goes to an Active
-//                                 replica below `replica_cap` in flight (the one most likely to
-//                                 hold its prefix, then the least loaded), else to one starting,
-//                                 else another replica comes up
+//                                 replica below its cap in flight (the one most likely to hold
+//                                 its prefix, then the least loaded), else to one starting, else
+//                                 another replica comes up. The cap is `replica_cap`, halved
+//                                 (at least 1) while the model misses its TTFT SLO: when any of
+//                                 its last `slo_window` answers in the last 60 s came late, a
+//                                 replica counts as full sooner and the model scales out.
 //   PrefixAffinity                which replica was sent which prompt prefixes
-//   SlurmReplicaHost              carries the moves out as Slurm jobs
+//   SlurmReplicaHost              carries the moves out as Slurm jobs; an idle replica is
+//                                 released, or suspended in place with its job kept, whichever
+//                                 its measured costs favour (replica_host.h). A kept job is
+//                                 released after `release_kept_after_s` suspended, or sooner
+//                                 when kept jobs hold more than `kept_memory_mb` (cheapest
+//                                 expected cold start per byte first).
 // The router half: POST /v1/completions, /v1/chat/completions and /v1/embeddings are proxied to
 // the chosen replica, the response (SSE included) streamed through as it arrives. A request for
 // a model scaling from zero waits in the controller's queue until a replica is ready, up to
@@ -60,7 +69,11 @@ struct ClusterOptions {
   std::vector<ClusterModelSpec> models;
   int replica_port_base = 18100; // slot i (over all models, in order) listens on base + i
   int32_t replica_cap = 4;       // in-flight requests per replica before another comes up
-  double keep_alive_s = 30.0;    // an idle replica is released after this (negative: never)
+  double keep_alive_s = 30.0;    // an idle replica is taken down after this (negative: never)
+  std::string idle_policy = "fixed";  // fixed | adaptive | always-on (fleet/idle_policy.h)
+  double release_kept_after_s = 120.0;  // a kept (suspended in place) job is released after this
+  int64_t kept_memory_mb = 0;    // memory kept jobs may hold, all models; 0: unlimited
+  int32_t slo_window = 16;       // answers whose TTFT drives the SLO scale-out (0: off)
   double request_deadline_s = 180.0;  // a request waits at most this for a replica
   double ttft_slo_s = 2.0;       // time to first byte, for SLO attainment
   double slurm_poll_s = 1.0;     // how often Slurm's job list is read

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tessera/base/clock.h"
 #include "tessera/base/log.h"
@@ -44,7 +47,39 @@ std::string short_hostname() {
   return h.substr(0, h.find('.'));
 }
 
+// The state a fleet-mode replica reports for `model` (GET /admin/models).
+Result<std::string> replica_model_state(const std::string& host, int port, const std::string& model) {
+  auto reply = upstream_get(host, port, "/admin/models", 5.0);
+  if (!reply.is_ok()) return reply.status();
+  if (reply->status != 200) {
+    return Status(ErrorCode::kUnavailable, fmt::format("GET /admin/models answered {}", reply->status));
+  }
+  auto j = nlohmann::json::parse(reply->body, nullptr, false);
+  if (j.is_object() && j.contains("data") && j["data"].is_array()) {
+    for (const auto& e : j["data"]) {
+      if (e.is_object() && e.value("id", std::string()) == model) return e.value("state", std::string());
+    }
+  }
+  return not_found(fmt::format("the replica does not list model '{}'", model));
+}
+
 }  // namespace
+
+Result<SuspendMode> suspend_mode_from_name(const std::string& name) {
+  if (name == "auto") return SuspendMode::kAuto;
+  if (name == "keep") return SuspendMode::kKeep;
+  if (name == "release") return SuspendMode::kRelease;
+  return invalid_argument(fmt::format("unknown suspend mode '{}': expected auto, keep or release", name));
+}
+
+std::string_view suspend_mode_name(SuspendMode mode) {
+  switch (mode) {
+    case SuspendMode::kAuto: return "auto";
+    case SuspendMode::kKeep: return "keep";
+    case SuspendMode::kRelease: return "release";
+  }
+  return "unknown";
+}
 
 SlurmReplicaHost::SlurmReplicaHost(std::vector<ReplicaSlot> slots, ReplicaHostOptions options,
                                    SlurmClient* slurm, Callbacks callbacks)
@@ -80,6 +115,11 @@ int64_t SlurmReplicaHost::job_of(fleet::ModelIndex m) const {
   return state_[static_cast<size_t>(m)].job;
 }
 
+ReplicaMeasures SlurmReplicaHost::measured(fleet::ModelIndex m) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_[static_cast<size_t>(m)].measures;
+}
+
 void SlurmReplicaHost::begin_move(fleet::ModelIndex m, fleet::Move move) {
   std::lock_guard<std::mutex> lock(mu_);
   // Join the move threads that have finished.
@@ -110,8 +150,18 @@ void SlurmReplicaHost::run_move(fleet::ModelIndex m, fleet::Move move) {
     case fleet::Move::kSuspend:
       st = take_down(m);
       break;
-    case fleet::Move::kEvict:
-      break;  // nothing is held between suspend and evict
+    case fleet::Move::kEvict: {
+      // A kept job is released; after a release nothing is held.
+      int64_t job = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        SlotState& ss = state_[static_cast<size_t>(m)];
+        if (ss.measures.kept) job = ss.job;
+        ss.measures.kept = false;
+      }
+      if (job != 0) st = release(m, job, now_s());
+      break;
+    }
   }
   callbacks_.move_done(m, st);
 }
@@ -131,11 +181,129 @@ std::string SlurmReplicaHost::log_tail(const ReplicaSlot& s) const {
   return last.empty() ? fmt::format("its log {} is empty", path) : fmt::format("{} says: {}", path, last);
 }
 
+Result<std::string> SlurmReplicaHost::write_config(const ReplicaSlot& s) const {
+  std::string dir = options_.config_dir.empty() ? options_.log_dir : options_.config_dir;
+  std::error_code ec;
+  if (dir.empty()) dir = (std::filesystem::temp_directory_path(ec) / "tessera-cluster").string();
+  std::filesystem::create_directories(dir, ec);
+  const std::string path = dir + "/" + s.job_name + ".json";
+  const nlohmann::json cfg = {{"models", {{{"name", s.model}, {"path", s.path}}}}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << cfg.dump(2) << "\n";
+    if (!out.good()) return Status(ErrorCode::kUnavailable, fmt::format("cannot write {}", tmp));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status(ErrorCode::kUnavailable, fmt::format("cannot write {}: {}", path, ec.message()));
+  return path;
+}
+
+Status SlurmReplicaHost::admin_move(fleet::ModelIndex m, const std::string& host,
+                                    const std::string& action, const std::string& want,
+                                    double timeout_s) {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  const double t0 = now_s();
+  auto reply = upstream_fetch(host, s.port, "POST", fmt::format("/admin/models/{}/{}", s.model, action),
+                              "{}", std::max(timeout_s, 1.0));
+  if (!reply.is_ok()) return reply.status().with_context(fmt::format("{} {}", action, s.job_name));
+  if (reply->status != 200) {
+    return Status(ErrorCode::kUnavailable, fmt::format("{} {}: the replica answered {}: {}", action,
+                                                       s.job_name, reply->status, reply->body));
+  }
+  while (true) {
+    auto state = replica_model_state(host, s.port, s.model);
+    if (state.is_ok() && *state == want) return Status::ok();
+    if (state.is_ok() && *state == "failed") {
+      return Status(ErrorCode::kUnavailable, fmt::format("{} {}: the model failed", action, s.job_name));
+    }
+    if (now_s() - t0 > timeout_s) {
+      return Status(ErrorCode::kDeadlineExceeded,
+                    fmt::format("{} {}: not {} after {:.0f} s ({})", action, s.job_name, want, timeout_s,
+                                state.is_ok() ? *state : state.status().message()));
+    }
+    if (!sleep_for(options_.poll_s)) {
+      return Status(ErrorCode::kCancelled, fmt::format("cluster stopping during {} of {}", action, s.job_name));
+    }
+  }
+}
+
+Status SlurmReplicaHost::ensure_active(fleet::ModelIndex m, const std::string& host) {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  auto state = replica_model_state(host, s.port, s.model);
+  if (!state.is_ok()) return state.status().with_context(s.job_name);
+  if (*state == "active") return Status::ok();
+  const double left = std::max(1.0, options_.ready_timeout_s);
+  if (*state == "suspended") return admin_move(m, host, "resume", "active", left);
+  return admin_move(m, host, "load", "active", left);
+}
+
+bool SlurmReplicaHost::keep_on_suspend(fleet::ModelIndex m, std::string* why) const {
+  if (options_.suspend == SuspendMode::kRelease) {
+    *why = "suspend mode release";
+    return false;
+  }
+  if (options_.suspend == SuspendMode::kKeep) {
+    *why = "suspend mode keep";
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const ReplicaMeasures& r = state_[static_cast<size_t>(m)].measures;
+  if (r.cold_starts == 0) {
+    *why = "auto: no cold start measured yet (an adopted job): keep";
+    return true;
+  }
+  if (r.cold_start_s <= 0.5 * options_.ttft_slo_s) {
+    *why = fmt::format("auto: measured cold start {:.2f} s is within half the {:.2f} s TTFT SLO: release",
+                       r.cold_start_s, options_.ttft_slo_s);
+    return false;
+  }
+  if (r.resumes_in_place == 0) {
+    *why = fmt::format("auto: measured cold start {:.2f} s, no in-place resume measured yet: keep",
+                       r.cold_start_s);
+    return true;
+  }
+  const bool keep = r.resume_s <= options_.keep_ratio * r.cold_start_s;
+  *why = fmt::format("auto: measured in-place resume {:.3f} s vs cold start {:.2f} s (keep at <= {:.2f}x): {}",
+                     r.resume_s, r.cold_start_s, options_.keep_ratio, keep ? "keep" : "release");
+  return keep;
+}
+
 Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
   const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
   const double t0 = now_s();
+  // A kept job: resume the model in place.
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    SlotState& ss = state_[static_cast<size_t>(m)];
+    if (ss.measures.kept && ss.job != 0) {
+      const int64_t job = ss.job;
+      const std::string host = ss.host;
+      lock.unlock();
+      Status st = admin_move(m, host, "resume", "active", options_.ready_timeout_s);
+      lock.lock();
+      if (st.is_ok()) {
+        ss.measures.kept = false;
+        ss.up = true;
+        const double took = now_s() - t0;
+        ss.resume_sum_s += took;
+        ++ss.measures.resumes_in_place;
+        ss.measures.resume_s = ss.resume_sum_s / static_cast<double>(ss.measures.resumes_in_place);
+        log_info("cluster: {} (job {}) resumed in place in {:.3f} s", s.job_name, job, took);
+        return Status::ok();
+      }
+      if (st.code() == ErrorCode::kCancelled) return st;
+      // The kept replica cannot resume: release it and start cold.
+      ss.measures.kept = false;
+      lock.unlock();
+      log_warn("cluster: {} (job {}) did not resume in place ({}); releasing it for a cold start",
+               s.job_name, job, st.message());
+      (void)release(m, job, now_s());
+    }
+  }
   // Adopt the slot's job when Slurm still has it (a restarted controller); else submit one.
   int64_t job = 0;
+  bool submitted_here = false;
   std::string node;
   auto listed = slurm_->jobs(s.job_name);
   if (!listed.is_ok()) return listed.status();
@@ -152,13 +320,23 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
     spec.memory_mb = s.memory_mb;
     spec.partition = options_.partition;
     spec.output = log_path(s);
-    spec.argv = {options_.tessera_bin, "serve", "--model", s.path, "--name", s.model,
-                 "--host", "0.0.0.0", "--port", std::to_string(s.port),
-                 "--threads", std::to_string(s.cpus)};
+    if (fleet_mode()) {
+      // A one-model fleet: the controller alone suspends and resumes its model.
+      auto config = write_config(s);
+      if (!config.is_ok()) return config.status();
+      spec.argv = {options_.tessera_bin, "serve", "--config", *config, "--idle-policy", "always-on"};
+    } else {
+      spec.argv = {options_.tessera_bin, "serve", "--model", s.path, "--name", s.model};
+    }
+    for (const std::string& a : {std::string("--host"), std::string("0.0.0.0"), std::string("--port"),
+                                 std::to_string(s.port), std::string("--threads"), std::to_string(s.cpus)}) {
+      spec.argv.push_back(a);
+    }
     spec.argv.insert(spec.argv.end(), options_.serve_args.begin(), options_.serve_args.end());
     auto submitted = slurm_->submit(spec);
     if (!submitted.is_ok()) return submitted.status().with_context("submitting " + s.job_name);
     job = *submitted;
+    submitted_here = true;
     log_info("cluster: {} submitted as Slurm job {}", s.job_name, job);
   } else {
     log_info("cluster: {} adopts running Slurm job {}", s.job_name, job);
@@ -167,6 +345,7 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
     std::lock_guard<std::mutex> lock(mu_);
     state_[static_cast<size_t>(m)].job = job;
     state_[static_cast<size_t>(m)].up = false;
+    state_[static_cast<size_t>(m)].measures.kept = false;
   }
   double next_check = now_s() + 0.5;
   const std::string here = short_hostname();
@@ -178,12 +357,27 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
     }
     auto health = upstream_get(host, s.port, "/health", 1.0);
     if (health.is_ok() && health->status == 200) {
+      // An adopted fleet-mode replica may hold its model suspended (kept by the last controller).
+      if (fleet_mode()) {
+        if (Status st = ensure_active(m, host); !st.is_ok()) {
+          (void)slurm_->cancel(job);
+          std::lock_guard<std::mutex> lock(mu_);
+          state_[static_cast<size_t>(m)].job = 0;
+          return st.with_context(fmt::format("replica {} (Slurm job {}) answers but its model is not active; "
+                                             "cancelled", s.job_name, job));
+        }
+      }
       std::lock_guard<std::mutex> lock(mu_);
       SlotState& ss = state_[static_cast<size_t>(m)];
       ss.host = host;
       ss.up = true;
-      ss.last_start_s = now_s() - t0;
-      log_info("cluster: {} (job {}) ready in {:.2f} s", s.job_name, job, ss.last_start_s);
+      const double took = now_s() - t0;
+      if (submitted_here) {
+        ss.cold_sum_s += took;
+        ++ss.measures.cold_starts;
+        ss.measures.cold_start_s = ss.cold_sum_s / static_cast<double>(ss.measures.cold_starts);
+      }
+      log_info("cluster: {} (job {}) ready in {:.2f} s", s.job_name, job, took);
       return Status::ok();
     }
     if (now_s() >= next_check) {
@@ -228,15 +422,44 @@ Status SlurmReplicaHost::take_down(fleet::ModelIndex m) {
     if (!sleep_for(0.02)) break;
   }
   int64_t job = 0;
+  std::string host;
   {
     std::lock_guard<std::mutex> lock(mu_);
     job = state_[static_cast<size_t>(m)].job;
+    host = state_[static_cast<size_t>(m)].host;
     state_[static_cast<size_t>(m)].up = false;
   }
   if (job == 0) return Status::ok();
+  std::string why;
+  if (keep_on_suspend(m, &why)) {
+    Status st = admin_move(m, host, "suspend", "suspended", options_.drain_timeout_s + 30.0);
+    std::lock_guard<std::mutex> lock(mu_);
+    SlotState& ss = state_[static_cast<size_t>(m)];
+    if (st.is_ok()) {
+      ss.measures.kept = true;
+      ++ss.measures.kept_downs;
+      ss.measures.last_down = why;
+      log_info("cluster: {} (job {}) suspended in place, job kept ({})", s.job_name, job, why);
+      return Status::ok();
+    }
+    if (st.code() == ErrorCode::kCancelled) return st;
+    why = fmt::format("the in-place suspend failed ({}): release", st.message());
+    log_warn("cluster: {} (job {}): {}", s.job_name, job, why);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SlotState& ss = state_[static_cast<size_t>(m)];
+    ++ss.measures.released_downs;
+    ss.measures.last_down = why;
+  }
+  return release(m, job, t0);
+}
+
+Status SlurmReplicaHost::release(fleet::ModelIndex m, int64_t job, double since_s) {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
   if (Status st = slurm_->cancel(job); !st.is_ok()) return st.with_context("releasing " + s.job_name);
   // Wait until Slurm no longer runs it, so its port and CPUs are free for the next start.
-  while (now_s() - t0 < options_.drain_timeout_s + 30.0) {
+  while (now_s() - since_s < options_.drain_timeout_s + 30.0) {
     auto listed = slurm_->jobs(s.job_name);
     bool running = false;
     if (listed.is_ok()) {
@@ -246,7 +469,9 @@ Status SlurmReplicaHost::take_down(fleet::ModelIndex m) {
     if (!sleep_for(0.1)) break;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  state_[static_cast<size_t>(m)].job = 0;
+  SlotState& ss = state_[static_cast<size_t>(m)];
+  if (ss.job == job) ss.job = 0;
+  ss.measures.kept = false;
   log_info("cluster: {} (job {}) released", s.job_name, job);
   return Status::ok();
 }
@@ -268,10 +493,13 @@ void SlurmReplicaHost::reject(fleet::ModelIndex m, engine::RequestId id, const S
 fleet::ModelCosts SlurmReplicaHost::costs(fleet::ModelIndex m) const {
   std::lock_guard<std::mutex> lock(mu_);
   fleet::ModelCosts c;
-  c.host_bytes = 0;  // a released replica keeps nothing
-  const double start = state_[static_cast<size_t>(m)].last_start_s;
-  c.reload_estimate_s = start > 0 ? start : 5.0;
-  c.resume_estimate_s = c.reload_estimate_s;
+  const SlotState& ss = state_[static_cast<size_t>(m)];
+  // A kept job holds its memory allocation; a released replica holds nothing.
+  c.host_bytes = ss.measures.kept ? slots_[static_cast<size_t>(m)].memory_mb << 20 : 0;
+  const double cold = ss.measures.cold_start_s;
+  c.reload_estimate_s = cold > 0 ? cold : 5.0;
+  c.resume_estimate_s = ss.measures.kept ? (ss.measures.resume_s > 0 ? ss.measures.resume_s : 0.5)
+                                         : c.reload_estimate_s;
   return c;
 }
 
@@ -280,9 +508,16 @@ std::vector<fleet::ModelIndex> SlurmReplicaHost::reconcile(const std::vector<Slu
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     SlotState& ss = state_[i];
-    if (!ss.up || ss.job == 0) continue;
+    if (ss.job == 0 || (!ss.up && !ss.measures.kept)) continue;
     bool alive = false;
     for (const SlurmJob& j : jobs) alive |= j.id == ss.job && j.state == SlurmJobState::kRunning;
+    if (!alive && ss.measures.kept) {
+      // A kept job went away (scancel, node failure): the next start is cold.
+      log_warn("cluster: kept job {} of {} is gone", ss.job, slots_[i].job_name);
+      ss.measures.kept = false;
+      ss.job = 0;
+      continue;
+    }
     if (!alive) {
       ss.up = false;
       lost.push_back(static_cast<fleet::ModelIndex>(i));

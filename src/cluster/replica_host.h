@@ -2,21 +2,37 @@
 // (as in the simulator's scaling policies); a slot's replica is a `tessera serve` process run as
 // a Slurm job through SlurmClient (sbatch/squeue/scancel), listening on the slot's own port.
 //
-//   load, resume  adopt the slot's job if Slurm still runs it (a restarted controller), else
-//                 submit one; Active once the replica answers GET /health. Fails when the job
-//                 ends first (naming the job and its log's last line) or after ready_timeout_s.
+//   load, resume  a slot whose job is kept with its model suspended in place: resume it in the
+//                 replica (POST /admin/models/{name}/resume). Otherwise adopt the slot's job if
+//                 Slurm still runs it (a restarted controller), else submit one (a cold start);
+//                 Active once the replica answers GET /health and, in a fleet-mode replica, its
+//                 model is active. Fails when the job ends first (naming the job and its log's
+//                 last line) or after ready_timeout_s.
 //   suspend       drain: wait until no forwarded request is running on the slot (at most
-//                 drain_timeout_s), then scancel and wait for the job to leave. The replica is
-//                 released (scale to zero frees its CPUs and memory for other jobs); its host tier
-//                 is empty, so a resume is a cold start.
-//   evict         nothing is held: done at once.
+//                 drain_timeout_s); then, by ReplicaHostOptions::suspend, either suspend the
+//                 model in place (the job is kept: its CPUs and memory stay allocated, a resume
+//                 skips scheduling, process start and the weights' load) or scancel the job and
+//                 wait for it to leave (released: its CPUs and memory go back to Slurm, and the
+//                 next start is cold).
+//   evict         release a kept job (nothing is held after a release: done at once).
+// Suspend modes:
+//   release  always release (replicas run `tessera serve --model`).
+//   keep     always suspend in place (replicas run a one-model fleet: `tessera serve --config`
+//            with the idle policy always-on, so only the controller suspends them).
+//   auto     fleet-mode replicas; at each suspend, whichever the slot's measured costs favour:
+//            keep when its mean measured cold start would spend more than half the TTFT SLO and
+//            its mean measured in-place resume is at most keep_ratio of that cold start (before
+//            any in-place resume was measured: keep, to measure one); else release.
+// The controller releases kept jobs by evict: after a time suspended, or when the memory they
+// hold passes its budget (cheapest expected cold start per byte first; costs() reports a kept
+// job's memory as its host_bytes).
 // dispatch() hands the request to the owner's forward callback with the replica's address;
 // reject() to its reject callback. Moves run on threads of their own and report through the
 // move_done callback, never from inside begin_move().
 // Thread-safety: begin_move/dispatch/reject/costs are called by the controller's owner under its
 // lock (ModelHost's contract); the callbacks are called without any lock of this host held:
 // move_done and in_flight from move threads, forward and reject from inside dispatch/reject.
-// lost() and job_of() are safe from any thread.
+// lost(), job_of(), measured() and reconcile() are safe from any thread.
 #pragma once
 
 #include <atomic>
@@ -27,9 +43,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "tessera/base/status.h"
 #include "tessera/cluster/slurm_client.h"
 #include "tessera/fleet/model_host.h"
 
@@ -45,6 +63,11 @@ struct ReplicaSlot {
   std::string job_name;  // unique per slot: how a restarted controller finds the job again
 };
 
+enum class SuspendMode : uint8_t { kAuto, kKeep, kRelease };
+// "auto", "keep", "release"; errors: kInvalidArgument naming the choices.
+Result<SuspendMode> suspend_mode_from_name(const std::string& name);
+std::string_view suspend_mode_name(SuspendMode mode);
+
 struct ReplicaHostOptions {
   std::string tessera_bin;              // the program the jobs run (`tessera`)
   std::vector<std::string> serve_args;  // extra `tessera serve` arguments for every replica
@@ -53,6 +76,23 @@ struct ReplicaHostOptions {
   double ready_timeout_s = 180.0;       // job submitted -> /health answers
   double drain_timeout_s = 120.0;       // suspend waits this long for running requests
   double poll_s = 0.05;                 // /health probing interval while a replica starts
+  SuspendMode suspend = SuspendMode::kRelease;
+  double keep_ratio = 0.5;              // auto: keep when resume <= keep_ratio x cold start
+  double ttft_slo_s = 2.0;              // auto: a cold start above half of it is worth avoiding
+  // Fleet-mode replicas' config files (<config_dir>/<job_name>.json), readable on the nodes;
+  // empty: log_dir, else the system's temporary directory.
+  std::string config_dir;
+};
+
+// What a slot's moves have measured (means over the slot's history; 0 when none yet).
+struct ReplicaMeasures {
+  bool kept = false;             // its job runs with the model suspended in place
+  int64_t cold_starts = 0;       // jobs submitted and come up
+  double cold_start_s = 0.0;     // sbatch -> ready, mean
+  int64_t resumes_in_place = 0;
+  double resume_s = 0.0;         // admin resume -> active, mean
+  int64_t kept_downs = 0, released_downs = 0;  // suspends by what they did
+  std::string last_down;         // why the last suspend kept or released the job
 };
 
 class SlurmReplicaHost final : public fleet::ModelHost {
@@ -86,8 +126,12 @@ class SlurmReplicaHost final : public fleet::ModelHost {
   int32_t size() const { return static_cast<int32_t>(slots_.size()); }
   // The Slurm job serving slot m (0: none known) and its node.
   int64_t job_of(fleet::ModelIndex m) const;
+  ReplicaMeasures measured(fleet::ModelIndex m) const;
+  // Whether replicas run as fleet-mode `tessera serve` (suspend in place possible).
+  bool fleet_mode() const { return options_.suspend != SuspendMode::kRelease; }
   // Slurm's view of the jobs changed: `jobs` are ours (listed by name prefix). Returns the Active
-  // slots whose job is gone (the owner suspends them: the replica was lost).
+  // slots whose job is gone (the owner suspends them: the replica was lost). A kept job that is
+  // gone is forgotten (the next start is cold).
   std::vector<fleet::ModelIndex> reconcile(const std::vector<SlurmJob>& jobs);
 
  private:
@@ -95,11 +139,21 @@ class SlurmReplicaHost final : public fleet::ModelHost {
     int64_t job = 0;
     std::string host = "127.0.0.1";
     bool up = false;              // answered /health since its last start
-    double last_start_s = 0.0;    // the last measured cold start, seconds
+    ReplicaMeasures measures;
+    double cold_sum_s = 0.0, resume_sum_s = 0.0;
   };
   void run_move(fleet::ModelIndex m, fleet::Move move);
   Status bring_up(fleet::ModelIndex m);
   Status take_down(fleet::ModelIndex m);
+  Status release(fleet::ModelIndex m, int64_t job, double since_s);
+  // Fleet-mode replicas: asks the replica to `action` (suspend/resume/load) its model and waits
+  // (at most timeout_s) until the model is `want` ("suspended"/"active").
+  Status admin_move(fleet::ModelIndex m, const std::string& host, const std::string& action,
+                    const std::string& want, double timeout_s);
+  // Fleet-mode replicas: the model is active (resumed or loaded when it is not).
+  Status ensure_active(fleet::ModelIndex m, const std::string& host);
+  bool keep_on_suspend(fleet::ModelIndex m, std::string* why) const;
+  Result<std::string> write_config(const ReplicaSlot& s) const;
   std::string log_path(const ReplicaSlot& s) const;
   std::string log_tail(const ReplicaSlot& s) const;
   bool sleep_for(double seconds);  // false when stopping

@@ -115,10 +115,18 @@ Status upstream_call(const UpstreamRequest& request,
 
 Result<UpstreamReply> upstream_get(const std::string& host, int port, const std::string& target,
                                    double timeout_s) {
+  return upstream_fetch(host, port, "GET", target, {}, timeout_s);
+}
+
+Result<UpstreamReply> upstream_fetch(const std::string& host, int port, const std::string& method,
+                                     const std::string& target, const std::string& body,
+                                     double timeout_s) {
   UpstreamRequest req;
   req.host = host;
   req.port = port;
+  req.method = method;
   req.target = target;
+  req.body = body;
   req.connect_timeout_s = timeout_s;
   req.io_timeout_s = timeout_s;
   UpstreamReply reply;

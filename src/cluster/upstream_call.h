@@ -52,5 +52,9 @@ struct UpstreamReply {
 };
 Result<UpstreamReply> upstream_get(const std::string& host, int port, const std::string& target,
                                    double timeout_s);
+// Any method (the replica's admin calls: POST /admin/models/{name}/suspend), body collected.
+Result<UpstreamReply> upstream_fetch(const std::string& host, int port, const std::string& method,
+                                     const std::string& target, const std::string& body,
+                                     double timeout_s);
 
 }  // namespace tessera::cluster

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -56,6 +57,8 @@ class FakeSlurm final : public SlurmClient {
   std::atomic<int> submits{0};
   std::atomic<int> answered{0};
   std::atomic<int> response_delay_ms{0};
+  std::atomic<int> start_delay_ms{0};  // /health answers 503 this long after a submit
+  std::atomic<int> admin_moves{0};     // suspends and resumes asked of fleet-mode replicas
   // A request whose prompt is "hold" is answered only once this is true (no timing assumption).
   std::atomic<bool> hold_open{true};
   std::mutex mu;
@@ -71,17 +74,41 @@ class FakeSlurm final : public SlurmClient {
 
   Result<int64_t> submit(const SlurmJobSpec& spec) override {
     int port = 0;
+    std::string model;  // a fleet-mode replica (--config): its one model, which admin calls move
     for (size_t i = 0; i + 1 < spec.argv.size(); ++i) {
       if (spec.argv[i] == "--port") port = std::stoi(spec.argv[i + 1]);
+      if (spec.argv[i] == "--config") {
+        std::ifstream in(spec.argv[i + 1]);
+        model = json::parse(in)["models"][0]["name"].get<std::string>();
+      }
     }
     auto r = std::make_unique<Replica>();
     r->port = port;
     serve::HttpServerOptions ho;
     ho.port = port;
+    const auto ready_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(start_delay_ms.load());
+    auto model_state = std::make_shared<std::string>("active");
     r->server = std::make_unique<serve::HttpServer>(
-        ho, [this, port](serve::HttpRequest&& req, std::shared_ptr<serve::ResponseWriter> w) {
+        ho, [this, port, ready_at, model, model_state](serve::HttpRequest&& req,
+                                                       std::shared_ptr<serve::ResponseWriter> w) {
           if (req.path == "/health") {
-            w->respond({200, "application/json", {}, "{}"});
+            const bool ready = std::chrono::steady_clock::now() >= ready_at;
+            w->respond({ready ? 200 : 503, "application/json", {}, "{}"});
+            return;
+          }
+          if (req.path.rfind("/admin/models", 0) == 0) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (model.empty()) {
+              w->respond({400, "application/json", {}, "{}"});
+            } else if (req.method == "GET") {
+              w->respond({200, "application/json", {},
+                          json{{"data", {{{"id", model}, {"state", *model_state}}}}}.dump()});
+            } else {
+              const std::string action = req.path.substr(req.path.rfind('/') + 1);
+              *model_state = action == "suspend" ? "suspended" : "active";
+              ++admin_moves;
+              w->respond({200, "application/json", {}, json{{"id", model}, {"state", *model_state}}.dump()});
+            }
             return;
           }
           const int delay = response_delay_ms.load();
@@ -404,6 +431,136 @@ TEST(ClusterController, ARestartedControllerAdoptsRunningReplicas) {
   EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas_up"] == 1; }));
   ASSERT_EQ(complete(r->port, "after").status, 200);
   EXPECT_EQ(slurm.submits.load(), 1);  // adopted, not submitted again
+}
+
+// Fleet-mode replicas (suspend keep/auto) write their config under a private directory.
+ClusterOptions fleet_options(int port_base, int replicas, SuspendMode mode) {
+  ClusterOptions o = options(port_base, replicas);
+  o.host.suspend = mode;
+  o.host.config_dir = ::testing::TempDir() + fmt::format("cluster-cfg-{}", getpid());
+  return o;
+}
+
+json replica(Router& r, int k) { return status(r)["models"][0]["replicas"][k]; }
+
+TEST(ClusterController, KeepSuspendsInPlaceAndResumesWithoutANewJob) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = fleet_options(base, 1, SuspendMode::kKeep);
+  o.keep_alive_s = 0.2;
+  o.release_kept_after_s = 60;
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(complete(r->port, "hello").status, 200);
+  EXPECT_EQ(slurm.submits.load(), 1);
+  // Idle past the keep-alive: the model is suspended inside the replica; the job stays.
+  ASSERT_TRUE(eventually([&] { return replica(*r, 0)["state"] == "suspended"; }));
+  EXPECT_EQ(replica(*r, 0)["job_kept"], true);
+  EXPECT_EQ(slurm.running(), 1u);
+  EXPECT_EQ(slurm.admin_moves.load(), 1);
+  // The next request resumes it in place: no new job.
+  auto res = complete(r->port, "again");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(slurm.submits.load(), 1);
+  const json rep = replica(*r, 0);
+  EXPECT_EQ(rep["resumes_in_place"], 1);
+  EXPECT_EQ(rep["cold_starts"], 1);
+  EXPECT_EQ(rep["kept_downs"], 1);
+  EXPECT_GE(slurm.admin_moves.load(), 2);
+  auto metrics = serve::testing::TestClient(r->port).request("GET", "/metrics");
+  EXPECT_NE(metrics.body.find("tessera_cluster_replica_resume_in_place_seconds{model=\"m\",replica=\"0\"}"),
+            std::string::npos);
+}
+
+TEST(ClusterController, AKeptJobIsReleasedAfterItsTimeAndTheNextStartIsCold) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = fleet_options(base, 1, SuspendMode::kKeep);
+  o.keep_alive_s = 0.1;
+  o.release_kept_after_s = 0.3;
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(complete(r->port, "hello").status, 200);
+  ASSERT_TRUE(eventually([&] { return replica(*r, 0)["job_kept"] == true; }));
+  ASSERT_TRUE(eventually([&] { return slurm.running() == 0; }));
+  EXPECT_TRUE(eventually([&] { return replica(*r, 0)["state"] == "evicted"; }));
+  EXPECT_EQ(replica(*r, 0)["job_kept"], false);
+  EXPECT_EQ(status(*r)["models"][0]["kept_released"], 1);
+  EXPECT_GT(status(*r)["models"][0]["kept_replica_seconds"].get<double>(), 0.0);
+  ASSERT_EQ(complete(r->port, "again").status, 200);
+  EXPECT_EQ(slurm.submits.load(), 2);
+  EXPECT_EQ(replica(*r, 0)["cold_starts"], 2);
+}
+
+TEST(ClusterController, AutoReleasesWhenAColdStartFitsTheSlo) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;  // comes up in milliseconds: far within half the 2 s SLO
+  auto o = fleet_options(base, 1, SuspendMode::kAuto);
+  o.keep_alive_s = 0.1;
+  o.ttft_slo_s = 2.0;
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(complete(r->port, "hello").status, 200);
+  ASSERT_TRUE(eventually([&] { return slurm.running() == 0; }));
+  const json rep = replica(*r, 0);
+  EXPECT_EQ(rep["released_downs"], 1);
+  EXPECT_NE(rep["last_down"].get<std::string>().find("release"), std::string::npos) << rep;
+}
+
+TEST(ClusterController, AutoKeepsWhenAColdStartWouldSpendTheSlo) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  slurm.start_delay_ms = 400;  // a cold start takes > 0.4 s, above half the 0.5 s SLO
+  auto o = fleet_options(base, 1, SuspendMode::kAuto);
+  o.keep_alive_s = 0.1;
+  o.ttft_slo_s = 0.5;
+  o.release_kept_after_s = 60;
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(complete(r->port, "hello").status, 200);
+  // First take-down: no in-place resume measured yet, so keep (and measure one).
+  ASSERT_TRUE(eventually([&] { return replica(*r, 0)["job_kept"] == true; }));
+  ASSERT_EQ(complete(r->port, "again").status, 200);
+  EXPECT_EQ(slurm.submits.load(), 1);
+  // Second: the measured resume (milliseconds) is far below half the cold start: keep again.
+  ASSERT_TRUE(eventually([&] { return replica(*r, 0)["kept_downs"] == 2; }));
+  const json rep = replica(*r, 0);
+  EXPECT_EQ(rep["job_kept"], true);
+  EXPECT_GT(rep["cold_start_s"].get<double>(), 0.4);
+  EXPECT_LT(rep["resume_in_place_s"].get<double>(), 0.2);
+  EXPECT_NE(rep["last_down"].get<std::string>().find("keep"), std::string::npos) << rep;
+  EXPECT_EQ(slurm.running(), 1u);
+}
+
+// The TTFT SLO drives scale-out: after a late answer, a replica counts as full at half its cap.
+TEST(ClusterController, SloMissesScaleOutSooner) {
+  for (const int window : {0, 16}) {
+    SCOPED_TRACE(fmt::format("slo window {}", window));
+    const int base = free_port_run(2);
+    ASSERT_GT(base, 0);
+    FakeSlurm slurm;
+    slurm.response_delay_ms = 150;  // every answer misses the 0.05 s SLO
+    auto o = options(base, 2);
+    o.replica_cap = 2;
+    o.ttft_slo_s = 0.05;
+    o.slo_window = window;
+    auto r = start_router(&slurm, o);
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(complete(r->port, "first").status, 200);
+    ASSERT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas"][0]["in_flight"] == 0; }));
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 2; ++i) {
+      clients.emplace_back([&, i] { EXPECT_EQ(complete(r->port, fmt::format("c{}", i)).status, 200); });
+    }
+    for (auto& t : clients) t.join();
+    // Without the SLO signal both fit under cap 2 on one replica; with it, the second needs another.
+    EXPECT_EQ(slurm.submits.load(), window == 0 ? 1 : 2);
+    EXPECT_EQ(status(*r)["models"][0]["slo_pressure"], window != 0);
+  }
 }
 
 TEST(ClusterController, UnknownModelsAndBadBodiesAreClientErrors) {

@@ -3,7 +3,10 @@
 by scripts/slurm-local.sh) with real `tessera serve` replicas as Slurm jobs:
   scale 0 -> N under a burst, scancel mid-stream, kill -9 of a replica, a controller restart that
   adopts the running jobs, Prometheus scraping every target, the dashboard drawn in headless
-  Chromium, and scale back to 0 - with every request answered exactly once.
+  Chromium, and scale back to 0 - with every request answered exactly once (idle replicas
+  released: --suspend release). Then --suspend auto with an SLO that a cold start would spend:
+  the idle replica's model is suspended in place with its job kept, the next request resumes it
+  in the same job faster than the cold start, and the kept job is released after its time.
 Usage: cluster_scale.py TESSERA_BINARY WORK_DIR REPO_ROOT. Exit 77 (skipped) without Slurm.
 """
 import json
@@ -105,12 +108,12 @@ try:
                        check=True, capture_output=True)
     base = free_port_base(2)
     cmd = [TESSERA, "cluster", "--name", NAME, "--model", f"tiny={model}", "--port", "0",
-           "--max-replicas", "2", "--replica-cap", "2", "--keep-alive", str(KEEP_ALIVE),
+           "--max-replicas", "2", "--replica-cap", "2", "--keep-alive", str(KEEP_ALIVE), "--suspend", "release",
            "--cpus-per-replica", "1", "--mem-per-replica", "512", "--replica-port-base", str(base),
            "--log-dir", os.path.join(WORK, "logs"), "--deadline", "120",
            "--serve-arg=--ctx-size", "--serve-arg=1024", "--serve-arg=--parallel", "--serve-arg=4"]
 
-    def start_cluster():
+    def start_cluster(cmd=cmd):
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(os.path.join(WORK, "cluster.log"), "a"),
                              text=True)
         line = p.stdout.readline()
@@ -319,6 +322,38 @@ try:
     s = status()
     check(s["failed"] == 0 and s["refused"] == 0, f"no request lost: failed {s['failed']}, refused {s['refused']}")
     print(json.dumps({k: v for k, v in s.items() if k != "replicas"}, indent=1))
+
+    # --- suspend in place (auto): keep the job when a cold start would spend the SLO -----------
+    cluster.send_signal(signal.SIGTERM)
+    cluster.wait(30)
+    auto_cmd = [TESSERA, "cluster", "--name", NAME, "--model", f"tiny={model}", "--port", "0",
+                "--max-replicas", "1", "--keep-alive", "1", "--suspend", "auto", "--ttft-slo", "0.2",
+                "--release-kept-after", "4", "--cpus-per-replica", "1", "--mem-per-replica", "512",
+                "--replica-port-base", str(base), "--log-dir", os.path.join(WORK, "logs"),
+                "--serve-arg=--ctx-size", "--serve-arg=1024"]
+    cluster, url = start_cluster(auto_cmd)
+    code, _ = http(url + "/v1/completions", {"model": "tiny", "prompt": "cold", "max_tokens": 4})
+    check(code == 200, "auto: first request answered (cold start)")
+    jobs_before = set(squeue_jobs())
+    deadline = time.time() + 20
+    while time.time() < deadline and not status()["replicas"][0]["job_kept"]:
+        time.sleep(0.1)
+    rep = status()["replicas"][0]
+    check(rep["job_kept"] and rep["state"] == "suspended" and set(squeue_jobs()) == jobs_before and jobs_before,
+          f"auto: idle replica suspended in place, job {sorted(jobs_before)} kept ({rep['last_down']})")
+    code, _ = http(url + "/v1/completions", {"model": "tiny", "prompt": "warm", "max_tokens": 4})
+    rep = status()["replicas"][0]
+    check(code == 200 and rep["resumes_in_place"] == 1 and set(squeue_jobs()) == jobs_before,
+          "auto: the next request resumed it in the same job")
+    check(0 < rep["resume_in_place_s"] < rep["cold_start_s"],
+          f"auto: measured in-place resume {rep['resume_in_place_s']:.3f} s < cold start {rep['cold_start_s']:.3f} s")
+    deadline = time.time() + 1 + 4 + 20
+    while time.time() < deadline and (squeue_jobs() or status()["replicas"][0]["job_kept"]):
+        time.sleep(0.2)
+    s = status()
+    check(not squeue_jobs() and s["kept_released"] >= 1,
+          f"auto: the kept job is released after its time (kept {s['kept_replica_seconds']:.1f} replica-s)")
+    check(s["failed"] == 0 and s["refused"] == 0, "auto: no request lost")
 finally:
     cleanup()
 

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +26,7 @@ namespace {
 
 struct ClusterArgs {
   std::vector<std::string> models;  // NAME=PATH
+  std::vector<std::string> colocate;  // "a,b": models sharing replica jobs
   std::string name = "tessera";
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -84,6 +86,16 @@ int run_cluster(const ClusterArgs& a) {
     o.models.push_back(std::move(spec));
   }
   if (o.models.empty()) return fail("give at least one --model NAME=PATH");
+  for (const std::string& g : a.colocate) {
+    std::vector<std::string> names;
+    size_t at = 0;
+    while (at <= g.size()) {
+      const size_t comma = std::min(g.find(',', at), g.size());
+      names.push_back(g.substr(at, comma - at));
+      at = comma + 1;
+    }
+    o.colocate.push_back(std::move(names));
+  }
   o.replica_port_base = a.replica_port_base;
   o.replica_cap = a.replica_cap;
   o.keep_alive_s = a.keep_alive_s;
@@ -143,6 +155,9 @@ void add_cluster_command(CLI::App& app, RunFn& run) {
   auto* cmd = app.add_subcommand(
       "cluster", "Serve models as replicas on a Slurm cluster behind one OpenAI-compatible router");
   cmd->add_option("-m,--model", a->models, "A model as NAME=PATH (repeatable)")->required();
+  cmd->add_option("--colocate", a->colocate,
+                  "Models that share replica jobs, as A,B[,...] (repeatable): replica k of each runs in "
+                  "one multi-model `tessera serve` job");
   cmd->add_option("--name", a->name, "Cluster name: Slurm jobs are NAME-MODEL-K")->capture_default_str();
   cmd->add_option("--host", a->host, "Router address to bind")->capture_default_str();
   cmd->add_option("--port", a->port, "Router port")->capture_default_str();

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -184,7 +185,63 @@ Result<std::unique_ptr<ClusterController>> ClusterController::create(ClusterOpti
   if (options.slo_window < 0 || options.slo_window > 1024) {
     return invalid_argument(fmt::format("SLO window {} outside 0..1024", options.slo_window));
   }
+  // Co-located models share replica jobs: group[mi] is the first model of mi's group.
+  std::vector<size_t> group(options.models.size());
+  for (size_t mi = 0; mi < group.size(); ++mi) group[mi] = mi;
+  std::vector<bool> grouped(options.models.size(), false);
+  for (const auto& names : options.colocate) {
+    if (names.size() < 2) return invalid_argument("a co-located group needs at least two models");
+    std::vector<size_t> members;
+    for (const std::string& name : names) {
+      size_t found = options.models.size();
+      for (size_t mi = 0; mi < options.models.size(); ++mi) {
+        if (options.models[mi].name == name) found = mi;
+      }
+      if (found == options.models.size()) {
+        return invalid_argument(fmt::format("co-located model '{}' is not one of the cluster's models", name));
+      }
+      if (grouped[found]) return invalid_argument(fmt::format("model '{}' is in two co-located groups", name));
+      grouped[found] = true;
+      members.push_back(found);
+    }
+    const size_t first = *std::min_element(members.begin(), members.end());
+    for (size_t mi : members) {
+      if (options.models[mi].max_replicas != options.models[first].max_replicas) {
+        return invalid_argument(fmt::format("co-located models '{}' and '{}' need equal max replicas",
+                                            options.models[first].name, options.models[mi].name));
+      }
+      group[mi] = first;
+    }
+  }
+  // A job's port, name, CPUs (its members' most) and memory (their sum), per (group, replica).
+  struct JobSpec {
+    int port = 0;
+    std::string name;
+    int cpus = 1;
+    int64_t memory_mb = 0;
+  };
+  std::map<std::pair<size_t, int32_t>, JobSpec> job_specs;
+  auto model_memory_mb = [](const ClusterModelSpec& spec) {
+    struct stat st {};
+    const int64_t file_bytes = ::stat(spec.path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+    return spec.memory_mb > 0 ? spec.memory_mb : (2 * file_bytes >> 20) + 256;
+  };
   int port = options.replica_port_base;
+  for (size_t mi = 0; mi < options.models.size(); ++mi) {
+    for (int32_t k = 0; k < options.models[mi].max_replicas; ++k) {
+      JobSpec& js = job_specs[{group[mi], k}];
+      if (js.port == 0) {
+        js.port = port++;
+        std::string members;
+        for (size_t mj = 0; mj < options.models.size(); ++mj) {
+          if (group[mj] == group[mi]) members += (members.empty() ? "" : "+") + options.models[mj].name;
+        }
+        js.name = fmt::format("{}-{}-{}", options.name, members, k);
+      }
+      js.cpus = std::max(js.cpus, options.models[mi].cpus);
+      js.memory_mb += model_memory_mb(options.models[mi]);
+    }
+  }
   for (size_t mi = 0; mi < options.models.size(); ++mi) {
     const ClusterModelSpec& spec = options.models[mi];
     if (!valid_name(spec.name)) {
@@ -204,20 +261,21 @@ Result<std::unique_ptr<ClusterController>> ClusterController::create(ClusterOpti
                                           spec.min_replicas, spec.max_replicas));
     }
     struct stat st {};
-    int64_t file_bytes = ::stat(spec.path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+    const int64_t file_bytes = ::stat(spec.path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
     impl->model_slots.emplace_back();
-    for (int32_t k = 0; k < spec.max_replicas; ++k, ++port) {
-      if (port < 1 || port > 65535) {
-        return invalid_argument(fmt::format("replica port {} outside 1..65535", port));
+    for (int32_t k = 0; k < spec.max_replicas; ++k) {
+      const JobSpec& js = job_specs.at({group[mi], k});
+      if (js.port < 1 || js.port > 65535) {
+        return invalid_argument(fmt::format("replica port {} outside 1..65535", js.port));
       }
       ReplicaSlot s;
       s.model = spec.name;
       s.path = spec.path;
       s.replica = k;
-      s.port = port;
-      s.cpus = std::max(1, spec.cpus);
-      s.memory_mb = spec.memory_mb > 0 ? spec.memory_mb : (2 * file_bytes >> 20) + 256;
-      s.job_name = fmt::format("{}-{}-{}", options.name, spec.name, k);
+      s.port = js.port;
+      s.cpus = std::max(1, js.cpus);
+      s.memory_mb = js.memory_mb;
+      s.job_name = js.name;
       impl->model_slots.back().push_back(static_cast<ModelIndex>(impl->slots.size()));
       impl->slot_model.push_back(static_cast<int32_t>(mi));
       fleet::ControlledModel cm;
@@ -715,9 +773,12 @@ json ClusterController::prometheus_targets() const {
   const Impl& d = *impl_;
   std::lock_guard<std::mutex> lock(d.mu);
   json out = json::array();
+  std::vector<int> ports;  // a shared (multi-model) job is one target
   for (size_t i = 0; i < d.slots.size(); ++i) {
     if (d.ctl->state(static_cast<ModelIndex>(i)) != ModelState::kActive) continue;
     const ReplicaSlot& s = d.slots[i];
+    if (std::find(ports.begin(), ports.end(), s.port) != ports.end()) continue;
+    ports.push_back(s.port);
     out.push_back({{"targets", {fmt::format("127.0.0.1:{}", s.port)}},
                    {"labels", {{"model", s.model}, {"replica", std::to_string(s.replica)},
                                {"slurm_job", std::to_string(d.host->job_of(static_cast<ModelIndex>(i)))}}}});

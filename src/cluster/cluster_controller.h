@@ -67,7 +67,11 @@ Result<RoutingPolicy> routing_policy_from_name(const std::string& name);  // pre
 struct ClusterOptions {
   std::string name = "tessera";  // Slurm job names are "<name>-<model>-<k>"
   std::vector<ClusterModelSpec> models;
-  int replica_port_base = 18100; // slot i (over all models, in order) listens on base + i
+  // Groups of models that share replica jobs (multi-model replicas): replica k of each member
+  // runs in one job "<name>-<a>+<b>-<k>" (a fleet-mode `tessera serve` of all of them, one port,
+  // the members' most CPUs and summed memory). Members need equal max_replicas.
+  std::vector<std::vector<std::string>> colocate;
+  int replica_port_base = 18100; // job i (over all models' slots, in order) listens on base + i
   int32_t replica_cap = 4;       // in-flight requests per replica before another comes up
   double keep_alive_s = 30.0;    // an idle replica is taken down after this (negative: never)
   std::string idle_policy = "fixed";  // fixed | adaptive | always-on (fleet/idle_policy.h)
@@ -87,8 +91,8 @@ struct ClusterOptions {
 class ClusterController {
  public:
   // Errors: kInvalidArgument for no models, bad names, max_replicas outside 1..64, min_replicas
-  // outside 0..max_replicas, ports
-  // outside 1..65535.
+  // outside 0..max_replicas, ports outside 1..65535, a co-located group of fewer than two known
+  // models, a model in two groups, members with different max_replicas.
   static Result<std::unique_ptr<ClusterController>> create(ClusterOptions options,
                                                            std::unique_ptr<SlurmClient> slurm);
   ~ClusterController();  // stop(false)

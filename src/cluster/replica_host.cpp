@@ -87,7 +87,50 @@ SlurmReplicaHost::SlurmReplicaHost(std::vector<ReplicaSlot> slots, ReplicaHostOp
       options_(std::move(options)),
       slurm_(slurm),
       callbacks_(std::move(callbacks)),
-      state_(slots_.size()) {}
+      state_(slots_.size()) {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    int32_t j = -1;
+    for (size_t k = 0; k < jobs_.size(); ++k) {
+      if (jobs_[k].name == slots_[i].job_name) j = static_cast<int32_t>(k);
+    }
+    if (j < 0) {
+      j = static_cast<int32_t>(jobs_.size());
+      jobs_.emplace_back();
+      jobs_.back().name = slots_[i].job_name;
+    }
+    jobs_[static_cast<size_t>(j)].members.push_back(static_cast<fleet::ModelIndex>(i));
+    state_[i].job = j;
+  }
+}
+
+bool SlurmReplicaHost::fleet_mode(fleet::ModelIndex m) const {
+  return options_.suspend != SuspendMode::kRelease ||
+         jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)].members.size() > 1;
+}
+
+bool SlurmReplicaHost::others_hold_locked(fleet::ModelIndex m, bool count_kept) const {
+  for (fleet::ModelIndex o : jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)].members) {
+    if (o == m) continue;
+    const SlotState& ss = state_[static_cast<size_t>(o)];
+    if (ss.up || ss.bringing || (count_kept && ss.measures.kept)) return true;
+  }
+  return false;
+}
+
+bool SlurmReplicaHost::claim_job_locked(std::unique_lock<std::mutex>& lock, int32_t j) {
+  cv_.wait(lock, [&] { return stopping_ || !jobs_[static_cast<size_t>(j)].busy; });
+  if (stopping_) return false;
+  jobs_[static_cast<size_t>(j)].busy = true;
+  return true;
+}
+
+void SlurmReplicaHost::release_job_claim(int32_t j) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[static_cast<size_t>(j)].busy = false;
+  }
+  cv_.notify_all();
+}
 
 SlurmReplicaHost::~SlurmReplicaHost() { stop(); }
 
@@ -112,12 +155,16 @@ bool SlurmReplicaHost::sleep_for(double seconds) {
 
 int64_t SlurmReplicaHost::job_of(fleet::ModelIndex m) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_[static_cast<size_t>(m)].job;
+  return jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)].id;
 }
 
 ReplicaMeasures SlurmReplicaHost::measured(fleet::ModelIndex m) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_[static_cast<size_t>(m)].measures;
+  ReplicaMeasures r = state_[static_cast<size_t>(m)].measures;
+  const JobState& js = jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)];
+  r.cold_starts = js.cold_starts;
+  r.cold_start_s = js.cold_starts > 0 ? js.cold_sum_s / static_cast<double>(js.cold_starts) : 0.0;
+  return r;
 }
 
 void SlurmReplicaHost::begin_move(fleet::ModelIndex m, fleet::Move move) {
@@ -151,15 +198,24 @@ void SlurmReplicaHost::run_move(fleet::ModelIndex m, fleet::Move move) {
       st = take_down(m);
       break;
     case fleet::Move::kEvict: {
-      // A kept job is released; after a release nothing is held.
-      int64_t job = 0;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        SlotState& ss = state_[static_cast<size_t>(m)];
-        if (ss.measures.kept) job = ss.job;
-        ss.measures.kept = false;
+      // A kept model: evicted in place while its job serves others, else the job is released.
+      // After a release nothing is held.
+      std::unique_lock<std::mutex> lock(mu_);
+      const int32_t j = state_[static_cast<size_t>(m)].job;
+      if (!state_[static_cast<size_t>(m)].measures.kept || !claim_job_locked(lock, j)) break;
+      state_[static_cast<size_t>(m)].measures.kept = false;
+      const int64_t job = jobs_[static_cast<size_t>(j)].id;
+      const bool shared = others_hold_locked(m, true);
+      const std::string host = jobs_[static_cast<size_t>(j)].host;
+      lock.unlock();
+      if (job != 0 && shared) {
+        st = admin_move(m, host, "evict", "evicted", options_.drain_timeout_s);
+        if (!st.is_ok()) log_warn("cluster: evicting {} in place: {}", slots_[static_cast<size_t>(m)].model, st.message());
+        st = Status::ok();  // the job stays for its other models either way
+      } else if (job != 0) {
+        st = release(j, job, now_s());
       }
-      if (job != 0) st = release(m, job, now_s());
+      release_job_claim(j);
       break;
     }
   }
@@ -181,17 +237,21 @@ std::string SlurmReplicaHost::log_tail(const ReplicaSlot& s) const {
   return last.empty() ? fmt::format("its log {} is empty", path) : fmt::format("{} says: {}", path, last);
 }
 
-Result<std::string> SlurmReplicaHost::write_config(const ReplicaSlot& s) const {
+Result<std::string> SlurmReplicaHost::write_config(int32_t j) const {
+  const JobState& js = jobs_[static_cast<size_t>(j)];
   std::string dir = options_.config_dir.empty() ? options_.log_dir : options_.config_dir;
   std::error_code ec;
   if (dir.empty()) dir = (std::filesystem::temp_directory_path(ec) / "tessera-cluster").string();
   std::filesystem::create_directories(dir, ec);
-  const std::string path = dir + "/" + s.job_name + ".json";
-  const nlohmann::json cfg = {{"models", {{{"name", s.model}, {"path", s.path}}}}};
+  const std::string path = dir + "/" + js.name + ".json";
+  nlohmann::json models = nlohmann::json::array();
+  for (fleet::ModelIndex m : js.members) {
+    models.push_back({{"name", slots_[static_cast<size_t>(m)].model}, {"path", slots_[static_cast<size_t>(m)].path}});
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << cfg.dump(2) << "\n";
+    out << nlohmann::json{{"models", models}}.dump(2) << "\n";
     if (!out.good()) return Status(ErrorCode::kUnavailable, fmt::format("cannot write {}", tmp));
   }
   std::filesystem::rename(tmp, path, ec);
@@ -206,33 +266,35 @@ Status SlurmReplicaHost::admin_move(fleet::ModelIndex m, const std::string& host
   const double t0 = now_s();
   auto reply = upstream_fetch(host, s.port, "POST", fmt::format("/admin/models/{}/{}", s.model, action),
                               "{}", std::max(timeout_s, 1.0));
-  if (!reply.is_ok()) return reply.status().with_context(fmt::format("{} {}", action, s.job_name));
+  if (!reply.is_ok()) return reply.status().with_context(fmt::format("{} {}", action, s.model));
   if (reply->status != 200) {
-    return Status(ErrorCode::kUnavailable, fmt::format("{} {}: the replica answered {}: {}", action,
-                                                       s.job_name, reply->status, reply->body));
+    return Status(ErrorCode::kUnavailable, fmt::format("{} {} in {}: the replica answered {}: {}", action,
+                                                       s.model, s.job_name, reply->status, reply->body));
   }
   while (true) {
     auto state = replica_model_state(host, s.port, s.model);
     if (state.is_ok() && *state == want) return Status::ok();
     if (state.is_ok() && *state == "failed") {
-      return Status(ErrorCode::kUnavailable, fmt::format("{} {}: the model failed", action, s.job_name));
+      return Status(ErrorCode::kUnavailable, fmt::format("{} {} in {}: the model failed", action, s.model, s.job_name));
     }
     if (now_s() - t0 > timeout_s) {
       return Status(ErrorCode::kDeadlineExceeded,
-                    fmt::format("{} {}: not {} after {:.0f} s ({})", action, s.job_name, want, timeout_s,
-                                state.is_ok() ? *state : state.status().message()));
+                    fmt::format("{} {} in {}: not {} after {:.0f} s ({})", action, s.model, s.job_name, want,
+                                timeout_s, state.is_ok() ? *state : state.status().message()));
     }
     if (!sleep_for(options_.poll_s)) {
-      return Status(ErrorCode::kCancelled, fmt::format("cluster stopping during {} of {}", action, s.job_name));
+      return Status(ErrorCode::kCancelled, fmt::format("cluster stopping during {} of {}", action, s.model));
     }
   }
 }
 
-Status SlurmReplicaHost::ensure_active(fleet::ModelIndex m, const std::string& host) {
+Status SlurmReplicaHost::ensure_active(fleet::ModelIndex m, const std::string& host, bool* moved) {
   const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  if (moved != nullptr) *moved = false;
   auto state = replica_model_state(host, s.port, s.model);
   if (!state.is_ok()) return state.status().with_context(s.job_name);
   if (*state == "active") return Status::ok();
+  if (moved != nullptr) *moved = true;
   const double left = std::max(1.0, options_.ready_timeout_s);
   if (*state == "suspended") return admin_move(m, host, "resume", "active", left);
   return admin_move(m, host, "load", "active", left);
@@ -247,8 +309,7 @@ bool SlurmReplicaHost::keep_on_suspend(fleet::ModelIndex m, std::string* why) co
     *why = "suspend mode keep";
     return true;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  const ReplicaMeasures& r = state_[static_cast<size_t>(m)].measures;
+  const ReplicaMeasures r = measured(m);
   if (r.cold_starts == 0) {
     *why = "auto: no cold start measured yet (an adopted job): keep";
     return true;
@@ -272,57 +333,93 @@ bool SlurmReplicaHost::keep_on_suspend(fleet::ModelIndex m, std::string* why) co
 Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
   const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
   const double t0 = now_s();
-  // A kept job: resume the model in place.
+  SlotState& ss = state_[static_cast<size_t>(m)];  // the vectors never change size
+  const int32_t j = ss.job;
+  JobState& js = jobs_[static_cast<size_t>(j)];
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    SlotState& ss = state_[static_cast<size_t>(m)];
-    if (ss.measures.kept && ss.job != 0) {
-      const int64_t job = ss.job;
-      const std::string host = ss.host;
-      lock.unlock();
-      Status st = admin_move(m, host, "resume", "active", options_.ready_timeout_s);
-      lock.lock();
-      if (st.is_ok()) {
-        ss.measures.kept = false;
-        ss.up = true;
-        const double took = now_s() - t0;
+    std::lock_guard<std::mutex> l(mu_);
+    ss.bringing = true;
+  }
+  struct Done {  // clears `bringing` however this ends (after `lock` below is gone)
+    SlurmReplicaHost* h;
+    SlotState* ss;
+    ~Done() {
+      std::lock_guard<std::mutex> l(h->mu_);
+      ss->bringing = false;
+    }
+  } done{this, &ss};
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!claim_job_locked(lock, j)) {
+    return Status(ErrorCode::kCancelled, fmt::format("cluster stopping while {} started", s.model));
+  }
+  if (js.id != 0 && js.running) {
+    // The job runs (kept, or serving another of its models): bring the model up in place.
+    const int64_t job = js.id;
+    const std::string host = js.host;
+    const bool was_kept = ss.measures.kept;
+    lock.unlock();
+    bool moved = false;
+    Status st = ensure_active(m, host, &moved);
+    lock.lock();
+    if (st.is_ok()) {
+      ss.measures.kept = false;
+      ss.up = true;
+      const double took = now_s() - t0;
+      if (was_kept || moved) {
         ss.resume_sum_s += took;
         ++ss.measures.resumes_in_place;
         ss.measures.resume_s = ss.resume_sum_s / static_cast<double>(ss.measures.resumes_in_place);
-        log_info("cluster: {} (job {}) resumed in place in {:.3f} s", s.job_name, job, took);
-        return Status::ok();
       }
-      if (st.code() == ErrorCode::kCancelled) return st;
-      // The kept replica cannot resume: release it and start cold.
-      ss.measures.kept = false;
       lock.unlock();
-      log_warn("cluster: {} (job {}) did not resume in place ({}); releasing it for a cold start",
-               s.job_name, job, st.message());
-      (void)release(m, job, now_s());
+      release_job_claim(j);
+      log_info("cluster: {} up in place in job {} in {:.3f} s", s.model, job, took);
+      return Status::ok();
     }
+    ss.measures.kept = false;
+    if (st.code() == ErrorCode::kCancelled || others_hold_locked(m, false)) {
+      lock.unlock();
+      release_job_claim(j);
+      return st;  // the job stays for its other models; this slot fails (retried after back-off)
+    }
+    lock.unlock();
+    log_warn("cluster: {} did not come up in place in job {} ({}); releasing it for a cold start",
+             s.model, job, st.message());
+    (void)release(j, job, now_s());
+  } else {
+    lock.unlock();
   }
-  // Adopt the slot's job when Slurm still has it (a restarted controller); else submit one.
+  Status st = cold_start(m, t0);
+  release_job_claim(j);
+  return st;
+}
+
+Status SlurmReplicaHost::cold_start(fleet::ModelIndex m, double t0) {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  const int32_t j = state_[static_cast<size_t>(m)].job;  // fixed at construction
+  const std::string& job_name = jobs_[static_cast<size_t>(j)].name;
+  // Adopt the job when Slurm still has it (a restarted controller); else submit one.
   int64_t job = 0;
   bool submitted_here = false;
   std::string node;
-  auto listed = slurm_->jobs(s.job_name);
+  auto listed = slurm_->jobs(job_name);
   if (!listed.is_ok()) return listed.status();
-  for (const SlurmJob& j : *listed) {
-    if (j.name == s.job_name && j.state != SlurmJobState::kEnded && j.state != SlurmJobState::kCompleting) {
-      job = j.id;
-      node = j.node;
+  for (const SlurmJob& sj : *listed) {
+    if (sj.name == job_name && sj.state != SlurmJobState::kEnded && sj.state != SlurmJobState::kCompleting) {
+      job = sj.id;
+      node = sj.node;
     }
   }
   if (job == 0) {
     SlurmJobSpec spec;
-    spec.name = s.job_name;
+    spec.name = job_name;
     spec.cpus = s.cpus;
     spec.memory_mb = s.memory_mb;
     spec.partition = options_.partition;
     spec.output = log_path(s);
-    if (fleet_mode()) {
-      // A one-model fleet: the controller alone suspends and resumes its model.
-      auto config = write_config(s);
+    if (fleet_mode(m)) {
+      // A fleet of the job's models: the controller alone suspends and resumes them.
+      std::lock_guard<std::mutex> lock(mu_);
+      auto config = write_config(j);
       if (!config.is_ok()) return config.status();
       spec.argv = {options_.tessera_bin, "serve", "--config", *config, "--idle-policy", "always-on"};
     } else {
@@ -334,19 +431,27 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
     }
     spec.argv.insert(spec.argv.end(), options_.serve_args.begin(), options_.serve_args.end());
     auto submitted = slurm_->submit(spec);
-    if (!submitted.is_ok()) return submitted.status().with_context("submitting " + s.job_name);
+    if (!submitted.is_ok()) return submitted.status().with_context("submitting " + job_name);
     job = *submitted;
     submitted_here = true;
-    log_info("cluster: {} submitted as Slurm job {}", s.job_name, job);
+    log_info("cluster: {} submitted as Slurm job {}", job_name, job);
   } else {
-    log_info("cluster: {} adopts running Slurm job {}", s.job_name, job);
+    log_info("cluster: {} adopts running Slurm job {}", job_name, job);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    state_[static_cast<size_t>(m)].job = job;
-    state_[static_cast<size_t>(m)].up = false;
-    state_[static_cast<size_t>(m)].measures.kept = false;
+    jobs_[static_cast<size_t>(j)].id = job;
+    jobs_[static_cast<size_t>(j)].running = false;
+    for (fleet::ModelIndex o : jobs_[static_cast<size_t>(j)].members) {
+      state_[static_cast<size_t>(o)].up = false;
+      state_[static_cast<size_t>(o)].measures.kept = false;
+    }
   }
+  auto forget = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[static_cast<size_t>(j)].id = 0;
+    jobs_[static_cast<size_t>(j)].running = false;
+  };
   double next_check = now_s() + 0.5;
   const std::string here = short_hostname();
   std::string host, resolved_node;
@@ -357,59 +462,57 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
     }
     auto health = upstream_get(host, s.port, "/health", 1.0);
     if (health.is_ok() && health->status == 200) {
-      // An adopted fleet-mode replica may hold its model suspended (kept by the last controller).
-      if (fleet_mode()) {
+      // A fleet-mode replica may hold the model suspended (kept by the last controller) or not
+      // loaded yet.
+      if (fleet_mode(m)) {
         if (Status st = ensure_active(m, host); !st.is_ok()) {
           (void)slurm_->cancel(job);
-          std::lock_guard<std::mutex> lock(mu_);
-          state_[static_cast<size_t>(m)].job = 0;
-          return st.with_context(fmt::format("replica {} (Slurm job {}) answers but its model is not active; "
-                                             "cancelled", s.job_name, job));
+          forget();
+          return st.with_context(fmt::format("replica {} (Slurm job {}) answers but model {} is not active; "
+                                             "cancelled", job_name, job, s.model));
         }
       }
       std::lock_guard<std::mutex> lock(mu_);
-      SlotState& ss = state_[static_cast<size_t>(m)];
-      ss.host = host;
-      ss.up = true;
+      JobState& js = jobs_[static_cast<size_t>(j)];
+      js.host = host;
+      js.running = true;
+      state_[static_cast<size_t>(m)].up = true;
       const double took = now_s() - t0;
       if (submitted_here) {
-        ss.cold_sum_s += took;
-        ++ss.measures.cold_starts;
-        ss.measures.cold_start_s = ss.cold_sum_s / static_cast<double>(ss.measures.cold_starts);
+        js.cold_sum_s += took;
+        ++js.cold_starts;
       }
-      log_info("cluster: {} (job {}) ready in {:.2f} s", s.job_name, job, took);
+      log_info("cluster: {} (job {}) ready in {:.2f} s", job_name, job, took);
       return Status::ok();
     }
     if (now_s() >= next_check) {
       next_check = now_s() + 0.5;
-      auto now_listed = slurm_->jobs(s.job_name);
+      auto now_listed = slurm_->jobs(job_name);
       if (now_listed.is_ok()) {
         bool alive = false;
-        for (const SlurmJob& j : *now_listed) {
-          if (j.id == job && j.state != SlurmJobState::kEnded) {
+        for (const SlurmJob& sj : *now_listed) {
+          if (sj.id == job && sj.state != SlurmJobState::kEnded) {
             alive = true;
-            node = j.node;
+            node = sj.node;
           }
         }
         if (!alive) {
-          std::lock_guard<std::mutex> lock(mu_);
-          state_[static_cast<size_t>(m)].job = 0;
+          forget();
           return Status(ErrorCode::kUnavailable,
                         fmt::format("replica {} (Slurm job {}) ended before it was ready; {}",
-                                    s.job_name, job, log_tail(s)));
+                                    job_name, job, log_tail(s)));
         }
       }
     }
     if (now_s() - t0 > options_.ready_timeout_s) {
       (void)slurm_->cancel(job);
-      std::lock_guard<std::mutex> lock(mu_);
-      state_[static_cast<size_t>(m)].job = 0;
+      forget();
       return Status(ErrorCode::kDeadlineExceeded,
                     fmt::format("replica {} (Slurm job {}) not ready after {:.0f} s; cancelled; {}",
-                                s.job_name, job, options_.ready_timeout_s, log_tail(s)));
+                                job_name, job, options_.ready_timeout_s, log_tail(s)));
     }
     if (!sleep_for(options_.poll_s)) {
-      return Status(ErrorCode::kCancelled, fmt::format("cluster stopping while {} started", s.job_name));
+      return Status(ErrorCode::kCancelled, fmt::format("cluster stopping while {} started", job_name));
     }
   }
 }
@@ -421,58 +524,71 @@ Status SlurmReplicaHost::take_down(fleet::ModelIndex m) {
   while (callbacks_.in_flight(m) > 0 && now_s() - t0 < options_.drain_timeout_s) {
     if (!sleep_for(0.02)) break;
   }
-  int64_t job = 0;
-  std::string host;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job = state_[static_cast<size_t>(m)].job;
-    host = state_[static_cast<size_t>(m)].host;
-    state_[static_cast<size_t>(m)].up = false;
+  std::unique_lock<std::mutex> lock(mu_);
+  const int32_t j = state_[static_cast<size_t>(m)].job;
+  state_[static_cast<size_t>(m)].up = false;
+  if (!claim_job_locked(lock, j)) return Status(ErrorCode::kCancelled, "cluster stopping");
+  const int64_t job = jobs_[static_cast<size_t>(j)].id;
+  const std::string host = jobs_[static_cast<size_t>(j)].host;
+  const bool shared = others_hold_locked(m, false);
+  lock.unlock();
+  if (job == 0) {
+    release_job_claim(j);
+    return Status::ok();
   }
-  if (job == 0) return Status::ok();
   std::string why;
-  if (keep_on_suspend(m, &why)) {
+  const bool keep = shared ? (why = "the job serves other models: suspend in place", true)
+                           : keep_on_suspend(m, &why);
+  if (keep) {
     Status st = admin_move(m, host, "suspend", "suspended", options_.drain_timeout_s + 30.0);
-    std::lock_guard<std::mutex> lock(mu_);
-    SlotState& ss = state_[static_cast<size_t>(m)];
-    if (st.is_ok()) {
-      ss.measures.kept = true;
-      ++ss.measures.kept_downs;
-      ss.measures.last_down = why;
-      log_info("cluster: {} (job {}) suspended in place, job kept ({})", s.job_name, job, why);
-      return Status::ok();
+    if (st.is_ok() || st.code() == ErrorCode::kCancelled || shared) {
+      lock.lock();
+      SlotState& ss = state_[static_cast<size_t>(m)];
+      if (st.is_ok()) {
+        ss.measures.kept = true;
+        ++ss.measures.kept_downs;
+        ss.measures.last_down = why;
+      }
+      lock.unlock();
+      release_job_claim(j);
+      if (st.is_ok()) log_info("cluster: {} suspended in place in job {}, job kept ({})", s.model, job, why);
+      return st;
     }
-    if (st.code() == ErrorCode::kCancelled) return st;
     why = fmt::format("the in-place suspend failed ({}): release", st.message());
-    log_warn("cluster: {} (job {}): {}", s.job_name, job, why);
+    log_warn("cluster: {} (job {}): {}", s.model, job, why);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> l(mu_);
     SlotState& ss = state_[static_cast<size_t>(m)];
     ++ss.measures.released_downs;
     ss.measures.last_down = why;
   }
-  return release(m, job, t0);
+  Status st = release(j, job, t0);
+  release_job_claim(j);
+  return st;
 }
 
-Status SlurmReplicaHost::release(fleet::ModelIndex m, int64_t job, double since_s) {
-  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
-  if (Status st = slurm_->cancel(job); !st.is_ok()) return st.with_context("releasing " + s.job_name);
+Status SlurmReplicaHost::release(int32_t j, int64_t job, double since_s) {
+  const std::string job_name = jobs_[static_cast<size_t>(j)].name;
+  if (Status st = slurm_->cancel(job); !st.is_ok()) return st.with_context("releasing " + job_name);
   // Wait until Slurm no longer runs it, so its port and CPUs are free for the next start.
   while (now_s() - since_s < options_.drain_timeout_s + 30.0) {
-    auto listed = slurm_->jobs(s.job_name);
+    auto listed = slurm_->jobs(job_name);
     bool running = false;
     if (listed.is_ok()) {
-      for (const SlurmJob& j : *listed) running |= j.id == job && j.state != SlurmJobState::kEnded;
+      for (const SlurmJob& sj : *listed) running |= sj.id == job && sj.state != SlurmJobState::kEnded;
     }
     if (listed.is_ok() && !running) break;
     if (!sleep_for(0.1)) break;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  SlotState& ss = state_[static_cast<size_t>(m)];
-  if (ss.job == job) ss.job = 0;
-  ss.measures.kept = false;
-  log_info("cluster: {} (job {}) released", s.job_name, job);
+  JobState& js = jobs_[static_cast<size_t>(j)];
+  if (js.id == job) {
+    js.id = 0;
+    js.running = false;
+  }
+  for (fleet::ModelIndex o : js.members) state_[static_cast<size_t>(o)].measures.kept = false;
+  log_info("cluster: {} (job {}) released", job_name, job);
   return Status::ok();
 }
 
@@ -480,7 +596,7 @@ Status SlurmReplicaHost::dispatch(fleet::ModelIndex m, engine::RequestId id) {
   std::string host;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    host = state_[static_cast<size_t>(m)].host;
+    host = jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)].host;
   }
   callbacks_.forward(m, id, host, slots_[static_cast<size_t>(m)].port);
   return Status::ok();
@@ -491,36 +607,36 @@ void SlurmReplicaHost::reject(fleet::ModelIndex m, engine::RequestId id, const S
 }
 
 fleet::ModelCosts SlurmReplicaHost::costs(fleet::ModelIndex m) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  const ReplicaMeasures r = measured(m);
   fleet::ModelCosts c;
-  const SlotState& ss = state_[static_cast<size_t>(m)];
-  // A kept job holds its memory allocation; a released replica holds nothing.
-  c.host_bytes = ss.measures.kept ? slots_[static_cast<size_t>(m)].memory_mb << 20 : 0;
-  const double cold = ss.measures.cold_start_s;
-  c.reload_estimate_s = cold > 0 ? cold : 5.0;
-  c.resume_estimate_s = ss.measures.kept ? (ss.measures.resume_s > 0 ? ss.measures.resume_s : 0.5)
-                                         : c.reload_estimate_s;
+  // A kept job holds its memory allocation (a shared job's is counted once per kept model: an
+  // upper bound); a released replica holds nothing.
+  c.host_bytes = r.kept ? slots_[static_cast<size_t>(m)].memory_mb << 20 : 0;
+  c.reload_estimate_s = r.cold_start_s > 0 ? r.cold_start_s : 5.0;
+  c.resume_estimate_s = r.kept ? (r.resume_s > 0 ? r.resume_s : 0.5) : c.reload_estimate_s;
   return c;
 }
 
 std::vector<fleet::ModelIndex> SlurmReplicaHost::reconcile(const std::vector<SlurmJob>& jobs) {
   std::vector<fleet::ModelIndex> lost;
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    SlotState& ss = state_[i];
-    if (ss.job == 0 || (!ss.up && !ss.measures.kept)) continue;
+  for (JobState& js : jobs_) {
+    if (js.id == 0 || !js.running || js.busy) continue;
     bool alive = false;
-    for (const SlurmJob& j : jobs) alive |= j.id == ss.job && j.state == SlurmJobState::kRunning;
-    if (!alive && ss.measures.kept) {
-      // A kept job went away (scancel, node failure): the next start is cold.
-      log_warn("cluster: kept job {} of {} is gone", ss.job, slots_[i].job_name);
+    for (const SlurmJob& sj : jobs) alive |= sj.id == js.id && sj.state == SlurmJobState::kRunning;
+    if (alive) continue;
+    // The job went away (scancel, kill, node failure): its up models are lost, its kept ones
+    // forgotten (their next start is cold).
+    log_warn("cluster: job {} ({}) is gone", js.id, js.name);
+    js.id = 0;
+    js.running = false;
+    for (fleet::ModelIndex o : js.members) {
+      SlotState& ss = state_[static_cast<size_t>(o)];
       ss.measures.kept = false;
-      ss.job = 0;
-      continue;
-    }
-    if (!alive) {
-      ss.up = false;
-      lost.push_back(static_cast<fleet::ModelIndex>(i));
+      if (ss.up) {
+        ss.up = false;
+        lost.push_back(o);
+      }
     }
   }
   return lost;

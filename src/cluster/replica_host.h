@@ -1,6 +1,8 @@
 // SlurmReplicaHost: the cluster's ModelHost. Each controller entry is one replica slot of a model
 // (as in the simulator's scaling policies); a slot's replica is a `tessera serve` process run as
-// a Slurm job through SlurmClient (sbatch/squeue/scancel), listening on the slot's own port.
+// a Slurm job through SlurmClient (sbatch/squeue/scancel). Slots that name the same job_name
+// share one job (a multi-model replica: one fleet-mode `tessera serve` serving each of their
+// models, on one port); otherwise each slot has a job of its own.
 //
 //   load, resume  a slot whose job is kept with its model suspended in place: resume it in the
 //                 replica (POST /admin/models/{name}/resume). Otherwise adopt the slot's job if
@@ -8,13 +10,19 @@
 //                 Active once the replica answers GET /health and, in a fleet-mode replica, its
 //                 model is active. Fails when the job ends first (naming the job and its log's
 //                 last line) or after ready_timeout_s.
+//                 A slot whose shared job already runs (for another of its models) comes up in
+//                 place (its model resumed or loaded in the running replica).
 //   suspend       drain: wait until no forwarded request is running on the slot (at most
 //                 drain_timeout_s); then, by ReplicaHostOptions::suspend, either suspend the
 //                 model in place (the job is kept: its CPUs and memory stay allocated, a resume
 //                 skips scheduling, process start and the weights' load) or scancel the job and
 //                 wait for it to leave (released: its CPUs and memory go back to Slurm, and the
-//                 next start is cold).
-//   evict         release a kept job (nothing is held after a release: done at once).
+//                 next start is cold). A shared job still serving another model (or starting it)
+//                 is never released: the model is suspended in place. Releasing a shared job
+//                 drops the models kept in it (their next start is cold).
+//   evict         a kept model: evicted in its replica when the job still serves or keeps
+//                 another model, else the job is released (after a release nothing is held:
+//                 done at once).
 // Suspend modes:
 //   release  always release (replicas run `tessera serve --model`).
 //   keep     always suspend in place (replicas run a one-model fleet: `tessera serve --config`
@@ -60,7 +68,8 @@ struct ReplicaSlot {
   int port = 0;          // the replica's HTTP port
   int cpus = 1;          // --cpus-per-task, and the replica's compute threads
   int64_t memory_mb = 0; // --mem (0: not given)
-  std::string job_name;  // unique per slot: how a restarted controller finds the job again
+  std::string job_name;  // how a restarted controller finds the job again; slots naming the
+                         // same job share it (then port, cpus and memory_mb are the job's)
 };
 
 enum class SuspendMode : uint8_t { kAuto, kKeep, kRelease };
@@ -127,33 +136,52 @@ class SlurmReplicaHost final : public fleet::ModelHost {
   // The Slurm job serving slot m (0: none known) and its node.
   int64_t job_of(fleet::ModelIndex m) const;
   ReplicaMeasures measured(fleet::ModelIndex m) const;
-  // Whether replicas run as fleet-mode `tessera serve` (suspend in place possible).
-  bool fleet_mode() const { return options_.suspend != SuspendMode::kRelease; }
+  // Whether slot m's replica runs as a fleet-mode `tessera serve` (suspend in place possible):
+  // in modes keep and auto, and always for a shared job.
+  bool fleet_mode(fleet::ModelIndex m) const;
   // Slurm's view of the jobs changed: `jobs` are ours (listed by name prefix). Returns the Active
   // slots whose job is gone (the owner suspends them: the replica was lost). A kept job that is
   // gone is forgotten (the next start is cold).
   std::vector<fleet::ModelIndex> reconcile(const std::vector<SlurmJob>& jobs);
 
  private:
-  struct SlotState {
-    int64_t job = 0;
+  struct JobState {
+    std::string name;
+    std::vector<fleet::ModelIndex> members;  // the slots it serves
+    int64_t id = 0;               // the Slurm job (0: none)
     std::string host = "127.0.0.1";
-    bool up = false;              // answered /health since its last start
-    ReplicaMeasures measures;
-    double cold_sum_s = 0.0, resume_sum_s = 0.0;
+    bool running = false;         // answered /health since it was submitted or adopted
+    bool busy = false;            // being started or released: other members' moves wait
+    int64_t cold_starts = 0;
+    double cold_sum_s = 0.0;
   };
+  struct SlotState {
+    int32_t job = 0;              // index into jobs_
+    bool up = false;              // its model is active in the running job
+    bool bringing = false;        // a bring-up of this slot is under way
+    ReplicaMeasures measures;     // cold-start fields filled from its job on reads
+    double resume_sum_s = 0.0;
+  };
+  // Whether another member of slot m's job is up or coming up (or, with count_kept, kept): the
+  // job must stay for it.
+  bool others_hold_locked(fleet::ModelIndex m, bool count_kept) const;
+  // Waits until slot m's job is not busy and marks it busy; false when stopping.
+  bool claim_job_locked(std::unique_lock<std::mutex>& lock, int32_t j);
+  void release_job_claim(int32_t j);
+  Status cold_start(fleet::ModelIndex m, double t0);
   void run_move(fleet::ModelIndex m, fleet::Move move);
   Status bring_up(fleet::ModelIndex m);
   Status take_down(fleet::ModelIndex m);
-  Status release(fleet::ModelIndex m, int64_t job, double since_s);
+  // Cancels job j and waits for it to leave; every member forgets it. Call with the job claimed.
+  Status release(int32_t j, int64_t job, double since_s);
   // Fleet-mode replicas: asks the replica to `action` (suspend/resume/load) its model and waits
   // (at most timeout_s) until the model is `want` ("suspended"/"active").
   Status admin_move(fleet::ModelIndex m, const std::string& host, const std::string& action,
                     const std::string& want, double timeout_s);
   // Fleet-mode replicas: the model is active (resumed or loaded when it is not).
-  Status ensure_active(fleet::ModelIndex m, const std::string& host);
+  Status ensure_active(fleet::ModelIndex m, const std::string& host, bool* moved = nullptr);
   bool keep_on_suspend(fleet::ModelIndex m, std::string* why) const;
-  Result<std::string> write_config(const ReplicaSlot& s) const;
+  Result<std::string> write_config(int32_t j) const;
   std::string log_path(const ReplicaSlot& s) const;
   std::string log_tail(const ReplicaSlot& s) const;
   bool sleep_for(double seconds);  // false when stopping
@@ -167,6 +195,7 @@ class SlurmReplicaHost final : public fleet::ModelHost {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::vector<SlotState> state_;
+  std::vector<JobState> jobs_;
   std::list<std::thread> movers_;
   std::vector<std::thread::id> finished_movers_;
 };

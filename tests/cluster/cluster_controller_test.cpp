@@ -74,12 +74,14 @@ class FakeSlurm final : public SlurmClient {
 
   Result<int64_t> submit(const SlurmJobSpec& spec) override {
     int port = 0;
-    std::string model;  // a fleet-mode replica (--config): its one model, which admin calls move
+    // A fleet-mode replica (--config): its models, each in a state the admin calls move.
+    auto model_state = std::make_shared<std::map<std::string, std::string>>();
     for (size_t i = 0; i + 1 < spec.argv.size(); ++i) {
       if (spec.argv[i] == "--port") port = std::stoi(spec.argv[i + 1]);
       if (spec.argv[i] == "--config") {
         std::ifstream in(spec.argv[i + 1]);
-        model = json::parse(in)["models"][0]["name"].get<std::string>();
+        const json config = json::parse(in);
+        for (const auto& m : config["models"]) (*model_state)[m["name"].get<std::string>()] = "active";
       }
     }
     auto r = std::make_unique<Replica>();
@@ -87,10 +89,9 @@ class FakeSlurm final : public SlurmClient {
     serve::HttpServerOptions ho;
     ho.port = port;
     const auto ready_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(start_delay_ms.load());
-    auto model_state = std::make_shared<std::string>("active");
     r->server = std::make_unique<serve::HttpServer>(
-        ho, [this, port, ready_at, model, model_state](serve::HttpRequest&& req,
-                                                       std::shared_ptr<serve::ResponseWriter> w) {
+        ho, [this, port, ready_at, model_state](serve::HttpRequest&& req,
+                                                std::shared_ptr<serve::ResponseWriter> w) {
           if (req.path == "/health") {
             const bool ready = std::chrono::steady_clock::now() >= ready_at;
             w->respond({ready ? 200 : 503, "application/json", {}, "{}"});
@@ -98,16 +99,20 @@ class FakeSlurm final : public SlurmClient {
           }
           if (req.path.rfind("/admin/models", 0) == 0) {
             std::lock_guard<std::mutex> lock(mu);
-            if (model.empty()) {
+            if (model_state->empty()) {
               w->respond({400, "application/json", {}, "{}"});
             } else if (req.method == "GET") {
-              w->respond({200, "application/json", {},
-                          json{{"data", {{{"id", model}, {"state", *model_state}}}}}.dump()});
+              json data = json::array();
+              for (const auto& [name, state] : *model_state) data.push_back({{"id", name}, {"state", state}});
+              w->respond({200, "application/json", {}, json{{"data", data}}.dump()});
             } else {
-              const std::string action = req.path.substr(req.path.rfind('/') + 1);
-              *model_state = action == "suspend" ? "suspended" : "active";
+              // /admin/models/{name}/{action}
+              const size_t slash = req.path.rfind('/');
+              const std::string action = req.path.substr(slash + 1);
+              const std::string name = req.path.substr(14, slash - 14);
+              (*model_state)[name] = action == "suspend" ? "suspended" : action == "evict" ? "evicted" : "active";
               ++admin_moves;
-              w->respond({200, "application/json", {}, json{{"id", model}, {"state", *model_state}}.dump()});
+              w->respond({200, "application/json", {}, json{{"id", name}, {"state", (*model_state)[name]}}.dump()});
             }
             return;
           }
@@ -130,7 +135,7 @@ class FakeSlurm final : public SlurmClient {
               w->write("data: [DONE]\n\n");
               w->end_stream();
             } else {
-              w->respond({200, "application/json", {}, json{{"port", port}}.dump()});
+              w->respond({200, "application/json", {}, json{{"port", port}, {"model", in.value("model", "")}}.dump()});
             }
           }).detach();
         });
@@ -561,6 +566,70 @@ TEST(ClusterController, SloMissesScaleOutSooner) {
     EXPECT_EQ(slurm.submits.load(), window == 0 ? 1 : 2);
     EXPECT_EQ(status(*r)["models"][0]["slo_pressure"], window != 0);
   }
+}
+
+// Two co-located models share one replica job: the second comes up in place, the job stays
+// while either is up, and leaves with the last.
+TEST(ClusterController, CoLocatedModelsShareAReplicaJob) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = options(base, 1);
+  o.models[0].name = "a";
+  o.models.push_back(o.models[0]);
+  o.models[1].name = "b";
+  o.colocate = {{"a", "b"}};
+  o.keep_alive_s = 0.3;
+  o.host.config_dir = ::testing::TempDir() + fmt::format("cluster-cfg-{}", getpid());
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  serve::testing::TestClient c(r->port);
+  auto ra = c.request("POST", "/v1/completions", R"({"model":"a","prompt":"x"})");
+  ASSERT_EQ(ra.status, 200) << ra.body;
+  auto rb = c.request("POST", "/v1/completions", R"({"model":"b","prompt":"y"})");
+  ASSERT_EQ(rb.status, 200) << rb.body;
+  EXPECT_EQ(json::parse(ra.body)["port"], base);
+  EXPECT_EQ(json::parse(rb.body)["port"], base);  // one job, one port
+  EXPECT_EQ(json::parse(rb.body)["model"], "b");
+  EXPECT_EQ(slurm.submits.load(), 1);
+  const json st = status(*r);
+  EXPECT_EQ(st["models"][0]["replicas"][0]["job"], st["models"][1]["replicas"][0]["job"]);
+  EXPECT_EQ(r->ctl->prometheus_targets().size(), 1u);  // the shared job is one target
+  auto jobs = slurm.jobs("t-");
+  ASSERT_TRUE(jobs.is_ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].name, "t-a+b-0");
+  // Both idle: the first down is suspended in place (the job serves the other), the last
+  // releases the job (suspend mode release).
+  ASSERT_TRUE(eventually([&] { return slurm.running() == 0; }));
+  EXPECT_TRUE(eventually([&] {
+    const json s = status(*r);
+    return s["models"][0]["replicas_up"] == 0 && s["models"][1]["replicas_up"] == 0;
+  }));
+  const json after = status(*r);
+  EXPECT_EQ(after["models"][0]["replicas"][0]["kept_downs"].get<int>() +
+                after["models"][1]["replicas"][0]["kept_downs"].get<int>(), 1);
+  EXPECT_EQ(after["models"][0]["replicas"][0]["job_kept"], false);
+  EXPECT_EQ(after["models"][1]["replicas"][0]["job_kept"], false);
+  // And back: a request for either brings the shared job up again.
+  ASSERT_EQ(c.request("POST", "/v1/completions", R"({"model":"b","prompt":"z"})").status, 200);
+  EXPECT_EQ(slurm.submits.load(), 2);
+}
+
+TEST(ClusterControllerOptions, RejectsBadCoLocation) {
+  FakeSlurm slurm;
+  ClusterOptions o = options(20000, 1);
+  o.models.push_back(o.models[0]);
+  o.models[1].name = "n";
+  o.colocate = {{"m", "nope"}};
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  o.colocate = {{"m"}};
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  o.colocate = {{"m", "n"}};
+  o.models[1].max_replicas = 2;
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  o.models[1].max_replicas = 1;
+  EXPECT_TRUE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
 }
 
 TEST(ClusterController, UnknownModelsAndBadBodiesAreClientErrors) {

@@ -7,6 +7,7 @@ by scripts/slurm-local.sh) with real `tessera serve` replicas as Slurm jobs:
   released: --suspend release). Then --suspend auto with an SLO that a cold start would spend:
   the idle replica's model is suspended in place with its job kept, the next request resumes it
   in the same job faster than the cold start, and the kept job is released after its time.
+  Last, two co-located models in one multi-model replica job (--colocate).
 Usage: cluster_scale.py TESSERA_BINARY WORK_DIR REPO_ROOT. Exit 77 (skipped) without Slurm.
 """
 import json
@@ -354,6 +355,39 @@ try:
     check(not squeue_jobs() and s["kept_released"] >= 1,
           f"auto: the kept job is released after its time (kept {s['kept_replica_seconds']:.1f} replica-s)")
     check(s["failed"] == 0 and s["refused"] == 0, "auto: no request lost")
+
+    # --- multi-model replicas: two models share one job ----------------------------------------
+    cluster.send_signal(signal.SIGTERM)
+    cluster.wait(30)
+    small = os.path.join(WORK, "small-q8_0.gguf")
+    if not os.path.exists(small):
+        subprocess.run([TESSERA, "synth", "--shape", "tiny", "--dim", "256", "--layers", "2", "--heads", "4",
+                        "--kv-heads", "2", "--ffn", "512", "--dtype", "q8_0", "--ctx", "512", "-o", small],
+                       check=True, capture_output=True)
+    multi_cmd = [TESSERA, "cluster", "--name", NAME, "--model", f"tiny={model}", "--model", f"small={small}",
+                 "--colocate", "tiny,small", "--port", "0", "--max-replicas", "1", "--keep-alive", "2",
+                 "--suspend", "release", "--cpus-per-replica", "1", "--mem-per-replica", "384",
+                 "--replica-port-base", str(base), "--log-dir", os.path.join(WORK, "logs"),
+                 "--serve-arg=--ctx-size", "--serve-arg=512"]
+    cluster, url = start_cluster(multi_cmd)
+    answers = {}
+    for name in ("tiny", "small", "tiny"):
+        code, body = http(url + "/v1/completions", {"model": name, "prompt": "hello", "max_tokens": 4})
+        answers.setdefault(name, []).append((code, json.loads(body).get("model") if code == 200 else body))
+    jobs = sh("squeue", "-h", "-o", "%i %j").stdout.split()
+    check(all(c == 200 and m == n for n, rs in answers.items() for c, m in rs),
+          f"multi-model: both models answered by name ({answers})")
+    check(len(squeue_jobs()) == 1 and f"{NAME}-tiny+small-0" in jobs,
+          f"multi-model: one Slurm job serves both ({jobs})")
+    models = json.loads(http(url + "/cluster/status")[1])["models"]
+    check(models[0]["replicas"][0]["job"] == models[1]["replicas"][0]["job"] != 0,
+          "multi-model: the router sees both models' replicas in the same job")
+    deadline = time.time() + 2 + 30
+    while time.time() < deadline and squeue_jobs():
+        time.sleep(0.2)
+    models = json.loads(http(url + "/cluster/status")[1])["models"]
+    check(not squeue_jobs() and all(m["replicas_up"] == 0 for m in models),
+          "multi-model: idle, the shared job is released with the last model")
 finally:
     cleanup()
 

@@ -37,7 +37,7 @@ eval "$(scripts/slurm-local.sh env "$W/slurm")"
 trap 'kill $CPID 2>/dev/null || true; scripts/slurm-local.sh stop "$W/slurm" >/dev/null 2>&1 || true' EXIT
 args=()
 for i in $(seq 1 "$MODELS"); do args+=(--model "m$i=$W/models/m$i.gguf"); done
-TESSERA_LOG=info "$T" cluster --name fleet "${args[@]}" --port 0 --max-replicas 1 --keep-alive "$KEEP" \
+TESSERA_LOG=info "$T" cluster --name fleet "${args[@]}" --port 0 --max-replicas 1 --keep-alive "$KEEP" --suspend release \
   --cpus-per-replica 1 --mem-per-replica 512 --replica-port-base $((21000 + RANDOM % 400 * 16)) \
   --ttft-slo "$SLO" --log-dir "$W/logs" --release-on-exit --serve-arg=--ctx-size --serve-arg=512 \
   >"$W/cluster.log" 2>&1 &

@@ -39,7 +39,7 @@ trap 'scripts/slurm-local.sh stop "$W/slurm-$R" >/dev/null 2>&1 || true' EXIT
 round() {  # round POLICY TAG
   local policy=$1 tag=$2 log=$W/cluster-$2.log
   "$T" cluster --name "b$tag" --model m="$MODEL" --port 0 --routing "$policy" \
-    --min-replicas "$R" --max-replicas "$R" --replica-cap 64 --keep-alive -1 --cpus-per-replica 1 \
+    --min-replicas "$R" --max-replicas "$R" --replica-cap 64 --keep-alive -1 --suspend release --cpus-per-replica 1 \
     --mem-per-replica 1536 --replica-port-base $((19000 + RANDOM % 500 * 4)) --deadline 600 \
     --log-dir "$W/logs-$tag" --release-on-exit \
     --serve-arg=--ctx-size --serve-arg=4096 --serve-arg=--parallel --serve-arg=32 \

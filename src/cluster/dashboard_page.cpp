@@ -67,7 +67,8 @@ constexpr const char* kScript = R"JS(
       for (const r of m.replicas) {
         inflight += r.in_flight;
         const tr = document.createElement('tr');
-        for (const v of [m.name, r.slot, r.state, r.job || '', r.port, r.in_flight, r.last_error]) {
+        const state = r.job_kept ? r.state + ' (job kept)' : r.state;
+        for (const v of [m.name, r.slot, state, r.job || '', r.port, r.in_flight, r.last_error]) {
           const td = document.createElement('td'); td.textContent = String(v); tr.appendChild(td);
         }
         tr.children[2].className = 'state-' + r.state;
@@ -81,10 +82,11 @@ constexpr const char* kScript = R"JS(
       series(charts.inflight, m.name, i, false).data.push(inflight);
       series(charts.idle, m.name + ' idle', i, false).data.push(m.idle_replica_seconds);
       series(charts.idle, m.name + ' held', i, true).data.push(m.replica_seconds);
+      if (s.suspend !== 'release') series(charts.idle, m.name + ' kept', i, true).data.push(m.kept_replica_seconds);
     });
     document.getElementById('summary').textContent = s.models.length + ' models, ' + up + ' replicas up, ' + req +
       ' requests, ' + idle.toFixed(0) + ' of ' + rs.toFixed(0) + ' replica-seconds idle; routing ' + s.routing +
-      ', keep-alive ' + s.keep_alive_s + ' s';
+      ', ' + s.idle_policy + ' keep-alive ' + s.keep_alive_s + ' s, suspend ' + s.suspend;
     if (!haveCharts) { report(false, 'charts unavailable: Chart.js was not inlined (run scripts/fetch-chartjs.sh)', 0); return; }
     for (const c of [charts.replicas, charts.inflight, charts.idle]) { c.data.labels.push(t); if (c.data.labels.length > 600) { c.data.labels.shift(); c.data.datasets.forEach((d) => d.data.shift()); } }
     charts.slo.data.labels = s.models.map((m) => m.name);

@@ -3,12 +3,14 @@
 
     scripts/make-peft-adapter.py OUT_DIR --dim 128 --layers 2 --heads 4 --kv-heads 2 --ffn 384
         [--rank 8] [--alpha 16] [--targets q_proj,v_proj,down_proj] [--seed 1] [--std 0.05]
-        [--gguf OUT.gguf]   (also the same adapter as a GGUF LoRA; needs gguf-py on PYTHONPATH)
+        [--dtype f32|f16|bf16] [--gguf OUT.gguf]   (also the same adapter as a GGUF LoRA; needs
+        gguf-py on PYTHONPATH)
 
 OUT_DIR gets adapter_config.json and adapter_model.safetensors, written from the formats' own
 rules with numpy only (no PEFT, safetensors or torch packages): tensors named
 base_model.model.model.layers.N.<module>.lora_A.weight ([r, in]) and .lora_B.weight ([out, r]),
-F32, little-endian, the JSON header padded with spaces to 8 bytes, offsets tiling the buffer.
+F32 (or F16/BF16 with --dtype: the values rounded to it, the same in both files), little-endian,
+the JSON header padded with spaces to 8 bytes, offsets tiling the buffer.
 q_proj/k_proj B rows are in Hugging Face's (half-split RoPE) order; the --gguf copy has them
 permuted to GGML's adjacent-pair order, as llama.cpp's convert_lora_to_gguf.py writes them.
 """
@@ -43,11 +45,17 @@ def rope_permute_rows(b, n_heads):
     return b.reshape(n_heads, 2, hd // 2, *b.shape[1:]).swapaxes(1, 2).reshape(b.shape)
 
 
-def write_safetensors(path, tensors, metadata):
+def to_bf16_bits(x):
+    """float32 -> bfloat16 bits (uint16), rounded to nearest even."""
+    bits = np.ascontiguousarray(x, dtype="<f4").view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def write_safetensors(path, tensors, metadata, dtype="F32"):
     header = {"__metadata__": metadata}
     offset = 0
     for name, arr in tensors:
-        header[name] = {"dtype": "F32", "shape": list(arr.shape),
+        header[name] = {"dtype": dtype, "shape": list(arr.shape),
                         "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
@@ -56,7 +64,7 @@ def write_safetensors(path, tensors, metadata):
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
         for _, arr in tensors:
-            f.write(np.ascontiguousarray(arr, dtype="<f4").tobytes())
+            f.write(np.ascontiguousarray(arr).tobytes())
 
 
 def main():
@@ -72,8 +80,10 @@ def main():
     p.add_argument("--targets", default="q_proj,v_proj,down_proj")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--std", type=float, default=0.05)
+    p.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
     p.add_argument("--gguf")
     a = p.parse_args()
+    store = {"f32": lambda x: x.astype("<f4"), "f16": lambda x: x.astype("<f2"), "bf16": to_bf16_bits}[a.dtype]
     targets = a.targets.split(",")
     for t in targets:
         if t not in MODULES:
@@ -83,8 +93,8 @@ def main():
     for layer in range(a.layers):
         for t in targets:
             n_in, n_out = shapes(a, t)
-            A = rng.normal(0, a.std, (a.rank, n_in)).astype(np.float32)
-            B = rng.normal(0, a.std, (n_out, a.rank)).astype(np.float32)
+            A = store(rng.normal(0, a.std, (a.rank, n_in)).astype(np.float32))
+            B = store(rng.normal(0, a.std, (n_out, a.rank)).astype(np.float32))
             stem = f"base_model.model.model.layers.{layer}.{MODULES[t][0]}.{t}"
             tensors += [(stem + ".lora_A.weight", A), (stem + ".lora_B.weight", B)]
             pairs.append((layer, t, A, B))
@@ -96,7 +106,8 @@ def main():
               "base_model_name_or_path": None, "inference_mode": True}
     with open(os.path.join(a.out, "adapter_config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    write_safetensors(os.path.join(a.out, "adapter_model.safetensors"), tensors, {"format": "pt"})
+    write_safetensors(os.path.join(a.out, "adapter_model.safetensors"), tensors, {"format": "pt"},
+                      a.dtype.upper())
     if a.gguf:
         import gguf  # gguf-py, e.g. PYTHONPATH=/path/to/llama.cpp/gguf-py
         w = gguf.GGUFWriter(a.gguf, "llama")
@@ -107,13 +118,14 @@ def main():
             if t in ("q_proj", "k_proj"):
                 B = rope_permute_rows(B, a.heads if t == "q_proj" else a.kv_heads)
             name = f"blk.{layer}.{MODULES[t][1]}.weight"
-            w.add_tensor(name + ".lora_a", A)  # numpy [r, in] -> GGUF ne {in, r}
-            w.add_tensor(name + ".lora_b", np.ascontiguousarray(B))
+            raw = gguf.GGMLQuantizationType.BF16 if a.dtype == "bf16" else None
+            w.add_tensor(name + ".lora_a", A, raw_dtype=raw)  # numpy [r, in] -> GGUF ne {in, r}
+            w.add_tensor(name + ".lora_b", np.ascontiguousarray(B), raw_dtype=raw)
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
         w.close()
-    print(f"wrote {a.out} ({len(pairs)} matrices, rank {a.rank}, alpha {a.alpha})"
+    print(f"wrote {a.out} ({len(pairs)} matrices, rank {a.rank}, alpha {a.alpha}, {a.dtype})"
           + (f" and {a.gguf}" if a.gguf else ""))
 
 

@@ -8,12 +8,17 @@
 // the segment before row k + 1 is loaded, and a slice of Bt stays in L1 for all rows. Any rank
 // (the adapter code caps it at 256). Small products run on the calling thread: a pool's fork and
 // join costs more than a decode step's update.
+// A and Bt may be held in f32, f16 or bf16 (`dtype`; half the bytes a step reads): the shrink
+// uses that dtype's `dot` row, the expand widens each slice of Bt to f32 (exactly) before its
+// axpys (so its bits are those of f32 buffers holding the same values; the shrink's are within
+// the dtype's dot rounding).
 // Thread-safety: pure functions of their arguments; `pool` (may be null) is used for the call.
 #pragma once
 
 #include <cstdint>
 
 #include "tessera/base/thread_pool.h"
+#include "tessera/kernels/dtype.h"
 
 namespace tessera::kernels {
 
@@ -22,10 +27,17 @@ struct KernelTable;
 // t[r * rank + k] = sum_i a[k * n_in + i] * x[r * x_stride + i] for r < n_rows, k < rank.
 void lora_shrink(const KernelTable& table, const float* a, int64_t rank, int64_t n_in,
                  const float* x, int64_t x_stride, int64_t n_rows, float* t, ThreadPool* pool);
+// The same with A held in `dtype` (F32, F16 or BF16).
+void lora_shrink(const KernelTable& table, const void* a, DType dtype, int64_t rank, int64_t n_in,
+                 const float* x, int64_t x_stride, int64_t n_rows, float* t, ThreadPool* pool);
 
 // y[r * y_stride + o] += scale * sum_k bt[k * n_out + o] * t[r * rank + k] for r < n_rows,
 // o < n_out (summed in order of k, each term rounded before it is added).
 void lora_expand(const KernelTable& table, const float* bt, int64_t rank, int64_t n_out,
+                 const float* t, int64_t n_rows, float scale, float* y, int64_t y_stride,
+                 ThreadPool* pool);
+// The same with Bt held in `dtype` (F32, F16 or BF16).
+void lora_expand(const KernelTable& table, const void* bt, DType dtype, int64_t rank, int64_t n_out,
                  const float* t, int64_t n_rows, float scale, float* y, int64_t y_stride,
                  ThreadPool* pool);
 

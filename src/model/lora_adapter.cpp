@@ -222,6 +222,21 @@ Status check_and_fill(const ModelFile& base, const std::string& target, const Pa
   return Status::ok();
 }
 
+// A and B both f16 (or both bf16) in the file: hold them so (their f32 values convert back
+// exactly); otherwise f32.
+void keep_file_dtype(const Pair& p, LoraMatrix& m) {
+  const kernels::DType t = p.a->dtype;
+  if (t != p.b->dtype || (t != kernels::DType::kF16 && t != kernels::DType::kBF16)) return;
+  const auto& k = kernels::kernels_for(kernels::scalar_kernel_table(), t);
+  m.a16.resize(m.a.size());
+  m.bt16.resize(m.bt.size());
+  k.from_float(m.a.data(), m.a16.data(), static_cast<int64_t>(m.a.size()));
+  k.from_float(m.bt.data(), m.bt16.data(), static_cast<int64_t>(m.bt.size()));
+  m.dtype = t;
+  std::vector<float>().swap(m.a);
+  std::vector<float>().swap(m.bt);
+}
+
 void sort_by_base_order(const ModelFile& base, std::vector<LoraMatrix>& ms) {
   std::map<std::string_view, size_t> order;
   for (size_t i = 0; i < base.tensors.size(); ++i) order[base.tensors[i].name] = i;
@@ -268,6 +283,7 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
       permute_rope_rows(b, m.n_out, m.rank, heads);
     }
     m.bt = transpose_b(b, m.n_out, m.rank);
+    keep_file_dtype(p, m);
     out.matrices.push_back(std::move(m));
   }
   sort_by_base_order(base, out.matrices);
@@ -320,6 +336,7 @@ Result<LoraAdapter> load_gguf_lora(const std::string& path, const ModelFile& bas
     TS_RETURN_IF_ERROR(check_and_fill(base, target, p, m, b));
     m.scale = alpha == 0.0 ? 1.0f : static_cast<float>(alpha / static_cast<double>(m.rank));
     m.bt = transpose_b(b, m.n_out, m.rank);
+    keep_file_dtype(p, m);
     out.matrices.push_back(std::move(m));
   }
   sort_by_base_order(base, out.matrices);
@@ -343,9 +360,25 @@ int64_t LoraAdapter::max_rank() const {
 
 size_t LoraAdapter::bytes() const {
   size_t n = 0;
-  for (const auto& m : matrices) n += (m.a.size() + m.bt.size()) * sizeof(float);
+  for (const auto& m : matrices) n += m.bytes();
   return n;
 }
+
+size_t LoraMatrix::bytes() const {
+  return (a.size() + bt.size()) * sizeof(float) + (a16.size() + bt16.size()) * sizeof(uint16_t);
+}
+
+namespace {
+std::vector<float> widen(kernels::DType t, const std::vector<float>& f32, const std::vector<uint16_t>& h) {
+  if (t == kernels::DType::kF32) return f32;
+  std::vector<float> out(h.size());
+  kernels::kernels_for(kernels::scalar_kernel_table(), t).to_float(h.data(), out.data(), static_cast<int64_t>(h.size()));
+  return out;
+}
+}  // namespace
+
+std::vector<float> LoraMatrix::a_f32() const { return widen(dtype, a, a16); }
+std::vector<float> LoraMatrix::bt_f32() const { return widen(dtype, bt, bt16); }
 
 Result<LoraAdapter> load_lora_adapter(const std::string& path, const ModelFile& base) {
   std::error_code ec;
@@ -398,13 +431,14 @@ Result<MergeReport> merge_lora(const ModelFile& base, const LoraAdapter& adapter
     const size_t row_bytes = kernels::dtype_row_bytes(t.dtype, m->n_in);
     std::vector<std::byte> out(t.n_bytes);
     const float s = user_scale * m->scale;
+    const std::vector<float> ma = m->a_f32(), mbt = m->bt_f32();
     pool.parallel_for(m->n_out, 16, [&](int64_t r0, int64_t r1) {
       std::vector<float> row(static_cast<size_t>(m->n_in));
       for (int64_t r = r0; r < r1; ++r) {
         k.to_float(t.data + static_cast<size_t>(r) * row_bytes, row.data(), m->n_in);
         for (int64_t j = 0; j < m->rank; ++j) {
-          const float c = s * m->bt[static_cast<size_t>(j * m->n_out + r)];
-          const float* a = m->a.data() + j * m->n_in;
+          const float c = s * mbt[static_cast<size_t>(j * m->n_out + r)];
+          const float* a = ma.data() + j * m->n_in;
           for (int64_t i = 0; i < m->n_in; ++i) row[static_cast<size_t>(i)] += c * a[i];
         }
         k.from_float(row.data(), out.data() + static_cast<size_t>(r) * row_bytes, m->n_in);

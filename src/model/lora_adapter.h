@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "tessera/base/status.h"
+#include "tessera/kernels/dtype.h"
 #include "tessera/model/format/model_file.h"
 
 namespace tessera::model {
@@ -46,10 +47,20 @@ struct LoraMatrix {
   int64_t n_in = 0;        // columns of the base matrix (its ne[0])
   int64_t n_out = 0;       // rows of the base matrix (its ne[1])
   float scale = 1.0f;      // alpha / rank (see above)
-  std::vector<float> a;    // rank x n_in, row-major: A's row k is a[k * n_in ...]
+  // How A and Bt are held: f32, or f16/bf16 when the file held both A and B in that type (kept
+  // as is: exact, and half the bytes every step that uses the adapter reads).
+  kernels::DType dtype = kernels::DType::kF32;
+  std::vector<float> a;    // f32: rank x n_in, row-major: A's row k is a[k * n_in ...]
   // B held transposed: rank x n_out, row-major (Bt's row k is column k of B, B's rows in the base's
   // GGUF order), the layout the batched expand reads (kernels/lora.h). B[o][k] = bt[k * n_out + o].
   std::vector<float> bt;
+  std::vector<uint16_t> a16, bt16;  // f16/bf16: the same layouts (a and bt then empty)
+
+  const void* a_data() const { return dtype == kernels::DType::kF32 ? static_cast<const void*>(a.data()) : a16.data(); }
+  const void* bt_data() const { return dtype == kernels::DType::kF32 ? static_cast<const void*>(bt.data()) : bt16.data(); }
+  std::vector<float> a_f32() const;   // A's values as f32, whatever the storage
+  std::vector<float> bt_f32() const;  // Bt's
+  size_t bytes() const;               // of A and Bt as held
 };
 
 struct LoraAdapter {
@@ -60,7 +71,7 @@ struct LoraAdapter {
 
   const LoraMatrix* find(std::string_view target) const;
   int64_t max_rank() const;
-  size_t bytes() const;  // of A and B as held (f32)
+  size_t bytes() const;  // of A and B as held
 };
 
 // Loads the adapter at `path` (see the formats above) for `base`.

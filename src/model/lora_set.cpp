@@ -70,9 +70,39 @@ bool LoraSet::has(int32_t id) const {
          entries_[static_cast<size_t>(id)].adapter != nullptr;
 }
 
+void LoraSet::apply_segment(Segment& g, const float* x, int64_t x_stride, float* y,
+                            int64_t y_stride, ThreadPool* pool) {
+  const kernels::KernelTable& table = kernels::kernel_table();
+  const LoraMatrix& m = *g.m;
+  const auto n = static_cast<int64_t>(g.rows.size());
+  g.ts.resize(static_cast<size_t>(n * m.rank));
+  if (g.rows.back() - g.rows.front() + 1 == n) {  // contiguous: in place
+    const int64_t r0 = g.rows.front();
+    kernels::lora_shrink(table, m.a_data(), m.dtype, m.rank, m.n_in, x + r0 * x_stride, x_stride, n,
+                         g.ts.data(), pool);
+    kernels::lora_expand(table, m.bt_data(), m.dtype, m.rank, m.n_out, g.ts.data(), n, m.scale,
+                         y + r0 * y_stride, y_stride, pool);
+    return;
+  }
+  g.xs.resize(static_cast<size_t>(n * m.n_in));
+  g.ys.assign(static_cast<size_t>(n * m.n_out), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(g.xs.data() + i * m.n_in, x + g.rows[static_cast<size_t>(i)] * x_stride,
+                static_cast<size_t>(m.n_in) * sizeof(float));
+  }
+  kernels::lora_shrink(table, m.a_data(), m.dtype, m.rank, m.n_in, g.xs.data(), m.n_in, n,
+                       g.ts.data(), pool);
+  kernels::lora_expand(table, m.bt_data(), m.dtype, m.rank, m.n_out, g.ts.data(), n, m.scale,
+                       g.ys.data(), m.n_out, pool);
+  for (int64_t i = 0; i < n; ++i) {
+    float* yr = y + g.rows[static_cast<size_t>(i)] * y_stride;
+    const float* u = g.ys.data() + i * m.n_out;
+    for (int64_t o = 0; o < m.n_out; ++o) yr[o] += u[o];
+  }
+}
+
 void LoraSet::apply(int64_t layer, LoraSlot slot, std::span<const int32_t> ids, const float* x,
                     int64_t x_stride, float* y, int64_t y_stride, ThreadPool* pool) {
-  const kernels::KernelTable& table = kernels::kernel_table();
   const auto s = static_cast<size_t>(slot);
   const auto matrix_of = [&](int32_t id) -> const LoraMatrix* {
     if (id < 0) return nullptr;
@@ -84,36 +114,28 @@ void LoraSet::apply(int64_t layer, LoraSlot slot, std::span<const int32_t> ids, 
       seen_.push_back(id);
     }
   }
-  for (int32_t id : seen_) {
-    const LoraMatrix& m = *matrix_of(id);
-    rows_.clear();
+  if (seen_.empty()) return;
+  if (segments_.size() < seen_.size()) segments_.resize(seen_.size());
+  for (size_t g = 0; g < seen_.size(); ++g) {
+    Segment& seg = segments_[g];
+    seg.m = matrix_of(seen_[g]);
+    seg.rows.clear();
     for (size_t r = 0; r < ids.size(); ++r) {
-      if (ids[r] == id) rows_.push_back(static_cast<int32_t>(r));
+      if (ids[r] == seen_[g]) seg.rows.push_back(static_cast<int32_t>(r));
     }
-    const auto n = static_cast<int64_t>(rows_.size());
-    ts_.resize(static_cast<size_t>(n * m.rank));
-    if (rows_.back() - rows_.front() + 1 == n) {  // contiguous: in place
-      const int64_t r0 = rows_.front();
-      kernels::lora_shrink(table, m.a.data(), m.rank, m.n_in, x + r0 * x_stride, x_stride, n,
-                           ts_.data(), pool);
-      kernels::lora_expand(table, m.bt.data(), m.rank, m.n_out, ts_.data(), n, m.scale,
-                           y + r0 * y_stride, y_stride, pool);
-      continue;
-    }
-    xs_.resize(static_cast<size_t>(n * m.n_in));
-    ys_.assign(static_cast<size_t>(n * m.n_out), 0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(xs_.data() + i * m.n_in, x + rows_[static_cast<size_t>(i)] * x_stride,
-                  static_cast<size_t>(m.n_in) * sizeof(float));
-    }
-    kernels::lora_shrink(table, m.a.data(), m.rank, m.n_in, xs_.data(), m.n_in, n, ts_.data(), pool);
-    kernels::lora_expand(table, m.bt.data(), m.rank, m.n_out, ts_.data(), n, m.scale, ys_.data(),
-                         m.n_out, pool);
-    for (int64_t i = 0; i < n; ++i) {
-      float* yr = y + rows_[static_cast<size_t>(i)] * y_stride;
-      const float* u = ys_.data() + i * m.n_out;
-      for (int64_t o = 0; o < m.n_out; ++o) yr[o] += u[o];
-    }
+  }
+  const auto n_segments = static_cast<int64_t>(seen_.size());
+  if (pool != nullptr && pool->size() > 1 && n_segments >= pool->size()) {
+    // One segment per task: the pool's threads share the adapters' reads.
+    pool->parallel_for(n_segments, 1, [&](int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; ++g) {
+        apply_segment(segments_[static_cast<size_t>(g)], x, x_stride, y, y_stride, nullptr);
+      }
+    });
+    return;
+  }
+  for (int64_t g = 0; g < n_segments; ++g) {
+    apply_segment(segments_[static_cast<size_t>(g)], x, x_stride, y, y_stride, pool);
   }
 }
 

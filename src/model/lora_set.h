@@ -4,7 +4,11 @@
 // B are read once per step whatever the number of its rows, the base matmul is unchanged (read
 // once for all rows), and rows with no adapter (-1) or an adapter that leaves this matrix alone
 // are untouched. Rows of one group that sit next to each other (a prefill chunk) are used in
-// place; scattered rows are gathered into scratch and their updates added back.
+// place; scattered rows are gathered into scratch and their updates added back. With several
+// groups (a decode step mixing adapters: a row or two each, too small to split one product
+// across threads) the groups themselves run in parallel on the pool, each on one thread with
+// scratch of its own (they write disjoint rows of y); with fewer groups than threads, each
+// group's products split across the pool. Either way every row's arithmetic is the same.
 // Thread-safety: not thread-safe (scratch); owned by one model, used by its caller's thread.
 #pragma once
 
@@ -52,9 +56,17 @@ class LoraSet {
   };
   std::vector<Entry> entries_;  // indexed by id
   int64_t n_registered_ = 0;
-  // Scratch: distinct adapters of a call, gathered rows, their rank values and updates.
-  std::vector<int32_t> seen_, rows_;
-  std::vector<float> xs_, ts_, ys_;
+  // One adapter's rows in a call, with scratch for its gathered rows, rank values and updates.
+  struct Segment {
+    const LoraMatrix* m = nullptr;
+    std::vector<int32_t> rows;
+    std::vector<float> xs, ts, ys;
+  };
+  // y += the update of segment `g` over x (its products on `pool`, or on this thread if null).
+  void apply_segment(Segment& g, const float* x, int64_t x_stride, float* y, int64_t y_stride,
+                     ThreadPool* pool);
+  std::vector<int32_t> seen_;
+  std::vector<Segment> segments_;  // the first seen_.size() are this call's
 };
 
 }  // namespace tessera::model

@@ -65,6 +65,43 @@ TEST(Lora, ShrinkAndExpandMatchPlainReference) {
   }
 }
 
+// A and Bt held in f16/bf16: the same results as f32 buffers holding the same (widened) values;
+// the expand's bits equal (it widens exactly, then runs the same axpys), the shrink's within the
+// dtype's dot rounding.
+TEST(Lora, HalfPrecisionStorageMatchesItsF32Values) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  ThreadPool pool(2);
+  for (const DType dtype : {DType::kF16, DType::kBF16}) {
+    const auto& k = kernels_for(scalar_kernel_table(), dtype);
+    for (const Case c : {Case{1, 7, 5, 1}, Case{16, 333, 1030, 8}, Case{64, 512, 700, 3}}) {
+      std::vector<float> a(c.rank * c.n_in), bt(c.rank * c.n_out), x(c.rows * c.n_in), y0(c.rows * c.n_out);
+      for (auto* v : {&a, &bt, &x, &y0}) {
+        for (float& f : *v) f = nd(rng);
+      }
+      std::vector<uint16_t> ah(a.size()), bth(bt.size());
+      k.from_float(a.data(), ah.data(), static_cast<int64_t>(a.size()));
+      k.from_float(bt.data(), bth.data(), static_cast<int64_t>(bt.size()));
+      k.to_float(ah.data(), a.data(), static_cast<int64_t>(a.size()));  // the values held
+      k.to_float(bth.data(), bt.data(), static_cast<int64_t>(bt.size()));
+      for (const KernelTable* table : {&scalar_kernel_table(), &kernel_table()}) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          std::vector<float> t32(c.rows * c.rank), th(c.rows * c.rank);
+          lora_shrink(*table, a.data(), c.rank, c.n_in, x.data(), c.n_in, c.rows, t32.data(), p);
+          lora_shrink(*table, ah.data(), dtype, c.rank, c.n_in, x.data(), c.n_in, c.rows, th.data(), p);
+          for (size_t i = 0; i < t32.size(); ++i) {
+            EXPECT_NEAR(th[i], t32[i], 1e-4 * std::sqrt(double(c.n_in)) * 4) << dtype_name(dtype) << " " << table->isa;
+          }
+          std::vector<float> y32 = y0, yh = y0;
+          lora_expand(*table, bt.data(), c.rank, c.n_out, t32.data(), c.rows, 0.5f, y32.data(), c.n_out, p);
+          lora_expand(*table, bth.data(), dtype, c.rank, c.n_out, t32.data(), c.rows, 0.5f, yh.data(), c.n_out, p);
+          EXPECT_EQ(yh, y32) << dtype_name(dtype) << " " << table->isa << " rank " << c.rank;
+        }
+      }
+    }
+  }
+}
+
 TEST(Lora, AxpyRowsGiveTheScalarBits) {
   std::mt19937 rng(9);
   std::normal_distribution<float> nd(0.0f, 1.0f);

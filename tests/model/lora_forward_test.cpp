@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/kernels/kernel_table.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/format/gguf_writer.h"
 #include "tessera/model/format/model_file.h"
@@ -61,6 +62,14 @@ class LoraForwardTest : public ::testing::TestWithParam<const char*> {
       w.metadata().set("adapter.type", GgufValue::string("lora"));
       w.metadata().set("adapter.lora.alpha", GgufValue::f32(static_cast<float>(2 * (a + 1))));
       const int64_t rank = 1 + a * 3;  // ranks 1 .. 22
+      // A and B in f32, f16 or bf16 (held as the file has them: the half types with half the bytes).
+      const DType dtype = a % 3 == 0 ? DType::kF32 : a % 3 == 1 ? DType::kF16 : DType::kBF16;
+      const auto& conv = kernels::kernels_for(kernels::scalar_kernel_table(), dtype);
+      auto bytes_of = [&](const std::vector<float>& v) {
+        std::vector<std::byte> out(kernels::dtype_row_bytes(dtype, static_cast<int64_t>(v.size())));
+        conv.from_float(v.data(), out.data(), static_cast<int64_t>(v.size()));
+        return out;
+      };
       for (int layer = 0; layer < 2; ++layer) {
         for (int k = 0; k < 7; ++k) {
           if ((a + k + layer) % 3 == 0) continue;  // each adapter leaves some matrices alone
@@ -68,8 +77,8 @@ class LoraForwardTest : public ::testing::TestWithParam<const char*> {
           for (float& v : av) v = nd(rng);
           for (float& v : bv) v = nd(rng);
           const std::string stem = fmt::format("blk.{}.{}.weight", layer, kinds[k]);
-          ASSERT_TRUE(w.add_tensor(stem + ".lora_a", DType::kF32, {ins[k], rank}, std::as_bytes(std::span(av))).is_ok());
-          ASSERT_TRUE(w.add_tensor(stem + ".lora_b", DType::kF32, {rank, outs[k]}, std::as_bytes(std::span(bv))).is_ok());
+          ASSERT_TRUE(w.add_tensor(stem + ".lora_a", dtype, {ins[k], rank}, bytes_of(av)).is_ok());
+          ASSERT_TRUE(w.add_tensor(stem + ".lora_b", dtype, {rank, outs[k]}, bytes_of(bv)).is_ok());
         }
       }
       const std::string path = dir_.file(fmt::format("a{}.gguf", a));
@@ -77,6 +86,7 @@ class LoraForwardTest : public ::testing::TestWithParam<const char*> {
       auto lora = load_lora_adapter(path, *base_file_);
       ASSERT_TRUE(lora.is_ok()) << lora.status().to_string();
       auto shared = std::make_shared<const LoraAdapter>(std::move(*lora));
+      for (const LoraMatrix& m : shared->matrices) ASSERT_EQ(m.dtype, dtype) << m.target;
       ASSERT_TRUE(model_->set_adapter(a, shared).is_ok());
       const std::string merged = dir_.file(fmt::format("m{}.gguf", a));
       ASSERT_TRUE(merge_lora(*base_file_, *shared, merged).is_ok());

@@ -8,7 +8,9 @@
 # each mix's median output tokens/s and its ratio to the base alone on that server.
 #   scripts/bench-lora.sh LLAMA_SERVER [OUT_DIR] [ROUNDS]
 # Env: BASE (a GGUF base model; default: a synthetic SHAPE/DTYPE one), SHAPE (tinyllama-1.1b),
-#      DTYPE (q4_0), VOCAB (a vocab GGUF for the synthetic base), STD (0.02, adapter weights), RANK (16), MIXES ("0 1 8 32"), CONCURRENCY (16),
+#      DTYPE (q4_0), VOCAB (a vocab GGUF for the synthetic base), STD (0.02, adapter weights), RANK (16),
+#      ADAPTER_DTYPE (f32; f16 or bf16: the adapters' A and B in that type, as PEFT saves a half-
+#      precision fine-tune and llama.cpp's convert_lora_to_gguf.py writes by default), MIXES ("0 1 8 32"), CONCURRENCY (16),
 #      PROMPTS (48), INPUT_LEN (64), OUTPUT_LEN (64), THREADS (nproc), ENGINES ("tessera llamacpp").
 # On random weights llama-server fails requests whose output is not valid UTF-8 (its chat parser
 # runs on /v1/completions too); a trained base avoids that: stories260K inside TinyLlama's shape,
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/.."
 llama_server=${1:?usage: $0 LLAMA_SERVER [OUT_DIR] [ROUNDS]}
 out=${2:-/tmp/tessera-bench-lora}
 rounds=${3:-2}
-shape=${SHAPE:-tinyllama-1.1b}; dtype=${DTYPE:-q4_0}; rank=${RANK:-16}
+shape=${SHAPE:-tinyllama-1.1b}; dtype=${DTYPE:-q4_0}; rank=${RANK:-16}; adtype=${ADAPTER_DTYPE:-f32}
 mixes=${MIXES:-"0 1 8 32"}; conc=${CONCURRENCY:-16}; prompts=${PROMPTS:-48}
 in_len=${INPUT_LEN:-64}; out_len=${OUTPUT_LEN:-64}; threads=${THREADS:-$(nproc)}
 engines=${ENGINES:-"tessera llamacpp"}
@@ -39,12 +41,14 @@ read -r dim layers heads kv_heads ffn < <("$T" info "$base" --json | /usr/bin/py
 import json, sys; h = json.load(sys.stdin)['hparams']
 print(h['dim'], h['n_layers'], h['n_heads'], h['n_kv_heads'], h['ffn_dim'])")
 max_mix=0; for m in $mixes; do [ "$m" -gt "$max_mix" ] && max_mix=$m; done
+ad=$out/adapters-$adtype  # the adapters of each dtype apart
+mkdir -p "$ad"
 for i in $(seq 1 "$max_mix"); do
-  [ -f "$out/a$i.gguf" ] && continue
-  PYTHONPATH=$gguf_py /usr/bin/python3 scripts/make-peft-adapter.py "$out/a$i" --dim "$dim" \
+  [ -f "$ad/a$i.gguf" ] && continue
+  PYTHONPATH=$gguf_py /usr/bin/python3 scripts/make-peft-adapter.py "$ad/a$i" --dim "$dim" \
     --layers "$layers" --heads "$heads" --kv-heads "$kv_heads" --ffn "$ffn" --rank "$rank" \
-    --alpha $((2 * rank)) --seed "$i" --std "${STD:-0.02}" \
-    --targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj --gguf "$out/a$i.gguf" >/dev/null
+    --alpha $((2 * rank)) --seed "$i" --std "${STD:-0.02}" --dtype "$adtype" \
+    --targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj --gguf "$ad/a$i.gguf" >/dev/null
 done
 # Body variants per mix: Tessera names the adapter in "model"; llama-server takes a per-request
 # "lora" list of (id, scale) over the adapters it loaded (ids in --lora order, 0-based).
@@ -56,7 +60,12 @@ for m in $mixes; do
     echo "{\"lora\": [{\"id\": $((i - 1)), \"scale\": 1.0}]}" >> "$out/llamacpp-mix$m.jsonl"
   done
 done
-# (The base alone: no variants; llama-server's adapters start at scale 0 with --lora-init-without-apply.)
+# The base alone: Tessera's requests name the base; llama-server's carry an empty "lora" list. (With
+# adapters loaded, llama-server runs such a request, as one without the field, through every loaded
+# adapter at scale 0 and pays for all of them: 12-15 tok/s here with 32 loaded, against 81 with
+# none loaded, `MIXES=0`, which loads none.)
+echo '{"model": "'"$name"'"}' > "$out/tessera-mix0.jsonl"
+echo '{"lora": []}' > "$out/llamacpp-mix0.jsonl"
 
 port=18360
 pid=""
@@ -72,11 +81,11 @@ healthy() {
 start() {  # engine
   local args=()
   if [ "$1" = tessera ]; then
-    for i in $(seq 1 "$max_mix"); do args+=(--lora "a$i=$out/a$i"); done
+    for i in $(seq 1 "$max_mix"); do args+=(--lora "a$i=$ad/a$i"); done
     "$T" serve -m "$base" --port "$port" -t "$threads" --parallel "$conc" -c 512 "${args[@]}" \
       > "$out/tessera.log" 2>&1 &
   else
-    for i in $(seq 1 "$max_mix"); do args+=(--lora "$out/a$i.gguf"); done
+    for i in $(seq 1 "$max_mix"); do args+=(--lora "$ad/a$i.gguf"); done
     "$llama_server" -m "$base" --host 127.0.0.1 --port "$port" -t "$threads" -np "$conc" \
       -c $((conc * 512)) --no-mmap --lora-init-without-apply "${args[@]}" > "$out/llamacpp.log" 2>&1 &
   fi
@@ -89,8 +98,7 @@ for r in $(seq 1 "$rounds"); do
   for e in $engines; do
     start "$e"
     for m in $mixes; do
-      variants=()
-      if [ "$m" != 0 ]; then variants=(--body-variants "$out/$e-mix$m.jsonl"); fi
+      variants=(--body-variants "$out/$e-mix$m.jsonl")
       "$T" bench serve --target "http://127.0.0.1:$port" --model "$name" --tokenizer "$base" \
         --scenario concurrency --concurrency "$conc" -n "$prompts" --warmup 2 --input-len "$in_len" \
         --output-len "$out_len" --ignore-eos --seed "$r" --no-progress "${variants[@]}" \
@@ -136,7 +144,7 @@ if [ "${STALL:-1}" = 1 ] && [[ " $engines " == *" tessera "* ]]; then
       sleep 4  # the streams are past their prefill and decoding
       for i in $(seq 1 "$max_mix"); do
         curl -s -o /dev/null -w "load a$i: HTTP %{http_code} in %{time_total} s\n" \
-          "http://127.0.0.1:$port/v1/adapters" -d "{\"name\": \"r$i\", \"path\": \"$out/a$i\"}"
+          "http://127.0.0.1:$port/v1/adapters" -d "{\"name\": \"r$i\", \"path\": \"$ad/a$i\"}"
       done
     fi
     wait $bench

@@ -105,6 +105,7 @@ struct ClusterController::Impl final : fleet::Timer {
     std::string text;  // for prefix affinity
     int64_t arrived_ns = 0;
     int tries = 0;
+    bool waited_for_replica = false;  // queued while a replica came up (a cold start)
   };
   struct ModelStats {
     int64_t requests = 0, answered = 0, failed = 0, refused = 0, retries = 0, slo_met = 0;
@@ -520,6 +521,7 @@ void ClusterController::Impl::route_locked(engine::RequestId old_id, Pending p) 
     case fleet::Admission::kDispatched:
       break;
     case fleet::Admission::kQueued:
+      pending.at(id).waited_for_replica = true;
       // Bring the replica up now (a tick starts the wanted moves), so the next request sees it
       // Loading with this one counted, rather than Unloaded and free to take it too.
       ctl->tick();
@@ -607,7 +609,8 @@ void ClusterController::Impl::run_forward(ModelIndex slot, engine::RequestId id,
     if (answered) {
       ++ms.answered;
       if (slo) ++ms.slo_met;
-      ms.recent.emplace_back(clock->now_ns(), slo);
+      // A late answer that waited for a cold start says nothing about the replicas' load.
+      if (!p.waited_for_replica) ms.recent.emplace_back(clock->now_ns(), slo);
       while (ms.recent.size() > static_cast<size_t>(std::max(o.slo_window, 0))) ms.recent.pop_front();
       pending.erase(it);
     } else if (p.tries < kMaxTries && !stopping && !writer->disconnected()) {

@@ -11,8 +11,9 @@
 //                                 its prefix, then the least loaded), else to one starting, else
 //                                 another replica comes up. The cap is `replica_cap`, halved
 //                                 (at least 1) while the model misses its TTFT SLO: when any of
-//                                 its last `slo_window` answers in the last 60 s came late, a
-//                                 replica counts as full sooner and the model scales out.
+//                                 its last `slo_window` answers in the last 60 s came late (not
+//                                 counting those that waited for a cold start), a replica counts
+//                                 as full sooner and the model scales out.
 //   PrefixAffinity                which replica was sent which prompt prefixes
 //   SlurmReplicaHost              carries the moves out as Slurm jobs; an idle replica is
 //                                 released, or suspended in place with its job kept, whichever

@@ -555,7 +555,11 @@ TEST(ClusterController, SloMissesScaleOutSooner) {
     o.slo_window = window;
     auto r = start_router(&slurm, o);
     ASSERT_NE(r, nullptr);
+    // The first request waits for the cold start: late, but not counted as load.
     ASSERT_EQ(complete(r->port, "first").status, 200);
+    ASSERT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas"][0]["in_flight"] == 0; }));
+    EXPECT_EQ(status(*r)["models"][0]["slo_pressure"], false);
+    ASSERT_EQ(complete(r->port, "second").status, 200);  // on the warm replica, and late
     ASSERT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas"][0]["in_flight"] == 0; }));
     std::vector<std::thread> clients;
     for (int i = 0; i < 2; ++i) {

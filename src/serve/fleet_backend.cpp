@@ -90,7 +90,7 @@ void collect_adapter(const fleet::ModelStatus& m, MetricsRegistry& r) {
   r.gauge("tessera_adapter_active_bytes",
           "LoRA adapter bytes registered in its base's engine (the active tier)", l)
       .set(fleet::holds_active_memory(m.state) ? static_cast<double>(m.active_bytes) : 0.0);
-  r.gauge("tessera_adapter_bytes", "LoRA adapter bytes (A and B, f32) in whichever tier holds it",
+  r.gauge("tessera_adapter_bytes", "LoRA adapter bytes (A and B as held: f32, f16 or bf16) in whichever tier holds it",
           l)
       .set(static_cast<double>(m.weight_bytes));
   r.gauge("tessera_adapter_cold_starts",

@@ -541,6 +541,52 @@ TEST(ClusterController, AutoKeepsWhenAColdStartWouldSpendTheSlo) {
   EXPECT_EQ(slurm.running(), 1u);
 }
 
+// Kept jobs past --kept-memory: the fleet's eviction releases one (the budget counts a kept job's
+// memory as its host bytes).
+TEST(ClusterController, KeptJobsPastTheirMemoryBudgetAreReleased) {
+  const int base = free_port_run(2);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = fleet_options(base, 1, SuspendMode::kKeep);
+  o.models[0].name = "a";
+  o.models.push_back(o.models[0]);
+  o.models[1].name = "b";
+  o.keep_alive_s = 0.1;
+  o.release_kept_after_s = 60;
+  o.kept_memory_mb = 100;  // one 64 MiB job fits, two do not
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  serve::testing::TestClient c(r->port);
+  ASSERT_EQ(c.request("POST", "/v1/completions", R"({"model":"a","prompt":"x"})").status, 200);
+  ASSERT_EQ(c.request("POST", "/v1/completions", R"({"model":"b","prompt":"y"})").status, 200);
+  EXPECT_EQ(slurm.submits.load(), 2);
+  // Both go idle and are kept; the second kept job passes the budget and one is released.
+  ASSERT_TRUE(eventually([&] {
+    const json s = status(*r);
+    return s["models"][0]["replicas_up"] == 0 && s["models"][1]["replicas_up"] == 0 && slurm.running() == 1;
+  }));
+  const json s = status(*r);
+  EXPECT_EQ(s["models"][0]["replicas"][0]["job_kept"].get<bool>() + s["models"][1]["replicas"][0]["job_kept"].get<bool>(), 1);
+}
+
+// --idle-policy adaptive: with no history yet it falls back to the keep-alive (scale to zero);
+// an unknown policy is refused.
+TEST(ClusterController, AdaptiveIdlePolicyFallsBackToTheKeepAlive) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = options(base, 1);
+  o.idle_policy = "adaptive";
+  o.keep_alive_s = 0.2;
+  auto r = start_router(&slurm, o);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(status(*r)["idle_policy"], "adaptive");
+  ASSERT_EQ(complete(r->port, "hello").status, 200);
+  EXPECT_TRUE(eventually([&] { return slurm.running() == 0; }));
+  o.idle_policy = "sometimes";
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+}
+
 // The TTFT SLO drives scale-out: after a late answer, a replica counts as full at half its cap.
 TEST(ClusterController, SloMissesScaleOutSooner) {
   for (const int window : {0, 16}) {

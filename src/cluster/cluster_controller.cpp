@@ -45,11 +45,11 @@ bool holds_replica(ModelState s) {
          s == ModelState::kResuming;
 }
 
-// The text whose prefix a replica's prefix cache would hold: the prompt (text or token ids), or
-// the chat messages in order.
+// The text whose prefix a replica's prefix cache would hold: the prompt (text or token ids; of a
+// batch of token-id prompts, the first), or the chat messages in order.
 std::string prefix_text(const json& body) {
   std::string text;
-  auto add = [&](const json& v) {
+  auto add = [&](const auto& self, const json& v, int depth = 0) -> void {
     if (v.is_string()) {
       text += v.get<std::string>();
     } else if (v.is_array()) {
@@ -61,6 +61,12 @@ std::string prefix_text(const json& body) {
         if (part.is_object() && part.contains("text") && part["text"].is_string()) {
           text += part["text"].get<std::string>();
         }
+        // A batch of token-id prompts ([[ids], [ids]]): keyed by the first (one level only: a
+        // hostile body nests arrays deeper than any stack).
+        if (part.is_array() && depth == 0) {
+          self(self, part, 1);
+          break;
+        }
       }
     }
   };
@@ -69,13 +75,13 @@ std::string prefix_text(const json& body) {
       if (!msg.is_object()) continue;
       if (auto r = msg.find("role"); r != msg.end() && r->is_string()) text += r->get<std::string>();
       text += '\n';
-      if (auto c = msg.find("content"); c != msg.end()) add(*c);
+      if (auto c = msg.find("content"); c != msg.end()) add(add, *c);
       text += '\n';
     }
   } else if (auto p = body.find("prompt"); p != body.end()) {
-    add(*p);
+    add(add, *p);
   } else if (auto in = body.find("input"); in != body.end()) {
-    add(*in);
+    add(add, *in);
   }
   return text;
 }

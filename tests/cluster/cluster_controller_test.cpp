@@ -384,7 +384,9 @@ TEST(ClusterController, PrefixAffinityKeepsASharedPrefixOnOneReplica) {
   EXPECT_EQ(port_of(complete(r->port, std::string(200, 'b'))), base);
   // A prompt of token ids sharing the ids prefix: slot 1 too (equal id prefixes hash equally).
   EXPECT_EQ(port_of(complete(r->port, ids_prompt(101))), base + 1);
-  EXPECT_GE(status(*r)["models"][0]["affinity_routed"].get<int>(), 6);
+  // A batch of token-id prompts, keyed by its first: slot 1 as well.
+  EXPECT_EQ(port_of(complete(r->port, json::array({ids_prompt(102), ids_prompt(103)}))), base + 1);
+  EXPECT_GE(status(*r)["models"][0]["affinity_routed"].get<int>(), 7);
 }
 
 TEST(ClusterController, RoundRobinSpreadsOverActiveReplicas) {
@@ -695,6 +697,19 @@ TEST(ClusterController, UnknownModelsAndBadBodiesAreClientErrors) {
   EXPECT_NE(metrics.body.find("tessera_cluster_replicas{model=\"m\",state=\"unloaded\"} 1"), std::string::npos)
       << metrics.body;
   EXPECT_EQ(slurm.submits.load(), 0);
+}
+
+// A hostile prompt nesting arrays 20,000 deep is routed (keyed by one level at most), not a crash.
+TEST(ClusterController, DeeplyNestedPromptsAreRoutedSafely) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto r = start_router(&slurm, options(base, 1));
+  ASSERT_NE(r, nullptr);
+  const std::string body = R"({"model":"m","prompt":)" + std::string(20000, '[') + "1" +
+                           std::string(20000, ']') + "}";
+  auto res = serve::testing::TestClient(r->port).request("POST", "/v1/completions", body);
+  EXPECT_EQ(res.status, 200) << res.body.substr(0, 200);
 }
 
 TEST(ClusterControllerOptions, RejectsBadNames) {

@@ -117,7 +117,6 @@ struct ClusterController::Impl final : fleet::Timer {
     int64_t requests = 0, answered = 0, failed = 0, refused = 0, retries = 0, slo_met = 0;
     int64_t scale_ups = 0, scale_downs = 0, lost = 0, affinity_routed = 0;
     int64_t slo_scaled_routes = 0;  // routed with the cap halved by SLO misses
-    int64_t kept_released = 0;      // kept jobs released (time or memory)
     double replica_s = 0.0, idle_replica_s = 0.0;
     double kept_s = 0.0;            // seconds jobs were kept with their model suspended
     std::deque<std::pair<int64_t, bool>> recent;  // (answered at, TTFT within SLO), newest last
@@ -228,10 +227,14 @@ Result<std::unique_ptr<ClusterController>> ClusterController::create(ClusterOpti
     int64_t memory_mb = 0;
   };
   std::map<std::pair<size_t, int32_t>, JobSpec> job_specs;
-  auto model_memory_mb = [](const ClusterModelSpec& spec) {
+  std::vector<int64_t> file_bytes(options.models.size(), 0);  // each model file's size
+  for (size_t mi = 0; mi < options.models.size(); ++mi) {
     struct stat st {};
-    const int64_t file_bytes = ::stat(spec.path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
-    return spec.memory_mb > 0 ? spec.memory_mb : (2 * file_bytes >> 20) + 256;
+    if (::stat(options.models[mi].path.c_str(), &st) == 0) file_bytes[mi] = static_cast<int64_t>(st.st_size);
+  }
+  auto model_memory_mb = [&](size_t mi) {
+    const int64_t given = options.models[mi].memory_mb;
+    return given > 0 ? given : (2 * file_bytes[mi] >> 20) + 256;
   };
   int port = options.replica_port_base;
   for (size_t mi = 0; mi < options.models.size(); ++mi) {
@@ -246,7 +249,7 @@ Result<std::unique_ptr<ClusterController>> ClusterController::create(ClusterOpti
         js.name = fmt::format("{}-{}-{}", options.name, members, k);
       }
       js.cpus = std::max(js.cpus, options.models[mi].cpus);
-      js.memory_mb += model_memory_mb(options.models[mi]);
+      js.memory_mb += model_memory_mb(mi);
     }
   }
   for (size_t mi = 0; mi < options.models.size(); ++mi) {
@@ -267,8 +270,6 @@ Result<std::unique_ptr<ClusterController>> ClusterController::create(ClusterOpti
       return invalid_argument(fmt::format("model '{}': min replicas {} outside 0..{}", spec.name,
                                           spec.min_replicas, spec.max_replicas));
     }
-    struct stat st {};
-    const int64_t file_bytes = ::stat(spec.path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
     impl->model_slots.emplace_back();
     for (int32_t k = 0; k < spec.max_replicas; ++k) {
       const JobSpec& js = job_specs.at({group[mi], k});
@@ -288,7 +289,7 @@ Result<std::unique_ptr<ClusterController>> ClusterController::create(ClusterOpti
       fleet::ControlledModel cm;
       cm.name = fmt::format("{}#{}", spec.name, k);
       cm.active_bytes = s.memory_mb << 20;
-      cm.weight_bytes = file_bytes;
+      cm.weight_bytes = file_bytes[mi];
       cm.idle_policy = policy;
       cm.pinned = k < spec.min_replicas;
       cm.ttft_slo_ns = static_cast<int64_t>(options.ttft_slo_s * 1e9);
@@ -411,7 +412,7 @@ void ClusterController::Impl::sample_locked(int64_t now) {
   for (size_t i = 0; i < slots.size(); ++i) {
     const ModelState s = ctl->state(static_cast<ModelIndex>(i));
     ModelStats& ms = stats[static_cast<size_t>(slot_model[i])];
-    if (s == ModelState::kSuspended && host->measured(static_cast<ModelIndex>(i)).kept) ms.kept_s += dt;
+    if (s == ModelState::kSuspended && host->kept(static_cast<ModelIndex>(i))) ms.kept_s += dt;
     if (!holds_replica(s)) continue;
     ms.replica_s += dt;
     if (s == ModelState::kActive && in_flight[i] == 0) ms.idle_replica_s += dt;
@@ -432,10 +433,8 @@ void ClusterController::Impl::release_kept_locked(int64_t now) {
   for (size_t i = 0; i < slots.size(); ++i) {
     const auto m = static_cast<ModelIndex>(i);
     if (ctl->state(m) != ModelState::kSuspended || ctl->status(m).moving) continue;
-    if (now - ctl->status(m).state_since_ns < after || !host->measured(m).kept) continue;
-    if (ctl->evict(m, fmt::format("kept {:.0f} s suspended", o.release_kept_after_s)).is_ok()) {
-      ++stats[static_cast<size_t>(slot_model[i])].kept_released;
-    }
+    if (now - ctl->status(m).state_since_ns < after || !host->kept(m)) continue;
+    (void)ctl->evict(m, fmt::format("kept {:.0f} s suspended", o.release_kept_after_s));
   }
 }
 
@@ -724,11 +723,13 @@ json ClusterController::status_json() const {
     const auto& st = d.stats[mi];
     json replicas = json::array();
     int up = 0;
+    int64_t kept_released = 0;
     for (ModelIndex s : d.model_slots[mi]) {
       const ModelState state = d.ctl->state(s);
       up += holds_replica(state) ? 1 : 0;
       const auto cs = d.ctl->status(s);
       const ReplicaMeasures r = d.host->measured(s);
+      kept_released += r.kept_released;
       replicas.push_back({{"slot", d.slots[static_cast<size_t>(s)].replica},
                           {"state", fleet::model_state_name(state)},
                           {"job", d.host->job_of(s)},
@@ -760,7 +761,7 @@ json ClusterController::status_json() const {
                       {"replica_seconds", st.replica_s},
                       {"idle_replica_seconds", st.idle_replica_s},
                       {"kept_replica_seconds", st.kept_s},
-                      {"kept_released", st.kept_released},
+                      {"kept_released", kept_released},
                       {"slo_scaled_routes", st.slo_scaled_routes},
                       {"slo_pressure", d.slo_pressure_locked(static_cast<int32_t>(mi), d.clock->now_ns())},
                       {"replicas", replicas}});
@@ -845,8 +846,6 @@ std::string ClusterController::metrics_text() const {
       {"tessera_cluster_kept_replica_seconds_total", "counter",
        "Seconds replica jobs were kept with their model suspended in place",
        [](const Impl::ModelStats& s) { return s.kept_s; }},
-      {"tessera_cluster_kept_released_total", "counter", "Kept jobs released after release_kept_after_s",
-       [](const Impl::ModelStats& s) { return static_cast<double>(s.kept_released); }},
       {"tessera_cluster_slo_scaled_routes_total", "counter",
        "Requests routed with the replica cap halved because the model missed its TTFT SLO",
        [](const Impl::ModelStats& s) { return static_cast<double>(s.slo_scaled_routes); }},
@@ -872,6 +871,13 @@ std::string ClusterController::metrics_text() const {
       {"tessera_cluster_replica_resume_in_place_seconds", "The slot's mean measured in-place resume",
        [](const ReplicaMeasures& r) { return r.resume_s; }},
   };
+  family("tessera_cluster_kept_released_total", "counter",
+         "Kept jobs released (after release_kept_after_s, or past the kept-memory budget)");
+  for (size_t mi = 0; mi < d.o.models.size(); ++mi) {
+    int64_t n = 0;
+    for (ModelIndex s : d.model_slots[mi]) n += measures[static_cast<size_t>(s)].kept_released;
+    out += fmt::format("tessera_cluster_kept_released_total{{model=\"{}\"}} {}\n", d.o.models[mi].name, n);
+  }
   for (const auto& g : per_slot) {
     family(g.name, "gauge", g.help);
     for (size_t i = 0; i < d.slots.size(); ++i) {

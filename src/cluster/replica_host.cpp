@@ -158,6 +158,11 @@ int64_t SlurmReplicaHost::job_of(fleet::ModelIndex m) const {
   return jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)].id;
 }
 
+bool SlurmReplicaHost::kept(fleet::ModelIndex m) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_[static_cast<size_t>(m)].measures.kept;
+}
+
 ReplicaMeasures SlurmReplicaHost::measured(fleet::ModelIndex m) const {
   std::lock_guard<std::mutex> lock(mu_);
   ReplicaMeasures r = state_[static_cast<size_t>(m)].measures;
@@ -204,6 +209,7 @@ void SlurmReplicaHost::run_move(fleet::ModelIndex m, fleet::Move move) {
       const int32_t j = state_[static_cast<size_t>(m)].job;
       if (!state_[static_cast<size_t>(m)].measures.kept || !claim_job_locked(lock, j)) break;
       state_[static_cast<size_t>(m)].measures.kept = false;
+      ++state_[static_cast<size_t>(m)].measures.kept_released;
       const int64_t job = jobs_[static_cast<size_t>(j)].id;
       const bool shared = others_hold_locked(m, true);
       const std::string host = jobs_[static_cast<size_t>(j)].host;
@@ -417,8 +423,8 @@ Status SlurmReplicaHost::cold_start(fleet::ModelIndex m, double t0) {
     spec.partition = options_.partition;
     spec.output = log_path(s);
     if (fleet_mode(m)) {
-      // A fleet of the job's models: the controller alone suspends and resumes them.
-      std::lock_guard<std::mutex> lock(mu_);
+      // A fleet of the job's models: the controller alone suspends and resumes them. (The
+      // config reads only what never changes: no lock.)
       auto config = write_config(j);
       if (!config.is_ok()) return config.status();
       spec.argv = {options_.tessera_bin, "serve", "--config", *config, "--idle-policy", "always-on"};

@@ -101,6 +101,7 @@ struct ReplicaMeasures {
   int64_t resumes_in_place = 0;
   double resume_s = 0.0;         // admin resume -> active, mean
   int64_t kept_downs = 0, released_downs = 0;  // suspends by what they did
+  int64_t kept_released = 0;     // kept jobs later released (evict: time or memory)
   std::string last_down;         // why the last suspend kept or released the job
 };
 
@@ -136,6 +137,7 @@ class SlurmReplicaHost final : public fleet::ModelHost {
   // The Slurm job serving slot m (0: none known) and its node.
   int64_t job_of(fleet::ModelIndex m) const;
   ReplicaMeasures measured(fleet::ModelIndex m) const;
+  bool kept(fleet::ModelIndex m) const;  // measured(m).kept without the copy
   // Whether slot m's replica runs as a fleet-mode `tessera serve` (suspend in place possible):
   // in modes keep and auto, and always for a shared job.
   bool fleet_mode(fleet::ModelIndex m) const;

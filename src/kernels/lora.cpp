@@ -8,10 +8,6 @@
 namespace tessera::kernels {
 namespace {
 
-// Multiply-adds below which a product runs on the calling thread (~30 us on one core): a decode
-// step's update of a few rows is smaller than the pool's fork and join.
-constexpr int64_t kParallelWork = int64_t{1} << 19;
-
 }  // namespace
 
 void lora_shrink(const KernelTable& table, const float* a, int64_t rank, int64_t n_in,
@@ -31,7 +27,7 @@ void lora_shrink(const KernelTable& table, const void* a, DType dtype, int64_t r
     }
   };
   // Worth splitting only when there is enough work (rank x rows x n_in multiply-adds).
-  if (pool == nullptr || rank * n_rows * n_in < kParallelWork) {
+  if (pool == nullptr || rank * n_rows * n_in < kLoraParallelWork) {
     run(0, rank);
   } else {
     pool->parallel_for(rank, std::max<int64_t>(1, rank / (4 * pool->size())), run);
@@ -79,7 +75,7 @@ void lora_expand(const KernelTable& table, const void* bt, DType dtype, int64_t 
     }
   };
   const int64_t n_slices = (n_out + kSlice - 1) / kSlice;
-  if (pool == nullptr || rank * n_rows * n_out < kParallelWork) {
+  if (pool == nullptr || rank * n_rows * n_out < kLoraParallelWork) {
     run(0, n_slices);
   } else {
     pool->parallel_for(n_slices, 1, run);

@@ -24,6 +24,10 @@ namespace tessera::kernels {
 
 struct KernelTable;
 
+// Multiply-adds below which a product runs on the calling thread (~30 us on one core): a decode
+// step's update of a few rows is smaller than the pool's fork and join.
+constexpr int64_t kLoraParallelWork = int64_t{1} << 19;
+
 // t[r * rank + k] = sum_i a[k * n_in + i] * x[r * x_stride + i] for r < n_rows, k < rank.
 void lora_shrink(const KernelTable& table, const float* a, int64_t rank, int64_t n_in,
                  const float* x, int64_t x_stride, int64_t n_rows, float* t, ThreadPool* pool);

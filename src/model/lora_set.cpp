@@ -125,8 +125,16 @@ void LoraSet::apply(int64_t layer, LoraSlot slot, std::span<const int32_t> ids, 
     }
   }
   const auto n_segments = static_cast<int64_t>(seen_.size());
-  if (pool != nullptr && pool->size() > 1 && n_segments >= pool->size()) {
-    // One segment per task: the pool's threads share the adapters' reads.
+  // Segments too small to split their own products (a decode step's row or two per adapter)
+  // run one per task, so the pool's threads share the adapters' reads; a segment big enough to
+  // split (a prefill chunk) splits itself instead.
+  bool all_small = true;
+  for (int64_t g = 0; g < n_segments; ++g) {
+    const Segment& seg = segments_[static_cast<size_t>(g)];
+    all_small = all_small && seg.m->rank * static_cast<int64_t>(seg.rows.size()) *
+                                     std::max(seg.m->n_in, seg.m->n_out) < kernels::kLoraParallelWork;
+  }
+  if (pool != nullptr && pool->size() > 1 && n_segments >= pool->size() && all_small) {
     pool->parallel_for(n_segments, 1, [&](int64_t g0, int64_t g1) {
       for (int64_t g = g0; g < g1; ++g) {
         apply_segment(segments_[static_cast<size_t>(g)], x, x_stride, y, y_stride, nullptr);

@@ -7,8 +7,8 @@
 // place; scattered rows are gathered into scratch and their updates added back. With several
 // groups (a decode step mixing adapters: a row or two each, too small to split one product
 // across threads) the groups themselves run in parallel on the pool, each on one thread with
-// scratch of its own (they write disjoint rows of y); with fewer groups than threads, each
-// group's products split across the pool. Either way every row's arithmetic is the same.
+// scratch of its own (they write disjoint rows of y); with fewer groups than threads, or one big
+// enough to split its own products (a prefill chunk), each group's products split across the pool. Either way every row's arithmetic is the same.
 // Thread-safety: not thread-safe (scratch); owned by one model, used by its caller's thread.
 #pragma once
 

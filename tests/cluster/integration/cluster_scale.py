@@ -337,7 +337,9 @@ try:
     check(code == 200, "auto: first request answered (cold start)")
     jobs_before = set(squeue_jobs())
     deadline = time.time() + 20
-    while time.time() < deadline and not status()["replicas"][0]["job_kept"]:
+    # job_kept is set as the suspension ends, a moment before the router's state says so.
+    while time.time() < deadline and not (status()["replicas"][0]["job_kept"] and
+                                          status()["replicas"][0]["state"] == "suspended"):
         time.sleep(0.1)
     rep = status()["replicas"][0]
     check(rep["job_kept"] and rep["state"] == "suspended" and set(squeue_jobs()) == jobs_before and jobs_before,
@@ -382,8 +384,11 @@ try:
     models = json.loads(http(url + "/cluster/status")[1])["models"]
     check(models[0]["replicas"][0]["job"] == models[1]["replicas"][0]["job"] != 0,
           "multi-model: the router sees both models' replicas in the same job")
+    # Until Slurm lists no job and the router has seen its release finish (it waits for the job to
+    # leave squeue too, so squeue can empty a moment before the last slot stops "suspending").
     deadline = time.time() + 2 + 30
-    while time.time() < deadline and squeue_jobs():
+    while time.time() < deadline and (squeue_jobs() or any(
+            m["replicas_up"] for m in json.loads(http(url + "/cluster/status")[1])["models"])):
         time.sleep(0.2)
     models = json.loads(http(url + "/cluster/status")[1])["models"]
     check(not squeue_jobs() and all(m["replicas_up"] == 0 for m in models),

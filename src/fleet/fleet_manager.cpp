@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "tessera/base/check.h"
@@ -74,6 +75,13 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
   ho.images_on_disk = o.host_budget_bytes > 0;
   ho.device = o.device;
   ho.clock = m->clock_;
+  ho.on_finished = [f = m.get()] {
+    {
+      std::lock_guard<std::mutex> lock(f->wake_mu_);
+      f->replan_ = true;
+    }
+    f->wake_cv_.notify_one();
+  };
   m->host_ = std::make_unique<LiveModelHost>(ho);
   for (const auto& spec : models) m->host_->add(spec);
   m->host_->size_kv_pools(o.active_budget_bytes);
@@ -215,15 +223,32 @@ void FleetManager::stop() {
 }
 
 void FleetManager::control_loop() {
+  using Steady = std::chrono::steady_clock;
   const auto period = std::chrono::nanoseconds(std::max<int64_t>(options_.tick_ns, 1'000'000));
+  auto last_tick = Steady::now();
   for (;;) {
+    // Tick every period (real time) at the latest, and at the policies' next decision (a
+    // keep-alive expiring, a pre-warm due) when that comes sooner, so decisions land when they
+    // are due rather than up to a period late (the simulator ticks exactly then); never sooner
+    // than 1 ms from now. A finish re-plans (a model going idle starts its keep-alive) without
+    // ticking; a request that needs a model (the Timer) ticks at once.
+    auto until = last_tick + period;
+    const int64_t next = locked([&] { return controller_->next_tick_ns(); });
+    if (next >= 0 && next != IdlePolicy::kNever) {
+      const int64_t in_ns = std::max<int64_t>(next - clock_->now_ns(), 1'000'000);
+      until = std::min(until, Steady::now() + std::chrono::nanoseconds(in_ns));
+    }
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
-      wake_cv_.wait_for(lock, period, [this] { return wake_ || stopping_; });
+      wake_cv_.wait_until(lock, until, [this] { return wake_ || replan_ || stopping_; });
       if (stopping_) return;
+      const bool replan_only = !wake_ && replan_ && Steady::now() < until;
+      replan_ = false;
+      if (replan_only) continue;
       wake_ = false;
     }
     tick();
+    last_tick = Steady::now();
   }
 }
 

@@ -26,8 +26,8 @@
 // (corrupt, vanished, unsupported) does not stop the fleet: it is Failed with the error in
 // status(), its requests are refused at once while a retry backs off, and a later request or an
 // operator load retries it.
-// The control thread wakes when a request needs a model or every tick (real time) and runs
-// tick(). Decisions read time only from the injected Clock, so tests drive tick() under a
+// The control thread wakes when a request needs a model, when the policies' next decision is
+// due (FleetController::next_tick_ns), or every tick (real time) at the latest, and runs tick(). Decisions read time only from the injected Clock, so tests drive tick() under a
 // FakeClock without the thread.
 // Request ids are the manager's own (stable across engine re-creation); events carry them.
 // Thread-safety: every public method is thread-safe. Event sinks run on engine threads (or, for
@@ -235,6 +235,7 @@ class FleetManager {
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_ = false;
+  bool replan_ = false;  // a request finished: the next decision may have moved
   bool stopping_ = false;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

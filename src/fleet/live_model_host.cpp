@@ -416,8 +416,11 @@ EventSink LiveModelHost::wrap_sink(ModelIndex m, RequestId fleet_id, int64_t sub
       const auto& f = std::get<FinishEvent>(ev.body);
       const bool ok = f.reason == FinishReason::kStop || f.reason == FinishReason::kLength;
       const int64_t ttft = (first_ns < 0 ? now : first_ns) - submit_ns;
-      std::lock_guard<std::mutex> lock(finished_mu_);
-      finished_.push_back({m, fleet_id, now, ok && ttft <= slo_ns});
+      {
+        std::lock_guard<std::mutex> lock(finished_mu_);
+        finished_.push_back({m, fleet_id, now, ok && ttft <= slo_ns});
+      }
+      if (options_.on_finished) options_.on_finished();
     }
     sink(std::move(ev));
   };

@@ -49,6 +49,10 @@ struct LiveHostOptions {
   bool images_on_disk = false;  // repacked images wait on disk (a host budget is set)
   std::shared_ptr<engine::DeviceScheduler> device;
   const Clock* clock = nullptr;
+  // Called on the engine thread after a request's finish is recorded (outside the host's locks;
+  // it must not call into the host): the control thread re-plans its next wake-up, since a model
+  // going idle starts its keep-alive. May be empty.
+  std::function<void()> on_finished;
 };
 
 class LiveModelHost final : public ModelHost {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -427,6 +428,26 @@ TEST_F(FleetManagerTest, KeepAlivePolicySuspendsAnIdleModelOnTheFakeClock) {
   ASSERT_TRUE(c->wait());
   EXPECT_EQ(c->finish.reason, engine::FinishReason::kLength);
   EXPECT_EQ(f->state("m0"), ModelState::kActive);
+}
+
+// The control thread ticks when a keep-alive expires, not at its next period: here the period
+// is a minute and the keep-alive 200 ms (real clock), so only a wake-up planned from the policy's
+// next decision (re-planned when the request finishes) suspends the model in time.
+TEST_F(FleetManagerTest, TheControlThreadWakesWhenTheKeepAliveExpires) {
+  FleetOptions o;
+  o.clock = real_clock();
+  o.tick_ns = 60 * kSecond;
+  o.idle_policy = std::make_shared<FixedKeepAlivePolicy>(200'000'000);
+  auto f = make(1, o);
+  ASSERT_TRUE(f->start().is_ok());
+  ASSERT_EQ(f->state("m0"), ModelState::kActive);
+  run(*f, "m0");
+  const auto t0 = std::chrono::steady_clock::now();
+  while (f->state("m0") != ModelState::kSuspended &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(f->state("m0"), ModelState::kSuspended);
 }
 
 TEST_F(FleetManagerTest, EachModelFollowsItsOwnIdlePolicyElseTheFleets) {

@@ -93,6 +93,32 @@ def main():
         print(f"{lp:<11}live costs: step {step * 1e3:.2f} ms + {row * 1e3:.3f} ms/row, resume "
               f"{fmt_ms(resume)} ms, suspend {fmt_ms(suspend)} ms")
 
+    cold_agreement(out, [lp for lp, *_ in rows])
+
+
+def cold_agreement(out, policies):
+    """Request by request (the same schedule, in arrival order): which requests were cold starts
+    live, in the fitted simulation, or both. Needs the `cold` column of `bench fleet
+    --requests-out`."""
+    import csv
+    try:
+        live_rows = list(csv.DictReader(open(f"{out}/live-requests.csv")))
+    except OSError:
+        return
+    if not live_rows or "cold" not in live_rows[0]:
+        return
+    print(f"\n{'policy':<11}{'cold: live':>11}{'sim fit':>9}{'both':>6}{'live only':>11}{'sim only':>10}")
+    for p in policies:
+        lv = [r for r in live_rows if r["policy"] == p]
+        try:
+            sv = list(csv.DictReader(open(f"{out}/sim-requests-{p}.csv")))
+        except OSError:
+            continue
+        key = lambda r: (r["model"], round(float(r["t_s"]), 3))
+        lc = {key(r) for r in lv if r["cold"] == "1"}
+        sc = {key(r) for r in sv if r["cold"] == "1"}
+        print(f"{p:<11}{len(lc):>11}{len(sc):>9}{len(lc & sc):>6}{len(lc - sc):>11}{len(sc - lc):>10}")
+
 
 if __name__ == "__main__":
     main()

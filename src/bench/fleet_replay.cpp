@@ -19,6 +19,7 @@ struct Outcome {
   int64_t first_ns = -1;
   bool done = false;
   bool ok = false;
+  bool cold = false;
 };
 
 }  // namespace
@@ -116,6 +117,9 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     }
     res.max_dispatch_lag_s = std::max(res.max_dispatch_lag_s, (clock->now_ns() - due) * 1e-9);
     const std::string& name = o.models[a.model].spec.name;
+    // Whether this request is a cold start, as the controller counts it (only this thread
+    // submits, so the count moves by this request alone).
+    const int64_t cold_before = f->status(name)->cold_starts;
     auto id = f->submit(name, make_request(name), [&, i](engine::Event&& ev) {
       std::lock_guard<std::mutex> lock(mu);
       Outcome& out = outcomes[i];
@@ -128,10 +132,14 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
         cv.notify_all();
       }
     });
-    if (!id.is_ok()) {
+    {
+      const int64_t cold_after = f->status(name)->cold_starts;
       std::lock_guard<std::mutex> lock(mu);
-      outcomes[i].done = true;
-      ++n_done;
+      outcomes[i].cold = cold_after > cold_before;
+      if (!id.is_ok()) {
+        outcomes[i].done = true;
+        ++n_done;
+      }
     }
   }
   {
@@ -194,7 +202,7 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     const Outcome& out = outcomes[i];
     ++r.requests;
     const int64_t due = t0 + static_cast<int64_t>(schedule[i].t * 1e9);
-    res.requests_log.push_back({schedule[i].model, schedule[i].t, -1.0});
+    res.requests_log.push_back({schedule[i].model, schedule[i].t, -1.0, out.cold});
     if (!out.ok || out.first_ns < 0) {
       ++r.errors;
       continue;

@@ -72,6 +72,7 @@ struct FleetReplayRequest {
   size_t model = 0;      // index into the options' models
   double t_s = 0.0;      // scheduled arrival, replay seconds
   double ttft_s = -1.0;  // from the scheduled arrival; -1 when it failed
+  bool cold = false;     // arrived while its model was not Active (counted a cold start)
 };
 
 struct FleetReplayResult {

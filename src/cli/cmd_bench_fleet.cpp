@@ -174,7 +174,7 @@ int run_bench_fleet(FleetBenchArgs a) {
   std::ofstream requests_out;
   if (!a.requests_out.empty()) {
     requests_out.open(a.requests_out);
-    requests_out << "policy,model,t_s,ttft_s\n";
+    requests_out << "policy,model,t_s,ttft_s,cold\n";
     if (!requests_out) return fail("cannot write " + a.requests_out);
   }
   nlohmann::json records = nlohmann::json::array();
@@ -187,7 +187,7 @@ int run_bench_fleet(FleetBenchArgs a) {
     if (requests_out.is_open()) {
       for (const auto& q : r->requests_log) {
         requests_out << policy << "," << a.run.models[q.model].spec.name << ","
-                     << fmt::format("{:.6f},{:.6f}", q.t_s, q.ttft_s) << "\n";
+                     << fmt::format("{:.6f},{:.6f},{}", q.t_s, q.ttft_s, q.cold ? 1 : 0) << "\n";
       }
       if (!requests_out.flush()) return fail("cannot write " + a.requests_out);
     }
@@ -301,7 +301,7 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
               "Write --arrivals-out and stop, without replaying (a ServeGen schedule for another "
               "replayer, e.g. a cluster's router)");
   c->add_option("--requests-out", a->requests_out,
-                "Write every request's TTFT (policy,model,t_s,ttft_s; -1: failed), for a "
+                "Write every request's TTFT and whether it was a cold start (policy,model,t_s,ttft_s,cold; ttft -1: failed), for a "
                 "side-by-side comparison with `tessera sim --requests-out`");
   c->callback([&run, a] { run = [a] { return run_bench_fleet(*a); }; });
 }

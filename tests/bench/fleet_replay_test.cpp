@@ -124,10 +124,13 @@ TEST(FleetReplayTest, KeepAliveHoldsLessMemoryThanAlwaysOnAndLosesNoRequest) {
   // iteration per request at least, decode-only ones for the second token); the resume timed.
   for (const auto* r : {&*on, &*fixed}) {
     ASSERT_EQ(r->requests_log.size(), 6u) << r->policy;
+    int64_t cold = 0;
     for (size_t i = 0; i < r->requests_log.size(); ++i) {
       EXPECT_GT(r->requests_log[i].ttft_s, 0.0);
       if (i > 0) EXPECT_GE(r->requests_log[i].t_s, r->requests_log[i - 1].t_s);
+      cold += r->requests_log[i].cold ? 1 : 0;
     }
+    EXPECT_EQ(cold, r->cold_starts) << r->policy;  // the log's flags are the controller's count
     int64_t prefill = 0, decode_rows = 0;
     double held = 0.0;
     for (const auto& m : r->models) {

@@ -9,8 +9,8 @@
 # OUT/live-requests.csv and OUT/sim-requests-POLICY.csv.
 #   scripts/sim-validate.sh            (about 10 minutes; run it on an otherwise idle machine)
 # Environment: OUT (work folder), MODELS (4), WINDOWS (36 ten-minute windows), TIME_SCALE (120),
-# PEAK_RPS (4), SERVEGEN (the client folder), THREADS (2); SIM_ONLY=1 re-simulates the live run
-# already in OUT.
+# PEAK_RPS (4), KEEP_ALIVE (600 trace seconds: fixed keep-alive, adaptive's fallback), SERVEGEN
+# (the client folder), THREADS (2); SIM_ONLY=1 re-simulates the live run already in OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=build/release/tessera
@@ -19,6 +19,7 @@ MODELS=${MODELS:-4}
 WINDOWS=${WINDOWS:-36}
 TIME_SCALE=${TIME_SCALE:-120}
 PEAK_RPS=${PEAK_RPS:-4}
+KEEP_ALIVE=${KEEP_ALIVE:-600}
 SERVEGEN=${SERVEGEN:-../shared/traces/servegen/language/m-large}
 THREADS=${THREADS:-2}
 PROMPT=64
@@ -35,7 +36,7 @@ echo "== this machine's costs"
 "$T" bench resume --model "$OUT/models/m0.gguf" -r 5 -t "$THREADS" -p $PROMPT --json >"$OUT/resume.json"
 echo "== live: tessera bench fleet"
 "$T" bench fleet --models "$OUT/models" --servegen "$SERVEGEN" --windows "$WINDOWS" \
-  --time-scale "$TIME_SCALE" --peak-rps "$PEAK_RPS" --prompt-tokens $PROMPT --max-tokens $GEN \
+  --time-scale "$TIME_SCALE" --peak-rps "$PEAK_RPS" --keep-alive "$KEEP_ALIVE" --prompt-tokens $PROMPT --max-tokens $GEN \
   -t "$THREADS" --policies always-on,fixed,adaptive --warmup --arrivals-out "$OUT/schedule.csv" \
   --requests-out "$OUT/live-requests.csv" --json >"$OUT/live.json"
 fi

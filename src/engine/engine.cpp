@@ -175,7 +175,7 @@ struct Engine::Impl {
   // The drafter a request speculates with, or null (see SpecMode).
   Drafter* drafter_for(const Request& r) {
     SpecMethod m = opt.spec.method;
-    if (r.speculative == SpecMode::kOff) return nullptr;
+    if (r.speculative == SpecMode::kOff || r.structured) return nullptr;
     if (r.speculative == SpecMode::kOn && m == SpecMethod::kNone) m = SpecMethod::kNgram;
     switch (m) {
       case SpecMethod::kNone: return nullptr;
@@ -352,7 +352,8 @@ struct Engine::Impl {
       ev.logprob = raw[static_cast<size_t>(t)] - log_z;
     }
     ev.text = s.text.push(ev.piece);
-    const bool stopped = s.text.stopped();
+    // A structured output whose value is closed is done (only whitespace could follow).
+    const bool stopped = s.text.stopped() || (s.constraint && s.constraint->closed());
     send(s, Event{s.id, std::move(ev)});
     if (stopped) {
       finish(s, FinishReason::kStop);
@@ -584,6 +585,11 @@ Result<RequestId> Engine::submit(Request request, EventSink sink) {
       return invalid_argument(
           fmt::format("logit_bias token id {} is outside the vocabulary [0, {})", t, c.n_vocab));
     }
+  }
+  if (request.structured &&
+      (!request.structured->schema || !request.structured->vocab ||
+       request.structured->vocab->n_vocab() != c.n_vocab)) {
+    return invalid_argument("structured output was built for another vocabulary");
   }
   const int32_t adapter = request.adapter_id;
   const int64_t now = m.clock->now_ns();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -17,6 +18,8 @@
 namespace tessera::engine {
 
 using RequestId = uint64_t;
+
+struct StructuredOutput;  // engine/token_constraint.h
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
 
@@ -36,6 +39,10 @@ struct Request {
   // Admission order: higher first, first come first served within a priority; under KV
   // pressure the lowest priority, most recently admitted sequence is preempted first.
   int32_t priority = 0;
+  // Structured output (response_format json_object / json_schema): each step samples only tokens
+  // that keep the output a prefix of a JSON value valid under the schema, and the request
+  // finishes (stop) when the value is closed. Such requests do not speculate. Null: free text.
+  std::shared_ptr<const StructuredOutput> structured;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

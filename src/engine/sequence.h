@@ -12,6 +12,7 @@
 #include "tessera/engine/request.h"
 #include "tessera/engine/sampler.h"
 #include "tessera/engine/text_stream.h"
+#include "tessera/engine/token_constraint.h"
 
 namespace tessera::engine {
 
@@ -30,7 +31,9 @@ struct Sequence {
         n_prompt(static_cast<int32_t>(request.prompt.size())),
         sampler(request.sampling),
         text(request.stop),
-        submit_ns(submit_ns_) {}
+        submit_ns(submit_ns_) {
+    if (request.structured) constraint = std::make_unique<JsonTokenConstraint>(*request.structured);
+  }
 
   RequestId id;
   Request request;
@@ -45,6 +48,7 @@ struct Sequence {
   bool admitted_before = false;
   Sampler sampler;
   TextStream text;
+  std::unique_ptr<JsonTokenConstraint> constraint;  // structured output; null: free text
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   // Tokens still to run through the model (the last sampled token included).
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }

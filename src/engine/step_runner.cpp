@@ -59,6 +59,14 @@ VerifyResult StepRunner::decide(size_t i, bool keep_raw) {
     raw_.resize(static_cast<size_t>(n_rows) * n_vocab);
     std::copy_n(row(first).data(), raw_.size(), raw_.data());
   }
+  if (s.constraint) {
+    // Structured output (never drafted): only tokens that continue the value may be sampled.
+    TS_CHECK(s.draft.empty());
+    s.constraint->mask(row(first));
+    const int32_t t = s.sampler.sample(row(first), s.tokens);
+    s.constraint->accept(t);
+    return {0, t};
+  }
   if (s.draft.empty()) return {0, s.sampler.sample(row(first), s.tokens)};
   history_.assign(s.tokens.begin(), s.tokens.end());
   history_.insert(history_.end(), s.draft.begin(), s.draft.end());

@@ -44,7 +44,7 @@ void handle_completions(const RouteContext& ctx, HttpRequest&& request,
   GenerationSpec spec{ApiKind::kCompletion, model.name, req.params.stream, req.params.include_usage,
                       req.params.n_logprobs, model.base, model.adapter, req.params.n};
   start_generation(model.backend,
-                   make_engine_request(req.params, std::move(prompt), model.backend->context_length()),
+                   make_engine_request(req.params, std::move(prompt), *model.backend),
                    std::move(spec), std::move(writer), ctx.metrics);
 }
 

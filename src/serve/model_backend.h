@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "tessera/base/status.h"
 #include "tessera/engine/engine.h"
 #include "tessera/engine/request.h"
+#include "tessera/engine/token_constraint.h"
 #include "tessera/model/tokenizer/tokenizer.h"
 #include "tessera/serve/openai_request.h"
 
@@ -45,6 +47,14 @@ class ModelBackend {
                      engine::Engine::EmbedCallback done) {
     done(Status(ErrorCode::kUnsupported, "this model does not serve embeddings"));
   }
+
+  // The token table structured output masks with, built from tokenizer() on first use (one pass
+  // over the vocabulary) and kept. Precondition: ready().
+  std::shared_ptr<const engine::TokenVocabulary> token_vocabulary() const;
+
+ private:
+  mutable std::mutex vocab_mu_;
+  mutable std::shared_ptr<const engine::TokenVocabulary> vocab_;
 };
 
 // A backend over a local Engine (kept alive by the backend). Precondition: engine non-null.

@@ -131,7 +131,7 @@ constexpr FieldRule kFields[] = {
     {"speculative", kBothRoutes, FieldUse::kSupported},  // extension
     {"logprobs", kBothRoutes, FieldUse::kSupported},
     {"logit_bias", kBothRoutes, FieldUse::kSupported},
-    {"response_format", kBothRoutes, FieldUse::kSupported},  // type "text" only, for now
+    {"response_format", kBothRoutes, FieldUse::kSupported},
     {"user", kBothRoutes, FieldUse::kIgnored},
     {"metadata", kBothRoutes, FieldUse::kIgnored},
     {"service_tier", kBothRoutes, FieldUse::kIgnored},
@@ -171,9 +171,11 @@ Status check_known_fields(Fields& f, const json& doc, RouteMask route) {
   return Status::ok();
 }
 
-// response_format: {"type": "text"} is what generation does anyway; structured output is not
-// implemented yet.
-Status read_response_format(Fields& f) {
+// response_format: "text" (free text, what generation does anyway), "json_object" (any JSON
+// object) or "json_schema" ({"json_schema": {"name": ..., "schema": {...}, "strict": ...}}: a
+// value valid under the schema; engine/json_schema.h lists the keywords enforced, others are
+// refused by name). The structured kinds are enforced by constrained decoding.
+Status read_response_format(Fields& f, GenerationParams* p) {
   const json* v = f.get("response_format");
   if (!v) return Status::ok();
   if (!v->is_object()) return f.wrong_type("response_format", "an object", *v);
@@ -183,9 +185,23 @@ Status read_response_format(Fields& f) {
   }
   const std::string t = type->get<std::string>();
   if (t == "text") return Status::ok();
-  if (t == "json_object" || t == "json_schema") {
-    return f.fail("response_format",
-                  fmt::format("'response_format' type '{}' is not supported yet; only 'text' is", t));
+  if (t == "json_object") {
+    p->json_schema = engine::JsonSchema::any_object();
+    return Status::ok();
+  }
+  if (t == "json_schema") {
+    auto js = v->find("json_schema");
+    if (js == v->end() || !js->is_object()) {
+      return f.fail("response_format", "'response_format.json_schema' must be an object with a 'schema'");
+    }
+    auto schema = js->find("schema");
+    if (schema == js->end()) {
+      return f.fail("response_format", "'response_format.json_schema.schema' is missing");
+    }
+    auto compiled = engine::JsonSchema::compile(*schema);
+    if (!compiled.is_ok()) return f.fail("response_format", compiled.status().message());
+    p->json_schema = std::move(compiled).value();
+    return Status::ok();
   }
   return f.fail("response_format",
                 fmt::format("'response_format.type' must be 'text', 'json_object' or "
@@ -325,7 +341,7 @@ Status read_common(Fields& f, GenerationParams* p) {
 
   TS_RETURN_IF_ERROR(read_logit_bias(f, &p->sampling));
   TS_RETURN_IF_ERROR(f.read_bool("stream", &p->stream));
-  TS_RETURN_IF_ERROR(read_response_format(f));
+  TS_RETURN_IF_ERROR(read_response_format(f, p));
   if (const json* v = f.get("stream_options")) {
     if (!v->is_object()) return f.wrong_type("stream_options", "an object", *v);
     Fields so(*v, nullptr);

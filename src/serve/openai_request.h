@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tessera/base/status.h"
+#include "tessera/engine/json_schema.h"
 #include "tessera/engine/request.h"
 #include "tessera/engine/sampler.h"
 
@@ -44,6 +46,9 @@ struct GenerationParams {
   engine::SpecMode speculative = engine::SpecMode::kDefault;
   // Extension (as vLLM's): "priority", an integer in [-1000, 1000]; higher is admitted first.
   int32_t priority = 0;
+  // response_format json_object / json_schema: the schema the output must satisfy (constrained
+  // decoding); null for free text.
+  std::shared_ptr<const engine::JsonSchema> json_schema;
 };
 
 struct CompletionRequest {

@@ -45,7 +45,8 @@ bool check_for_model(const GenerationParams& params, int32_t n_vocab, ResponseWr
 }
 
 engine::Request make_engine_request(const GenerationParams& params, std::vector<int32_t> prompt,
-                                    int64_t context_length) {
+                                    const ModelBackend& backend) {
+  const int64_t context_length = backend.context_length();
   engine::Request r;
   const int64_t room = context_length - static_cast<int64_t>(prompt.size());
   r.prompt = std::move(prompt);
@@ -58,6 +59,12 @@ engine::Request make_engine_request(const GenerationParams& params, std::vector<
   r.speculative = params.speculative;
   r.priority = params.priority;
   r.n_logprobs = params.n_logprobs;
+  if (params.json_schema) {
+    auto so = std::make_shared<engine::StructuredOutput>();
+    so->schema = params.json_schema;
+    so->vocab = backend.token_vocabulary();
+    r.structured = std::move(so);
+  }
   return r;
 }
 

@@ -39,9 +39,10 @@ bool resolve_model(const RouteContext& ctx, const std::string& name, ResponseWri
 // On failure answers 400 through `writer` and returns false.
 bool check_for_model(const GenerationParams& params, int32_t n_vocab, ResponseWriter& writer);
 
-// The engine request for `params` over `prompt`. Without max_tokens the generation may fill the
-// context (`context_length` positions): that is OpenAI's chat default.
+// The engine request for `params` over `prompt` on `backend`. Without max_tokens the generation
+// may fill the backend's context: that is OpenAI's chat default. A response_format schema
+// becomes the request's structured output over the backend's token vocabulary.
 engine::Request make_engine_request(const GenerationParams& params, std::vector<int32_t> prompt,
-                                    int64_t context_length);
+                                    const ModelBackend& backend);
 
 }  // namespace tessera::serve

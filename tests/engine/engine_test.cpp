@@ -1,12 +1,15 @@
 #include "tessera/engine/engine.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <future>
 #include <map>
 #include <set>
 
 #include "tessera/engine/generator.h"
+#include "tessera/engine/json_schema.h"
+#include "tessera/engine/token_constraint.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/synth.h"
 #include "test_util.h"
@@ -94,6 +97,61 @@ class EngineTest : public ::testing::Test {
   std::shared_ptr<const model::Tokenizer> tokenizer_;
 };
 testing::TempDir* EngineTest::dir_ = nullptr;
+
+// Structured output on random weights: whatever the model prefers, every request ends (stop) with
+// a JSON document that parses and satisfies the schema (no free-text field, so the value must
+// close within the token limit); greedy, sampled and speculation-requested alike.
+TEST_F(EngineTest, StructuredOutputAlwaysGivesValidJson) {
+  auto schema = JsonSchema::compile(nlohmann::json::parse(R"({"type": "object",
+      "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer"},
+                     "k": {"enum": ["red", "green"]}, "xs": {"type": "array",
+                     "items": {"type": "null"}, "maxItems": 2}},
+      "required": ["ok", "n", "k"], "additionalProperties": false})"));
+  ASSERT_TRUE(schema.is_ok()) << schema.status().to_string();
+  auto spec = std::make_shared<StructuredOutput>();
+  spec->schema = *schema;
+  spec->vocab = make_token_vocabulary(*tokenizer_);
+  // Random weights like whitespace: a newline and up to 20 spaces in each of the ~25 gaps of
+  // such a document, so the limit is generous.
+  EngineOptions o;
+  o.ctx_size = 1024;
+  auto e = make(o);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 6; ++i) {
+    Request r = greedy({1, 17 + i, 42}, 1000);
+    r.ignore_eos = false;
+    r.structured = spec;
+    if (i % 2 == 1) {
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = static_cast<uint64_t>(i);
+    }
+    if (i == 4) r.speculative = SpecMode::kOn;
+    reqs.push_back(std::move(r));
+  }
+  const auto out = run(*e, reqs);
+  for (const Outcome& o : out) {
+    ASSERT_TRUE(o.finished);
+    EXPECT_EQ(o.finish.reason, FinishReason::kStop) << o.text;
+    nlohmann::json v;
+    ASSERT_NO_THROW(v = nlohmann::json::parse(o.text)) << o.text;
+    ASSERT_TRUE(v.is_object()) << o.text;
+    EXPECT_TRUE(v["ok"].is_boolean()) << o.text;
+    EXPECT_TRUE(v["n"].is_number_integer()) << o.text;
+    EXPECT_TRUE(v["k"] == "red" || v["k"] == "green") << o.text;
+    for (const auto& [k, x] : v.items()) {
+      EXPECT_TRUE(k == "ok" || k == "n" || k == "k" || k == "xs") << o.text;
+      if (k == "xs") EXPECT_LE(x.size(), 2u) << o.text;
+    }
+  }
+  // A vocabulary of another size is refused at submit.
+  auto other = std::make_shared<StructuredOutput>();
+  other->schema = *schema;
+  other->vocab = std::make_shared<TokenVocabulary>(std::vector<std::string>{"{", "}"},
+                                                   std::vector<int32_t>{});
+  Request bad = greedy({1, 2}, 4);
+  bad.structured = other;
+  EXPECT_FALSE(e->submit(bad, [](Event&&) {}).is_ok());
+}
 
 TEST_F(EngineTest, GreedyMatchesTheSingleSequenceGenerator) {
   const std::vector<int32_t> p = prompt(23, 1);

@@ -150,7 +150,8 @@ TEST(Request, UnsupportedFieldsAreRefusedByName) {
            Case{false, R"({"prompt":"x","cache_prompt":false})", "cache_prompt"},
            Case{false, R"({"prompt":"x","messages":[]})", "messages"},  // the other route's field
            Case{false, R"({"prompt":"x","max_completion_tokens":3})", "max_completion_tokens"},
-           Case{false, R"({"prompt":"x","response_format":{"type":"json_object"}})", "response_format"},
+           Case{false, R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{"anyOf":[]}}}})",
+                "response_format"},
            Case{true, R"({"messages":[{"role":"user","content":"x"}],"prompt":"x"})", "prompt"},
            Case{true, R"({"messages":[{"role":"user","content":"x"}],"functions":[]})", "functions"},
            Case{true, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools"},
@@ -174,6 +175,17 @@ TEST(Request, UnsupportedFieldsAreRefusedByName) {
   EXPECT_TRUE(parse_completion_request(
                   R"({"prompt":"x","user":"u","response_format":{"type":"text"},"best_of":1})", &param)
                   .is_ok());
+  // Structured output: json_object and a json_schema compile to the schema the engine enforces.
+  auto jo = parse_completion_request(R"({"prompt":"x","response_format":{"type":"json_object"}})", &param);
+  ASSERT_TRUE(jo.is_ok());
+  ASSERT_NE(jo->params.json_schema, nullptr);
+  auto js = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"response_format":
+      {"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"object",
+       "properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}}}})",
+                               &param);
+  ASSERT_TRUE(js.is_ok()) << js.status().to_string();
+  ASSERT_NE(js->params.json_schema, nullptr);
+  EXPECT_EQ(js->params.json_schema->node(js->params.json_schema->root()).properties.size(), 1u);
   EXPECT_TRUE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"user":"u","tools":[],
                                     "tool_choice":"none","metadata":{"a":"b"},"parallel_tool_calls":true})",
                                  &param)

@@ -200,6 +200,62 @@ TEST_F(ServerEngineTest, LogitBiasBansAndForcesTokens) {
   }
 }
 
+// response_format through the whole server: on random weights (which prefer anything but JSON),
+// every choice of a json_schema completion parses and satisfies the schema (no free-text field,
+// so the value closes within the limit) and finishes "stop"; json_object gives an object; a
+// schema keyword that is not enforced is a 400 naming it.
+TEST_F(ServerEngineTest, ResponseFormatGivesJsonThatValidates) {
+  TestClient c(server_->port());
+  const json schema = json::parse(R"({"type": "object", "properties": {
+      "ok": {"type": "boolean"}, "size": {"enum": ["S", "M", "L"]},
+      "n": {"type": "array", "items": {"type": "integer"}, "maxItems": 3}},
+      "required": ["ok", "size"], "additionalProperties": false})");
+  json body = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 1500},
+               {"temperature", 0.9}, {"seed", 3}, {"n", 2},
+               {"response_format", {{"type", "json_schema"},
+                                    {"json_schema", {{"name", "item"}, {"schema", schema}}}}}};
+  auto r = c.request("POST", "/v1/completions", body.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 2u);
+  for (const auto& choice : j["choices"]) {
+    EXPECT_EQ(choice["finish_reason"], "stop") << choice.dump();
+    json v;
+    ASSERT_NO_THROW(v = json::parse(choice["text"].get<std::string>())) << choice.dump();
+    ASSERT_TRUE(v.is_object()) << v.dump();
+    EXPECT_TRUE(v["ok"].is_boolean()) << v.dump();
+    EXPECT_TRUE(v["size"] == "S" || v["size"] == "M" || v["size"] == "L") << v.dump();
+    for (const auto& [k, x] : v.items()) {
+      EXPECT_TRUE(k == "ok" || k == "size" || k == "n") << v.dump();
+      if (k == "n") {
+        ASSERT_TRUE(x.is_array());
+        EXPECT_LE(x.size(), 3u);
+        for (const auto& e : x) EXPECT_TRUE(e.is_number_integer()) << v.dump();
+      }
+    }
+  }
+  // json_object: some JSON object (the text may end at the limit inside a string: then it is
+  // "length", and a prefix of one).
+  body.erase("n");
+  body["max_tokens"] = 64;
+  body["response_format"] = {{"type", "json_object"}};
+  r = c.request("POST", "/v1/completions", body.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json o = json::parse(r.body)["choices"][0];
+  const std::string text = o["text"];
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.find_first_not_of(" \n\r\t"), text.find('{')) << text;
+  if (o["finish_reason"] == "stop") EXPECT_TRUE(json::parse(text).is_object()) << text;
+  // Keywords that are not enforced are refused by name.
+  body["response_format"] = {{"type", "json_schema"},
+                             {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"},
+                                                                        {"pattern", "^a"}}}}}};
+  r = c.request("POST", "/v1/completions", body.dump());
+  ASSERT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(json::parse(r.body)["error"]["param"], "response_format");
+  EXPECT_NE(r.body.find("pattern"), std::string::npos) << r.body;
+}
+
 TEST_F(ServerEngineTest, EmbeddingsHaveOpenAIShapeAndAreConsistent) {
   TestClient c(server_->port());
   auto r = c.request("POST", "/v1/embeddings",

@@ -330,7 +330,8 @@ TEST_F(ServerTest, BadRequestsAre400NamingTheField) {
                "invalid_request_error", "mirostat");
   expect_error(post("/v1/chat/completions",
                     {{"messages", {{{"role", "user"}, {"content", "x"}}}},
-                     {"response_format", {{"type", "json_object"}}}}),
+                     {"response_format", {{"type", "json_schema"},
+                                          {"json_schema", {{"schema", {{"minimum", 1}}}}}}}}),
                400, "invalid_request_error", "response_format");
   EXPECT_TRUE(backend_->requests().empty());
 }

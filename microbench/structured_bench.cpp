@@ -1,0 +1,79 @@
+// Structured output's per-step cost: JsonTokenConstraint::mask over a real vocabulary, at three
+// points of a JSON document (a structural position, inside a string, inside a number). The
+// vocabulary comes from a GGUF (TESSERA_VOCAB, default ../shared/tokenizers/ggml-vocab-llama-spm.gguf);
+// without it the benchmarks are skipped.
+//   build/release/microbench/structured_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/engine/json_schema.h"
+#include "tessera/engine/token_constraint.h"
+#include "tessera/model/format/model_file.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+
+namespace {
+
+using namespace tessera;
+
+std::shared_ptr<const engine::TokenVocabulary> vocabulary(std::string* why) {
+  const char* env = std::getenv("TESSERA_VOCAB");
+  const std::string path = env ? env : "../shared/tokenizers/ggml-vocab-llama-spm.gguf";
+  auto file = model::open_model_file(path);
+  if (!file.is_ok()) {
+    *why = "no vocabulary at " + path + " (set TESSERA_VOCAB)";
+    return nullptr;
+  }
+  auto tok = model::make_tokenizer(file->metadata);
+  if (!tok.is_ok()) {
+    *why = tok.status().to_string();
+    return nullptr;
+  }
+  return engine::make_token_vocabulary(**tok);
+}
+
+void mask_at(benchmark::State& state, const char* prefix) {
+  static std::string why;
+  static const auto vocab = vocabulary(&why);
+  if (!vocab) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  auto schema = engine::JsonSchema::compile(nlohmann::json::parse(
+      R"({"type": "object", "properties": {"name": {"type": "string"},
+          "age": {"type": "number"}}, "required": ["name", "age"]})"));
+  engine::JsonTokenConstraint c({*schema, vocab});
+  for (const char* p = prefix; *p != '\0'; ++p) {
+    // Advance through the prefix byte by byte (as single-byte tokens would).
+    for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
+      if (vocab->piece(id) == std::string(1, *p)) {
+        c.accept(id);
+        break;
+      }
+    }
+  }
+  std::vector<float> logits(static_cast<size_t>(vocab->n_vocab()));
+  int64_t allowed = 0;
+  for (auto _ : state) {
+    allowed = c.mask(logits);
+    benchmark::DoNotOptimize(logits.data());
+  }
+  state.counters["allowed"] = static_cast<double>(allowed);
+  state.counters["vocab"] = vocab->n_vocab();
+  state.counters["trie_nodes"] = static_cast<double>(vocab->all().nodes.size());
+}
+
+void BM_MaskAtObjectStart(benchmark::State& s) { mask_at(s, "{"); }
+void BM_MaskInsideString(benchmark::State& s) { mask_at(s, "{\"name\": \"Al"); }
+void BM_MaskInsideNumber(benchmark::State& s) { mask_at(s, "{\"age\": 4"); }
+BENCHMARK(BM_MaskAtObjectStart)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskInsideString)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskInsideNumber)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

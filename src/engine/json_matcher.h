@@ -1,0 +1,93 @@
+// JsonMatcher: an incremental, byte-at-a-time acceptor of one JSON value that satisfies a
+// JsonSchema. feed() returns false (and leaves the state unchanged) for a byte that no valid
+// continuation allows, so every prefix it accepted extends to a valid document: structured output
+// masks each token whose bytes it would refuse.
+//
+// What it enforces: JSON's grammar (RFC 8259: strings with escapes and well-formed UTF-8, numbers,
+// literals) and the schema (JsonSchema's subset): types, enum/const texts, property names (no
+// duplicates of declared ones; others only where additionalProperties allows), required
+// properties before '}', item counts. Limits that keep generation finite and the state small:
+// whitespace between tokens is one space or tab, or a newline and at most kMaxIndent spaces or
+// tabs (as llama.cpp's JSON grammars; small models otherwise fill the gaps with newlines); kMaxDepth nesting, kMaxNumberBytes per
+// number (kMaxIntegerBytes for integers, kMaxExponentDigits per exponent).
+// The state is a value of fixed size (copy it to try bytes; the token mask does).
+// Thread-safety: a plain value; the schema is shared and immutable.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "tessera/engine/json_schema.h"
+
+namespace tessera::engine {
+
+class JsonMatcher {
+ public:
+  static constexpr int kMaxDepth = 24;
+  static constexpr int kMaxIndent = 20;  // spaces/tabs after a newline between tokens
+  static constexpr int kMaxNumberBytes = 32;
+  // An integer's bytes ('-' included): 18 digits stay within int64; exponents of at most two
+  // digits keep every number within double's range (parsers refuse overflow).
+  static constexpr int kMaxIntegerBytes = 19;
+  static constexpr int kMaxExponentDigits = 2;
+
+  explicit JsonMatcher(std::shared_ptr<const JsonSchema> schema);
+
+  // Consumes one byte if it keeps the document valid; false (state unchanged) otherwise.
+  bool feed(uint8_t c);
+  // As feed(c) without the undo: on false the state is unspecified (use it on a copy made with
+  // assign_state, as the token mask does).
+  bool advance(uint8_t c);
+  // Consumes all of `bytes`, or none of them (false) when one is refused.
+  bool feed(std::string_view bytes);
+  // True when the bytes so far are one complete valid value (trailing whitespace allowed): the
+  // output may end here.
+  bool complete() const;
+  // True when the value is complete and nothing but whitespace may follow.
+  bool closed() const;
+
+  // Inside a value string between characters (not in an escape or a UTF-8 sequence): any bytes
+  // that are plain string content (TokenVocabulary::plain) are accepted here.
+  bool in_plain_string() const;
+
+  // Copies the state only (the schema pointer stays shared): cheap, for trying bytes.
+  void assign_state(const JsonMatcher& other);
+
+ private:
+  enum Kind : uint8_t { kRoot, kValue, kObject, kKey, kArray, kString, kNumber, kLiteral };
+  struct Frame {
+    Kind kind = kRoot;
+    uint8_t phase = 0;
+    uint8_t aux = 0;         // string: escape/unicode/UTF-8 continuation state
+    uint8_t aux2 = 0;        // string: \u digits seen; UTF-8: first-byte constraint
+    int32_t node = 0;        // schema node
+    int32_t count = 0;       // literal/key: bytes matched; array: items; number: bytes
+    int32_t key = -1;        // object: property of the value being read (-2: additional)
+    uint64_t mask = 0;       // object: properties seen; key/literal: candidates alive
+    uint64_t seen = 0;       // key: declared properties already seen that still match
+  };
+
+  bool step(uint8_t c);
+  bool take_ws(uint8_t c);
+  bool start_value(int32_t node, uint8_t c);
+  bool string_byte(Frame& f, uint8_t c, bool& closed);
+  bool number_byte(Frame& f, uint8_t c, bool integer_only);
+  static bool number_complete(const Frame& f);
+  bool literal_complete(const Frame& f) const;
+  bool key_complete(const Frame& f, int32_t* property) const;
+  bool object_may_close(const Frame& f) const;
+  bool object_may_continue(const Frame& f) const;
+  void child_done();
+  bool push(const Frame& f);
+  std::string_view literal_text(const Frame& f, int i) const;
+  int literal_count(const Frame& f) const;
+
+  std::shared_ptr<const JsonSchema> schema_;
+  std::array<Frame, kMaxDepth + 2> stack_;
+  int32_t depth_ = 0;  // frames in use
+  int32_t ws_ = 0;     // consecutive whitespace bytes
+};
+
+}  // namespace tessera::engine

@@ -1,0 +1,186 @@
+#include "tessera/engine/token_constraint.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+namespace tessera::engine {
+
+namespace {
+
+// Plain JSON string content: no quote, backslash or control byte, whole UTF-8 characters.
+bool plain_string_content(const std::string& p) {
+  size_t i = 0;
+  while (i < p.size()) {
+    const auto c = static_cast<uint8_t>(p[i]);
+    if (c < 0x20 || c == '"' || c == '\\') return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int n = 0;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (i + static_cast<size_t>(n) >= p.size()) return false;  // a character cut by the token's end
+    for (int k = 1; k <= n; ++k) {
+      const auto d = static_cast<uint8_t>(p[i + static_cast<size_t>(k)]);
+      if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += static_cast<size_t>(n) + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+TokenVocabulary::Trie TokenVocabulary::build(const std::vector<std::string>& pieces,
+                                             const std::vector<int32_t>& ids) {
+  struct Tmp {
+    std::vector<std::pair<uint8_t, uint32_t>> kids;
+    std::vector<int32_t> toks;
+  };
+  std::vector<Tmp> tmp(1);
+  for (int32_t id : ids) {
+    uint32_t at = 0;
+    for (char ch : pieces[static_cast<size_t>(id)]) {
+      const auto b = static_cast<uint8_t>(ch);
+      uint32_t next = 0;
+      for (const auto& [kb, kn] : tmp[at].kids) {
+        if (kb == b) next = kn;
+      }
+      if (next == 0) {
+        next = static_cast<uint32_t>(tmp.size());
+        tmp[at].kids.emplace_back(b, next);
+        tmp.emplace_back();
+      }
+      at = next;
+    }
+    tmp[at].toks.push_back(id);
+  }
+  Trie t;
+  t.nodes.resize(tmp.size());
+  for (size_t i = 0; i < tmp.size(); ++i) {
+    std::sort(tmp[i].kids.begin(), tmp[i].kids.end());
+    Node& n = t.nodes[i];
+    n.first_edge = static_cast<uint32_t>(t.edges.size());
+    n.n_edges = static_cast<uint32_t>(tmp[i].kids.size());
+    for (const auto& [b, child] : tmp[i].kids) t.edges.push_back({b, child});
+    n.first_token = static_cast<uint32_t>(t.tokens.size());
+    n.n_tokens = static_cast<uint32_t>(tmp[i].toks.size());
+    t.tokens.insert(t.tokens.end(), tmp[i].toks.begin(), tmp[i].toks.end());
+  }
+  return t;
+}
+
+TokenVocabulary::TokenVocabulary(const std::vector<std::string>& pieces,
+                                 std::vector<int32_t> end_tokens)
+    : n_vocab_(static_cast<int32_t>(pieces.size())),
+      pieces_(pieces),
+      end_tokens_(std::move(end_tokens)) {
+  std::vector<int32_t> with_bytes, special;
+  for (int32_t id = 0; id < n_vocab_; ++id) {
+    const std::string& p = pieces_[static_cast<size_t>(id)];
+    if (p.empty()) continue;
+    max_piece_ = std::max(max_piece_, p.size());
+    with_bytes.push_back(id);
+    (plain_string_content(p) ? plain_ : special).push_back(id);
+  }
+  all_ = build(pieces_, with_bytes);
+  special_ = build(pieces_, special);
+}
+
+std::shared_ptr<const TokenVocabulary> make_token_vocabulary(const model::Tokenizer& tokenizer) {
+  std::vector<std::string> pieces(static_cast<size_t>(tokenizer.n_vocab()));
+  std::vector<int32_t> ends;
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    pieces[static_cast<size_t>(id)] = tokenizer.token_to_piece(id);
+    if (tokenizer.is_end_of_generation(id)) ends.push_back(id);
+  }
+  return std::make_shared<TokenVocabulary>(pieces, std::move(ends));
+}
+
+JsonTokenConstraint::JsonTokenConstraint(const StructuredOutput& spec)
+    : spec_(spec), matcher_(spec.schema) {
+  levels_.assign(spec_.vocab->max_piece_bytes() + 1, JsonMatcher(spec.schema));
+  allowed_.assign(static_cast<size_t>(spec_.vocab->n_vocab()), 0);
+}
+
+int64_t JsonTokenConstraint::mask(std::span<float> logits) {
+  const TokenVocabulary& v = *spec_.vocab;
+  std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});
+  int64_t n_allowed = 0;
+  const bool in_string = matcher_.in_plain_string();
+  if (in_string) {
+    for (int32_t t : v.plain()) allowed_[static_cast<size_t>(t)] = 1;
+    n_allowed += static_cast<int64_t>(v.plain().size());
+  }
+  const TokenVocabulary::Trie& trie = in_string ? v.special() : v.all();
+  const auto& nodes = trie.nodes;
+  const auto& edges = trie.edges;
+  const auto& toks = trie.tokens;
+  levels_[0].assign_state(matcher_);
+  // Depth-first over the trie: levels_[d] is the state after the first d bytes of the path.
+  struct Item {
+    uint32_t node, next_edge, depth;
+  };
+  std::vector<Item> stack;
+  stack.push_back({0, 0, 0});
+  while (!stack.empty()) {
+    Item& it = stack.back();
+    const TokenVocabulary::Node& n = nodes[it.node];
+    if (it.next_edge == n.n_edges) {
+      stack.pop_back();
+      continue;
+    }
+    const TokenVocabulary::Edge& e = edges[n.first_edge + it.next_edge++];
+    const uint32_t d = it.depth;
+    JsonMatcher& next = levels_[d + 1];
+    next.assign_state(levels_[d]);
+    if (!next.advance(e.byte)) continue;
+    const TokenVocabulary::Node& c = nodes[e.child];
+    for (uint32_t k = 0; k < c.n_tokens; ++k) {
+      allowed_[static_cast<size_t>(toks[c.first_token + k])] = 1;
+      ++n_allowed;
+    }
+    if (c.n_edges > 0) stack.push_back({e.child, 0, d + 1});
+  }
+  if (matcher_.complete() || n_allowed == 0) {
+    for (int32_t t : v.end_tokens()) {
+      if (t >= 0 && t < v.n_vocab() && !allowed_[static_cast<size_t>(t)]) {
+        allowed_[static_cast<size_t>(t)] = 1;
+        ++n_allowed;
+      }
+    }
+  }
+  const size_t n = std::min(logits.size(), allowed_.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (!allowed_[i]) logits[i] = -std::numeric_limits<float>::infinity();
+  }
+  return n_allowed;
+}
+
+bool JsonTokenConstraint::accept(int32_t token) {
+  const TokenVocabulary& v = *spec_.vocab;
+  if (token < 0 || token >= v.n_vocab()) return false;
+  const std::string& p = v.piece(token);
+  if (std::find(v.end_tokens().begin(), v.end_tokens().end(), token) != v.end_tokens().end() &&
+      p.empty()) {
+    return matcher_.complete();
+  }
+  if (p.empty()) return false;
+  return matcher_.feed(p);
+}
+
+}  // namespace tessera::engine

@@ -1,0 +1,106 @@
+// Structured output at the token level: which tokens may come next so that the generated text
+// stays a prefix of a JSON value valid under a JsonSchema.
+//
+// TokenVocabulary holds every token's bytes (Tokenizer::token_to_piece) in a byte trie and the
+// tokens that end generation; built once per model and shared. StructuredOutput is what a
+// request carries (schema + vocabulary, immutable). JsonTokenConstraint is one sequence's state:
+// mask() walks the trie depth-first with a JsonMatcher copy per level, so a prefix shared by many
+// tokens is matched once and a refused byte prunes its whole subtree; tokens whose bytes the
+// matcher accepts keep their logits, all others get -infinity. Inside a string, where nearly
+// every token may come, the plain-content tokens are allowed at once and only the others (a
+// quote, an escape, a partial UTF-8 character: a few percent) are walked. End-of-generation tokens are
+// allowed only when the value is complete. Tokens with no bytes (control tokens) are never
+// allowed. Cost: one matcher step per trie node reached (inside a string nearly every node; at a
+// structural position a few), measured in docs/SERVING.md.
+// Thread-safety: TokenVocabulary and StructuredOutput are immutable and shared; a
+// JsonTokenConstraint belongs to one sequence (one thread at a time).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessera/engine/json_matcher.h"
+#include "tessera/engine/json_schema.h"
+#include "tessera/model/tokenizer/tokenizer.h"
+
+namespace tessera::engine {
+
+class TokenVocabulary {
+ public:
+  // pieces[id]: token id's bytes when decoded ("" for tokens that print nothing);
+  // end_tokens: ids that end generation.
+  TokenVocabulary(const std::vector<std::string>& pieces, std::vector<int32_t> end_tokens);
+
+  int32_t n_vocab() const { return n_vocab_; }
+  const std::vector<int32_t>& end_tokens() const { return end_tokens_; }
+  const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
+
+  struct Node {
+    uint32_t first_edge = 0, n_edges = 0;   // edges_[first_edge, first_edge + n_edges)
+    uint32_t first_token = 0, n_tokens = 0; // tokens_[...]: the tokens whose bytes end here
+  };
+  struct Edge {
+    uint8_t byte = 0;
+    uint32_t child = 0;
+  };
+  // A byte trie over a set of tokens: nodes[0] is the root (the empty prefix).
+  struct Trie {
+    std::vector<Node> nodes;
+    std::vector<Edge> edges;
+    std::vector<int32_t> tokens;
+  };
+  // Every token with bytes.
+  const Trie& all() const { return all_; }
+  // Only the tokens that are not plain string content (those need the matcher inside a string).
+  const Trie& special() const { return special_; }
+  // Tokens whose bytes are plain JSON string content: no '"', '\\' or control byte, and whole
+  // UTF-8 characters. Inside a string any of them may come next.
+  const std::vector<int32_t>& plain() const { return plain_; }
+  size_t max_piece_bytes() const { return max_piece_; }
+
+ private:
+  static Trie build(const std::vector<std::string>& pieces, const std::vector<int32_t>& ids);
+
+  int32_t n_vocab_ = 0;
+  std::vector<std::string> pieces_;
+  std::vector<int32_t> end_tokens_;
+  Trie all_, special_;
+  std::vector<int32_t> plain_;
+  size_t max_piece_ = 0;
+};
+
+// A model's vocabulary for structured output: each token's decoded bytes
+// (Tokenizer::token_to_piece) and its end-of-generation tokens.
+std::shared_ptr<const TokenVocabulary> make_token_vocabulary(const model::Tokenizer& tokenizer);
+
+struct StructuredOutput {
+  std::shared_ptr<const JsonSchema> schema;
+  std::shared_ptr<const TokenVocabulary> vocab;
+};
+
+class JsonTokenConstraint {
+ public:
+  explicit JsonTokenConstraint(const StructuredOutput& spec);
+
+  // Sets every token that may not come next to -infinity in `logits` (n_vocab values); returns
+  // how many may. When none may (a vocabulary that cannot continue the value), end tokens are
+  // allowed so the sequence can stop.
+  int64_t mask(std::span<float> logits);
+  // Advances past `token`'s bytes. False when they do not continue the value (the state is then
+  // unchanged); an end token is accepted when the value is complete.
+  bool accept(int32_t token);
+  // The value is complete and nothing but whitespace may follow: generation can stop.
+  bool closed() const { return matcher_.closed(); }
+  bool complete() const { return matcher_.complete(); }
+
+ private:
+  StructuredOutput spec_;
+  JsonMatcher matcher_;
+  std::vector<JsonMatcher> levels_;   // DFS scratch: the state after each prefix length
+  std::vector<uint8_t> allowed_;      // per token, this step
+};
+
+}  // namespace tessera::engine

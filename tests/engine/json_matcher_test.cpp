@@ -1,0 +1,301 @@
+// JsonSchema / JsonMatcher / JsonTokenConstraint: structured output's acceptor, checked against
+// nlohmann's parser and an independent validator of the schema subset written plainly here.
+#include "tessera/engine/json_matcher.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tessera/engine/json_schema.h"
+#include "tessera/engine/token_constraint.h"
+
+namespace tessera::engine {
+namespace {
+
+using nlohmann::json;
+
+std::shared_ptr<const JsonSchema> compile(const char* text) {
+  auto s = JsonSchema::compile(json::parse(text));
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  return s.is_ok() ? *s : JsonSchema::any_object();
+}
+
+bool accepts(const std::shared_ptr<const JsonSchema>& s, const std::string& text) {
+  JsonMatcher m(s);
+  return m.feed(text) && m.complete();
+}
+
+// The schema subset, validated plainly (the reference the matcher's output is checked against).
+bool valid(const json& v, const json& s) {
+  if (s.is_boolean()) return s.get<bool>();
+  if (auto e = s.find("enum"); e != s.end()) {
+    bool any = false;
+    for (const auto& x : *e) any = any || x == v;
+    if (!any) return false;
+  }
+  if (auto c = s.find("const"); c != s.end() && *c != v) return false;
+  if (auto t = s.find("type"); t != s.end()) {
+    auto is = [&](const std::string& n) {
+      if (n == "null") return v.is_null();
+      if (n == "boolean") return v.is_boolean();
+      if (n == "integer") return v.is_number_integer();
+      if (n == "number") return v.is_number();
+      if (n == "string") return v.is_string();
+      if (n == "array") return v.is_array();
+      if (n == "object") return v.is_object();
+      return false;
+    };
+    bool ok = false;
+    if (t->is_array()) {
+      for (const auto& n : *t) ok = ok || is(n.get<std::string>());
+    } else {
+      ok = is(t->get<std::string>());
+    }
+    if (!ok) return false;
+  }
+  if (v.is_object()) {
+    const json props = s.value("properties", json::object());
+    for (const auto& r : s.value("required", json::array())) {
+      if (!v.contains(r.get<std::string>())) return false;
+    }
+    for (const auto& [k, x] : v.items()) {
+      if (props.contains(k)) {
+        if (!valid(x, props[k])) return false;
+      } else if (auto a = s.find("additionalProperties"); a != s.end()) {
+        if (!valid(x, *a)) return false;
+      }
+    }
+  }
+  if (v.is_array()) {
+    if (v.size() < s.value("minItems", size_t{0})) return false;
+    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>()) return false;
+    if (auto it = s.find("items"); it != s.end()) {
+      for (const auto& x : v) {
+        if (!valid(x, *it)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+TEST(JsonMatcherTest, AcceptsJsonAndRefusesWhatIsNot) {
+  const auto any = compile("{}");
+  for (const char* ok : {R"({"a": [1, -2.5e-3, 0, 1E+9, true, false, null, "x\u00e9\n\"\\"], "b": {}})",
+                         "[]", "\n  \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"", "-0", "3.25",
+                         "null", "[[[]]]", "{\"\": 1}"}) {
+    EXPECT_TRUE(accepts(any, ok)) << ok;
+    EXPECT_TRUE(json::accept(ok)) << ok;
+  }
+  for (const char* bad : {"{a", "[1,]", "{\"a\":1,}", "01", "1.", "-", ".5", "tru", "nul",
+                          "\"\x01\"", "\"\\ud800\"", "\"\\x\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
+                          "[1 2]", "{\"a\" 1}", "{,}", "1 2", "\"abc"}) {
+    EXPECT_FALSE(accepts(any, bad)) << bad;
+  }
+  // Whitespace between tokens: one space or tab, or a newline and up to 20 spaces or tabs.
+  EXPECT_TRUE(accepts(any, "{\n    \"a\":\t1,\n\t\"b\": [ 2 ]\n}"));
+  for (const char* bad : {"{  \"a\": 1}", "{\n\n\"a\": 1}", "{ \n\"a\": 1}", "{\r\n\"a\": 1}",
+                          "{\n                     \"a\": 1}"}) {
+    EXPECT_FALSE(accepts(any, bad)) << bad;
+  }
+  // A refused byte leaves the state as it was.
+  JsonMatcher m(any);
+  ASSERT_TRUE(m.feed(std::string("[1")));
+  EXPECT_FALSE(m.feed(uint8_t{'}'}));
+  EXPECT_TRUE(m.feed(std::string("]")));
+  EXPECT_TRUE(m.closed());
+}
+
+TEST(JsonMatcherTest, EnforcesTheSchema) {
+  const char* schema = R"({"type": "object", "properties": {
+      "name": {"type": "string"}, "age": {"type": "integer"},
+      "tags": {"type": "array", "items": {"enum": ["a", "b", 3]}, "minItems": 1, "maxItems": 2},
+      "kind": {"const": "cat"}}, "required": ["name", "kind"], "additionalProperties": false})";
+  const auto s = compile(schema);
+  EXPECT_TRUE(accepts(s, R"({"name": "Tom", "kind": "cat"})"));
+  EXPECT_TRUE(accepts(s, R"({"kind":"cat","age":3,"name":"x","tags":["b",3]})"));
+  EXPECT_FALSE(accepts(s, R"({"name": "Tom"})"));                        // kind is required
+  EXPECT_FALSE(accepts(s, R"({"name": "Tom", "kind": "dog"})"));         // const
+  EXPECT_FALSE(accepts(s, R"({"name": "Tom", "kind": "cat", "x": 1})")); // no additional
+  EXPECT_FALSE(accepts(s, R"({"name": 1, "kind": "cat"})"));             // type
+  EXPECT_FALSE(accepts(s, R"({"name": "a", "name": "b", "kind": "cat"})"));  // duplicate
+  EXPECT_FALSE(accepts(s, R"({"name": "a", "kind": "cat", "age": 1.5})"));   // integer
+  EXPECT_FALSE(accepts(s, R"({"name": "a", "kind": "cat", "tags": []})"));   // minItems
+  EXPECT_FALSE(accepts(s, R"({"name": "a", "kind": "cat", "tags": ["a","a","a"]})"));  // maxItems
+  EXPECT_FALSE(accepts(s, R"({"name": "a", "kind": "cat", "tags": ["c"]})"));  // enum
+  EXPECT_FALSE(accepts(s, R"([])"));
+  const auto extra = compile(R"({"properties": {"a": {"type": "null"}},
+                                 "additionalProperties": {"type": "boolean"}})");
+  EXPECT_TRUE(accepts(extra, R"({"a": null, "ab": true, "b": false})"));
+  EXPECT_FALSE(accepts(extra, R"({"a": null, "a": null})"));
+  EXPECT_FALSE(accepts(extra, R"({"b": 1})"));
+}
+
+TEST(JsonMatcherTest, RefusesUnsupportedKeywordsByName) {
+  for (const char* s : {R"({"type": "string", "pattern": "^a"})", R"({"anyOf": [{}]})",
+                        R"({"$ref": "#/x"})", R"({"minimum": 3})"}) {
+    auto r = JsonSchema::compile(json::parse(s));
+    ASSERT_FALSE(r.is_ok()) << s;
+    EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+    EXPECT_NE(r.status().message().find("keyword"), std::string::npos);
+  }
+  for (const char* s : {R"({"type": "text"})", R"({"required": ["x"]})", "false", "3",
+                        R"({"enum": []})", R"({"minItems": 3, "maxItems": 2})"}) {
+    EXPECT_FALSE(JsonSchema::compile(json::parse(s)).is_ok()) << s;
+  }
+}
+
+// Random walks: from every accepted prefix some byte continues (no dead ends), and every walk
+// that closes parses with nlohmann and validates against the schema.
+TEST(JsonMatcherTest, RandomWalksAlwaysEndInValidDocuments) {
+  const std::vector<const char*> schemas = {
+      "{}",
+      R"({"type": "object", "properties": {"id": {"type": "integer"},
+          "xs": {"type": "array", "items": {"type": ["number", "null"]}, "maxItems": 3},
+          "o": {"type": "object", "properties": {"k": {"enum": ["u", "v", true]}},
+                "required": ["k"], "additionalProperties": false}},
+          "required": ["id", "o"], "additionalProperties": false})",
+      R"({"type": "object", "additionalProperties": {"type": ["string", "integer"]}})",
+      R"({"type": "array", "items": {"type": "boolean"}, "minItems": 2})"};
+  std::mt19937 rng(7);
+  // Bytes a walk tries, biased to structure (a uniform byte would almost always be refused).
+  const std::string alphabet = "{}[]\":,-.0123456789eE+ \ntrufalsnidxokvu\\/\xc3\xa9";
+  for (const char* text : schemas) {
+    const json sj = json::parse(text);
+    const auto s = compile(text);
+    int closed = 0;
+    for (int walk = 0; walk < 300; ++walk) {
+      JsonMatcher m(s);
+      std::string out;
+      for (int step = 0; step < 400 && !m.closed(); ++step) {
+        std::vector<uint8_t> ok;
+        for (int b = 0; b < 256; ++b) {
+          JsonMatcher probe(s);
+          probe.assign_state(m);
+          if (probe.feed(static_cast<uint8_t>(b))) ok.push_back(static_cast<uint8_t>(b));
+        }
+        ASSERT_TRUE(!ok.empty() || m.complete()) << "dead end after: " << out;
+        if (ok.empty()) break;
+        // Random bytes (alphabet ones preferred) for a while, then the first allowed byte of a
+        // list that closes structures, so most walks end.
+        std::vector<uint8_t> pref;
+        if (step >= 120) {
+          for (char want : std::string("}]\":0,ntu")) {
+            if (std::find(ok.begin(), ok.end(), static_cast<uint8_t>(want)) != ok.end()) {
+              pref.push_back(static_cast<uint8_t>(want));
+              break;
+            }
+          }
+        } else {
+          for (uint8_t b : ok) {
+            if (alphabet.find(static_cast<char>(b)) != std::string::npos) pref.push_back(b);
+          }
+        }
+        const auto& from = pref.empty() ? ok : pref;
+        const uint8_t b = from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
+        ASSERT_TRUE(m.feed(b));
+        out.push_back(static_cast<char>(b));
+      }
+      if (!m.complete()) continue;
+      ++closed;
+      json v;
+      ASSERT_NO_THROW(v = json::parse(out)) << out;
+      EXPECT_TRUE(valid(v, sj)) << out << "\nschema " << text;
+    }
+    EXPECT_GT(closed, 200) << text;
+  }
+}
+
+// The token mask on a tiny vocabulary: exactly the tokens whose bytes continue the value, end
+// tokens once it is complete; greedy decoding under the mask yields valid JSON whatever the logits.
+TEST(JsonTokenConstraintTest, MasksExactlyTheTokensThatContinue) {
+  std::vector<std::string> pieces = {"",  "{",   "}",  "\"",  "a",   "\":", " ",   "1",
+                                     "2", ",\"", "\"}", "[",  "]",   "tr",  "ue",  "{\"a"};
+  auto vocab = std::make_shared<TokenVocabulary>(pieces, std::vector<int32_t>{0});
+  const auto schema = compile(R"({"type": "object", "properties": {"a": {"type": "integer"}},
+                                  "required": ["a"], "additionalProperties": false})");
+  JsonTokenConstraint c({schema, vocab});
+  std::vector<float> logits(pieces.size(), 1.0f);
+  EXPECT_EQ(c.mask(logits), 3);  // "{", " ", "{\"a"
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const bool want = i == 1 || i == 6 || i == 15;
+    EXPECT_EQ(std::isfinite(logits[i]), want) << pieces[i];
+  }
+  // Greedy under adversarial logits (each step prefers the highest id allowed).
+  std::string out;
+  for (int step = 0; step < 200 && !c.closed(); ++step) {
+    std::vector<float> l(pieces.size());
+    for (size_t i = 0; i < l.size(); ++i) l[i] = static_cast<float>(i % 7);
+    ASSERT_GT(c.mask(l), 0);
+    const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+    ASSERT_TRUE(c.accept(best)) << pieces[static_cast<size_t>(best)];
+    if (best == 0) break;
+    out += pieces[static_cast<size_t>(best)];
+  }
+  EXPECT_TRUE(c.complete()) << out;
+  json v;
+  ASSERT_NO_THROW(v = json::parse(out)) << out;
+  EXPECT_TRUE(v["a"].is_number_integer()) << out;
+}
+
+// The mask equals brute force (each token's bytes fed to a copy of the matcher; end tokens when
+// complete) at every step of random generations over a vocabulary of random pieces with quotes,
+// escapes, whitespace and split UTF-8 characters: the trie walk and the inside-a-string shortcut
+// change the cost, never the answer.
+TEST(JsonTokenConstraintTest, MaskEqualsBruteForce) {
+  std::mt19937 rng(11);
+  const std::vector<std::string> atoms = {"{", "}", "[", "]", "\"", ":", ",", " ", "\n", "\\",
+                                          "\\n", "\\u00", "e9", "a", "b", "id", "o", "k", "u",
+                                          "1", "0", "-", ".", "e", "true", "null", "\xc3", "\xa9",
+                                          "\xe2\x82\xac", "x", "\t", "fa", "lse"};
+  std::vector<std::string> pieces = {""};  // 0: an end token (no bytes)
+  for (const auto& a : atoms) pieces.push_back(a);
+  for (int i = 0; i < 400; ++i) {
+    std::string p;
+    const int n = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int k = 0; k < n; ++k) p += atoms[std::uniform_int_distribution<size_t>(0, atoms.size() - 1)(rng)];
+    pieces.push_back(p);
+  }
+  auto vocab = std::make_shared<TokenVocabulary>(pieces, std::vector<int32_t>{0});
+  for (const char* text : {"{}", R"({"type": "object", "properties": {"id": {"type": "string"},
+                               "o": {"enum": ["u", 1, null]}}, "required": ["id"]})"}) {
+    const auto schema = compile(text);
+    for (int run = 0; run < 20; ++run) {
+      JsonTokenConstraint c({schema, vocab});
+      JsonMatcher shadow(schema);
+      for (int step = 0; step < 60; ++step) {
+        std::vector<float> logits(pieces.size(), 0.0f);
+        const int64_t n = c.mask(logits);
+        int64_t expect = 0;
+        for (size_t id = 0; id < pieces.size(); ++id) {
+          bool ok;
+          if (pieces[id].empty()) {
+            ok = id == 0 && shadow.complete();
+          } else {
+            JsonMatcher probe(schema);
+            probe.assign_state(shadow);
+            ok = probe.feed(pieces[id]);
+          }
+          expect += ok ? 1 : 0;
+          ASSERT_EQ(std::isfinite(logits[id]), ok) << "token '" << pieces[id] << "' at step " << step;
+        }
+        if (expect > 0) ASSERT_EQ(n, expect);
+        std::vector<int32_t> allowed;
+        for (size_t id = 1; id < pieces.size(); ++id) {
+          if (std::isfinite(logits[id])) allowed.push_back(static_cast<int32_t>(id));
+        }
+        if (allowed.empty()) break;
+        const int32_t t = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+        ASSERT_TRUE(c.accept(t));
+        ASSERT_TRUE(shadow.feed(pieces[static_cast<size_t>(t)]));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -10,6 +10,13 @@
 # mistral: llama.cpp has no "mistral" architecture (it converts Mistral 7B to "llama" and reads
 # no window), so llama-simple runs the same weights written under "llama" while Tessera runs the
 # "mistral" file (window 4096, longer than these runs: the window does not cut in).
+# gemma2 / gemma3: window 8, so it cuts in within the prompt plus 32 generated tokens (gemma2:
+# layer 0 local, layer 1 global; gemma3: 6 layers, 0-4 local with RoPE base 10000, 5 global
+# with base 1e6 and linear scaling 8); gemma2's attention cap 1 (llama.cpp's default 50 would
+# not bite on these weights; the final cap, 30, cannot change a greedy choice). Small
+# embeddings (scaled by sqrt(dim) at run time) and larger matrices: with tied output, the
+# defaults make every step repeat its input token, which any implementation would match.
+# Gemma files have add_space_prefix false: llama-simple echoes "<s>" and the prompt unspaced.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tessera="${1:-build/release/tessera}"
@@ -22,9 +29,13 @@ trap 'rm -rf "$dir"' EXIT
 "$tessera" synth --shape tiny --vocab-size 1024 -o "$dir/vocab.gguf" 2>/dev/null
 prompts=("Once upon a time" "The little dog ran to" "hello world")
 status=0
-for arch in llama qwen2 qwen3 qwen3-hd mistral phi3; do
+for arch in llama qwen2 qwen3 qwen3-hd mistral phi3 gemma2 gemma3; do
   case "$arch" in
     qwen3-hd) args=(--arch qwen3 --dim 128 --heads 4 --kv-heads 2 --head-dim 64) ;;  # Q wider than dim
+    gemma2) args=(--arch gemma2 --head-dim 64 --sliding-window 8 --attn-softcap 1
+                  --embd-std 0.02 --scale 0.3) ;;
+    gemma3) args=(--arch gemma3 --layers 6 --head-dim 64 --sliding-window 8 --rope-base 1000000
+                  --rope-scale 8 --embd-std 0.02 --scale 0.3) ;;
     *) args=(--arch "$arch") ;;
   esac
   mine="$dir/$arch.gguf"
@@ -38,9 +49,11 @@ for arch in llama qwen2 qwen3 qwen3-hd mistral phi3; do
   fi
   for p in "${prompts[@]}"; do
     a="$("$tessera" generate -m "$mine" -p "$p" -n "$n" --temperature 0 -t 1 2>/dev/null | tr -d '\0')"
-    # llama-simple echoes "<s> " and the prompt before the continuation.
+    # llama-simple echoes "<s>", a space (with a space prefix) and the prompt before the
+    # continuation.
     b="$("$simple" -m "$theirs" -n "$n" "$p" 2>/dev/null | tr -d '\0')"
-    b="${b#<s> }"
+    b="${b#<s>}"
+    b="${b# }"
     b="${b#"$p"}"
     b="${b//<s>/}"
     b="${b//<\/s>/}"

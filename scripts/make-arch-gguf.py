@@ -12,7 +12,11 @@ Run with numpy and gguf-py:
       --arch qwen3 --vocab-from tiny.gguf --out qwen3.gguf
 Families: llama, qwen2 (Q/K/V biases), qwen3 (per-head Q/K RMSNorm), mistral (llama tensors
 under the name "mistral", with --sliding-window), phi3 (fused attn_qkv, ffn_up holding gate
-then up). llama.cpp has no "mistral" architecture (it
+then up), gemma2 (post-attention and post-FFN norms, soft-capping keys, --sliding-window on
+every other layer), gemma3 (gemma2's tensors plus per-head Q/K norms, no attention cap,
+--sliding-window on 5 of every 6 layers, the global layers with --rope-base and a linear
+--rope-scale). Gemma files have no output.weight and add_space_prefix false, as llama.cpp's
+converter writes them. llama.cpp has no "mistral" architecture (it
 converts Mistral 7B to "llama"), so --as-llama writes a mistral model's tensors under "llama".
 """
 import argparse
@@ -55,7 +59,8 @@ def copy_tokenizer(writer, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "mistral", "phi3"])
+    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "mistral", "phi3",
+                                                        "gemma2", "gemma3"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--vocab-from", required=True, help="GGUF whose tokenizer.* keys are copied")
     ap.add_argument("--dim", type=int, default=128)
@@ -64,7 +69,17 @@ def main():
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--head-dim", type=int, default=0, help="0: dim / heads")
     ap.add_argument("--ffn", type=int, default=256)
-    ap.add_argument("--sliding-window", type=int, default=0, help="mistral: the window (0: none)")
+    ap.add_argument("--sliding-window", type=int, default=0,
+                    help="mistral, gemma2, gemma3: the window (0: none)")
+    ap.add_argument("--attn-softcap", type=float, default=50.0, help="gemma2: attention cap")
+    ap.add_argument("--final-softcap", type=float, default=None,
+                    help="gemma2 (default 30), gemma3 (default none): final logit cap")
+    ap.add_argument("--embd-std", type=float, default=1.0,
+                    help="token_embd's standard deviation (gemma scales it by sqrt(dim))")
+    ap.add_argument("--rope-base", type=float, default=10000.0,
+                    help="rope.freq_base (gemma3: of the global layers)")
+    ap.add_argument("--rope-scale", type=float, default=0.0,
+                    help="linear rope.scaling.factor (0: none)")
     ap.add_argument("--as-llama", action="store_true",
                     help="write under general.architecture = llama (what llama.cpp loads)")
     ap.add_argument("--tied", action="store_true", help="no output.weight (tied to token_embd)")
@@ -91,13 +106,26 @@ def main():
     w.add_key_length(hd)
     w.add_value_length(hd)
     w.add_rope_dimension_count(hd)
-    w.add_rope_freq_base(10000.0)
+    w.add_rope_freq_base(a.rope_base)
+    if a.rope_scale:
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(a.rope_scale)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_vocab_size(n_vocab)
+    gemma = a.arch in ("gemma2", "gemma3")
     if a.sliding_window:
-        if a.arch != "mistral":
-            ap.error("--sliding-window is for mistral")
+        if a.arch != "mistral" and not gemma:
+            ap.error("--sliding-window is for mistral, gemma2 and gemma3")
         w.add_sliding_window(a.sliding_window)
+    if a.arch == "gemma2":
+        w.add_attn_logit_softcapping(a.attn_softcap)
+    final_softcap = a.final_softcap if a.final_softcap is not None else (
+        30.0 if a.arch == "gemma2" else 0.0)
+    if gemma and final_softcap:
+        w.add_final_logit_softcapping(final_softcap)
+    if gemma:
+        w.add_add_space_prefix(False)
+        a.tied = True
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
 
     def tensor(kind, shape, bid=None, suffix="weight", mean=0.0, std=None):
@@ -106,7 +134,7 @@ def main():
         w.add_tensor(tname, v)  # numpy [rows, cols] -> GGUF ne = [cols, rows]
 
     T = gguf.MODEL_TENSOR
-    tensor(T.TOKEN_EMBD, (n_vocab, a.dim), std=1.0)
+    tensor(T.TOKEN_EMBD, (n_vocab, a.dim), std=a.embd_std)
     for i in range(a.layers):
         tensor(T.ATTN_NORM, (a.dim,), i, mean=1.0, std=0.1)
         if a.arch == "phi3":
@@ -119,10 +147,12 @@ def main():
             tensor(T.ATTN_Q, (qd,), i, suffix="bias", std=0.5)
             tensor(T.ATTN_K, (kvd,), i, suffix="bias", std=0.5)
             tensor(T.ATTN_V, (kvd,), i, suffix="bias", std=0.5)
-        if a.arch == "qwen3":
+        if a.arch in ("qwen3", "gemma3"):
             tensor(T.ATTN_Q_NORM, (hd,), i, mean=1.0, std=0.2)
             tensor(T.ATTN_K_NORM, (hd,), i, mean=1.0, std=0.2)
         tensor(T.ATTN_OUT, (a.dim, qd), i)
+        if gemma:  # norm weights as the converter stores them: 1 + w
+            tensor(T.ATTN_POST_NORM, (a.dim,), i, mean=1.0, std=0.1)
         tensor(T.FFN_NORM, (a.dim,), i, mean=1.0, std=0.1)
         if a.arch == "phi3":
             tensor(T.FFN_UP, (2 * a.ffn, a.dim), i)
@@ -130,6 +160,8 @@ def main():
             tensor(T.FFN_GATE, (a.ffn, a.dim), i)
             tensor(T.FFN_UP, (a.ffn, a.dim), i)
         tensor(T.FFN_DOWN, (a.dim, a.ffn), i)
+        if gemma:
+            tensor(T.FFN_POST_NORM, (a.dim,), i, mean=1.0, std=0.1)
     tensor(T.OUTPUT_NORM, (a.dim,), mean=1.0, std=0.1)
     if not a.tied:
         tensor(T.OUTPUT, (n_vocab, a.dim))

@@ -87,10 +87,10 @@ void add_synth_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->add_option("--out,-o", a->out, "Output GGUF path")->required();
   cmd->add_option("--vocab", a->vocab, "Copy the tokenizer from this (vocab-only) GGUF");
-  cmd->add_option("--arch", a->arch, "Model family: llama, qwen2, qwen3, mistral, phi3")
+  cmd->add_option("--arch", a->arch, "Model family: llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3")
       ->capture_default_str();
   cmd->add_option("--sliding-window", a->sliding_window,
-                  "mistral: write mistral.attention.sliding_window (0: none)");
+                  "mistral, gemma2, gemma3: write <arch>.attention.sliding_window (0: none)");
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_option("--dim", a->dim, "Override: embedding size");
   cmd->add_option("--layers", a->layers, "Override: number of layers");

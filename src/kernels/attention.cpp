@@ -37,24 +37,19 @@ void attention_rows_by_row(AttentionRowFn row, const float* q, size_t q_stride,
   }
 }
 
-namespace scalar {
+namespace {
 
-void attention_rows(const float* q, size_t q_stride, const int64_t* n_pos, int64_t n_rows,
-                    const KvRows& kv, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                    int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride) {
-  attention_rows_by_row(scalar::attention_row, q, q_stride, n_pos, n_rows, kv, n_heads, n_kv_heads,
-                        head_dim, kv_begin, kv_end, out, out_stride);
-}
-
-void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
-                   int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
-                   float* out) {
+// The reference recurrence; softcap 0: scores as they are.
+void attention_row_impl(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
+                        int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
+                        float softcap, float* out) {
   const int64_t H = head_dim;
   const int64_t group = n_heads / n_kv_heads;
-  TS_CHECK(n_pos >= 1 && H <= kMaxHeadDim && group <= kMaxGroup);
+  TS_CHECK(n_pos >= 1 && H <= kMaxHeadDim && group <= kMaxGroup && softcap >= 0.0f);
   const DTypeKernels& conv = kernels_for(scalar_kernel_table(), kv.dtype);
   const size_t elem_bytes = kv.dtype == DType::kF16 ? 2 : 4;
   const float scale = 1.0f / std::sqrt(static_cast<float>(H));
+  const float inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
   float k_row[kMaxHeadDim];
   float v_row[kMaxHeadDim];
   float max_score[kMaxGroup];
@@ -76,6 +71,7 @@ void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_he
         float s = 0.0f;
         for (int64_t i = 0; i < H; ++i) s += qh[i] * k_row[i];
         s *= scale;
+        if (softcap > 0.0f) s = softcap * std::tanh(s * inv_cap);
         float* acc = out + (h0 + g) * H;
         if (s > max_score[g]) {  // new max: rescale what was accumulated so far
           const float r = std::exp(max_score[g] - s);
@@ -94,6 +90,30 @@ void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_he
       for (int64_t i = 0; i < H; ++i) acc[i] *= inv;
     }
   }
+}
+
+}  // namespace
+
+void attention_row_softcap(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
+                           int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
+                           float softcap, float* out) {
+  TS_CHECK(softcap > 0.0f);
+  attention_row_impl(q, kv, n_pos, n_heads, n_kv_heads, head_dim, kv_begin, kv_end, softcap, out);
+}
+
+namespace scalar {
+
+void attention_rows(const float* q, size_t q_stride, const int64_t* n_pos, int64_t n_rows,
+                    const KvRows& kv, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                    int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride) {
+  attention_rows_by_row(scalar::attention_row, q, q_stride, n_pos, n_rows, kv, n_heads, n_kv_heads,
+                        head_dim, kv_begin, kv_end, out, out_stride);
+}
+
+void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
+                   int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
+                   float* out) {
+  attention_row_impl(q, kv, n_pos, n_heads, n_kv_heads, head_dim, kv_begin, kv_end, 0.0f, out);
 }
 
 }  // namespace scalar

@@ -73,6 +73,14 @@ void attention_rows_by_row(AttentionRowFn row, const float* q, size_t q_stride,
                            int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                            int64_t kv_begin, int64_t kv_end, float* out, size_t out_stride);
 
+// attention_row with soft-capped scores (Gemma 2): each score s = q · k / sqrt(H) becomes
+// softcap * tanh(s / softcap) before the softmax. The scalar reference only, for every CPU
+// (no SIMD version yet: the cap's tanh per score sits inside the inner loop the SIMD kernels
+// vectorize). Preconditions: those of attention_row; softcap > 0.
+void attention_row_softcap(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,
+                           int64_t n_kv_heads, int64_t head_dim, int64_t kv_begin, int64_t kv_end,
+                           float softcap, float* out);
+
 namespace scalar {
 // The reference: one position at a time, exact online-softmax recurrence.
 void attention_row(const float* q, const KvRows& kv, int64_t n_pos, int64_t n_heads,

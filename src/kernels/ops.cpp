@@ -421,4 +421,18 @@ void rope_rotate_neox(float* x, int64_t n_heads, int64_t head_dim, const float* 
 
 void silu_mul(float* gate, const float* up, int64_t n) { kernel_table().silu_mul(gate, up, n); }
 
+void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  constexpr float kCoef = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * g * (1.0f + kCoef * g * g))) * up[i];
+  }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
 }  // namespace tessera::kernels

@@ -93,5 +93,12 @@ void rope_rotate_neox(float* x, int64_t n_heads, int64_t head_dim, const float* 
 
 // gate[i] = silu(gate[i]) * up[i].
 void silu_mul(float* gate, const float* up, int64_t n);
+// gate[i] = gelu(gate[i]) * up[i] with GELU's tanh approximation,
+// gelu(g) = g / 2 * (1 + tanh(sqrt(2 / pi) * (g + 0.044715 g^3))) (Gemma's GeGLU FFN). Scalar
+// only for now (no kernel-table entry): it costs F values per row against the F x D matmuls.
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+
+// x[i] = cap * tanh(x[i] / cap): soft-capping of logits (Gemma 2's final logits). cap > 0.
+void softcap(float* x, int64_t n, float cap);
 
 }  // namespace tessera::kernels

@@ -17,6 +17,8 @@ const std::vector<Architecture>& architectures() {
       qwen3_architecture(),
       mistral_architecture(),
       phi3_architecture(),
+      gemma2_architecture(),
+      gemma3_architecture(),
   };
   return kArchitectures;
 }

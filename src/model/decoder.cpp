@@ -34,7 +34,9 @@ struct LayerWeights {
   // Per-family extras (ArchTraits); empty when the family has none.
   std::vector<float> bq, bk, bv;      // [Q], [KV], [KV]
   std::vector<float> q_norm, k_norm;  // [H]
+  std::vector<float> attn_post_norm, ffn_post_norm;  // [D]
   int64_t window = 0;                 // sliding window (0: attends to every position)
+  int64_t rope_set = 0;               // which of inv_freqs_ this layer's RoPE uses
 };
 
 class DecoderModel final : public Model {
@@ -93,6 +95,13 @@ class DecoderModel final : public Model {
   }
   void attention(const Batch& batch, const KvCache& kv, int64_t layer, ThreadPool* pool);
   void resize_scratch(int64_t n_rows);
+  // RMSNorm in place of the T rows of tmp_ (a block's attention or FFN output) with `weight`.
+  void post_norm(const std::vector<float>& weight, int64_t T) {
+    for (int64_t t = 0; t < T; ++t) {
+      float* r = tmp_.data() + t * config_.dim;
+      kernels::rmsnorm(r, weight.data(), config_.dim, config_.rms_eps, r);
+    }
+  }
   // y[t] += bias for each of the T rows of bias.size() values.
   static void add_bias(float* y, const std::vector<float>& bias, int64_t T) {
     const auto n = static_cast<int64_t>(bias.size());
@@ -107,7 +116,7 @@ class DecoderModel final : public Model {
   MatrixRef token_embd_;  // [V, D]
   MatrixRef output_;      // [V, D] (token_embd_ when tied)
   std::vector<float> output_norm_;
-  std::vector<float> inv_freq_;  // [H/2]
+  std::vector<std::vector<float>> inv_freqs_;  // [sets][H/2]: one per distinct layer RoPE
   std::vector<LayerWeights> layers_;
   // observe()'s names: per layer, the seven matrices in LayerWeights order; then the output's.
   std::vector<std::string> matrix_names_;
@@ -121,7 +130,7 @@ class DecoderModel final : public Model {
   std::vector<int64_t> attn_cost_;   // attention(): prefix sums of task costs
   std::vector<int64_t> attn_tiles_;  // attention(): first batch row of each tile, then T
   std::vector<int64_t> attn_npos_;   // attention(): positions each row attends to
-  std::vector<float> rope_cs_;  // [T, H]: each row's RoPE cos/sin, computed once per forward
+  std::vector<float> rope_cs_;  // [sets, T, H]: each row's RoPE cos/sin, once per forward
   LoraSet lora_;                // adapters by id (Batch::adapter_ids)
 };
 
@@ -184,7 +193,22 @@ Status DecoderModel::load() {
       }
     }
   }
-  inv_freq_ = rope_inv_freq(c.rope, c.head_dim, has_factors ? &freq_factors : nullptr);
+  // One table of inverse frequencies per distinct RoPE among the layers (most families: one).
+  std::vector<const RopeConfig*> sets;
+  auto rope_set = [&](const RopeConfig& r) {
+    for (size_t i = 0; i < sets.size(); ++i) {
+      const RopeConfig& s = *sets[i];
+      if (s.freq_base == r.freq_base && s.scaling == r.scaling && s.factor == r.factor &&
+          s.low_freq_factor == r.low_freq_factor && s.high_freq_factor == r.high_freq_factor &&
+          s.original_context == r.original_context) {
+        return static_cast<int64_t>(i);
+      }
+    }
+    sets.push_back(&r);
+    inv_freqs_.push_back(rope_inv_freq(r, c.head_dim, has_factors ? &freq_factors : nullptr));
+    return static_cast<int64_t>(sets.size()) - 1;
+  };
+  if (traits_.layer_rope.empty()) rope_set(c.rope);
 
   layers_.resize(static_cast<size_t>(c.n_layers));
   for (int64_t i = 0; i < c.n_layers; ++i) {
@@ -228,7 +252,12 @@ Status DecoderModel::load() {
       TS_ASSIGN_OR_RETURN(l.q_norm, vector(p + "attn_q_norm.weight", c.head_dim));
       TS_ASSIGN_OR_RETURN(l.k_norm, vector(p + "attn_k_norm.weight", c.head_dim));
     }
+    if (traits_.post_norms) {
+      TS_ASSIGN_OR_RETURN(l.attn_post_norm, vector(p + "post_attention_norm.weight", c.dim));
+      TS_ASSIGN_OR_RETURN(l.ffn_post_norm, vector(p + "post_ffw_norm.weight", c.dim));
+    }
     if (!traits_.layer_window.empty()) l.window = traits_.layer_window[static_cast<size_t>(i)];
+    if (!traits_.layer_rope.empty()) l.rope_set = rope_set(traits_.layer_rope[static_cast<size_t>(i)]);
     for (const std::string& m : names) matrix_names_.push_back(m.empty() ? m : p + m + ".weight");
   }
   output_name_ = config_.tied_output ? "token_embd.weight" : "output.weight";
@@ -332,7 +361,7 @@ void DecoderModel::resize_scratch(int64_t n_rows) {
   grow(gate_, n_rows * c.ffn_dim);
   grow(up_, n_rows * c.ffn_dim);
   grow(tmp_, n_rows * c.dim);
-  grow(rope_cs_, n_rows * c.head_dim);
+  grow(rope_cs_, static_cast<int64_t>(inv_freqs_.size()) * n_rows * c.head_dim);
 }
 
 // Each row attends over its sequence's cache up to its own position, so rows see the K/V written
@@ -352,18 +381,20 @@ void DecoderModel::attention(const Batch& b, const KvCache& kv, int64_t layer, T
   }
   // A row whose window starts past position 0 attends through a view of the cache that starts
   // there (KvRows::first), alone in its tile, since the rows of a tile share one view.
-  auto windowed = [&](int64_t row) {
-    return window > 0 && attn_npos_[static_cast<size_t>(row)] > window;
+  // Soft-capped scores have a scalar kernel for one row only: every row is then its own tile.
+  const float softcap = traits_.attn_softcap;
+  auto alone = [&](int64_t row) {
+    return softcap > 0.0f || (window > 0 && attn_npos_[static_cast<size_t>(row)] > window);
   };
   attn_tiles_.clear();  // first row of each tile, then T
   for (int64_t row = 0; row < T;) {
     const int64_t first = row;
     const int32_t seq = b.seq_ids[static_cast<size_t>(row)];
-    if (windowed(row)) {
+    if (alone(row)) {
       ++row;
     } else {
       for (++row; row < T && row - first < max_rows && b.seq_ids[static_cast<size_t>(row)] == seq &&
-                  !windowed(row);) {
+                  !alone(row);) {
         ++row;
       }
     }
@@ -380,12 +411,18 @@ void DecoderModel::attention(const Batch& b, const KvCache& kv, int64_t layer, T
       kernels::KvRows rows = kv.rows(layer, b.seq_ids[static_cast<size_t>(r0)]);
       if (r1 - r0 == 1) {
         int64_t n_pos = attn_npos_[static_cast<size_t>(r0)];
-        if (windowed(r0)) {
+        if (window > 0 && n_pos > window) {
           rows.first = n_pos - window;
           n_pos = window;
         }
-        kernels::attention_row(q_.data() + r0 * c.q_dim(), rows, n_pos, c.n_heads, c.n_kv_heads, c.head_dim, kvh, kvh + 1,
-                               att_.data() + r0 * c.q_dim());
+        if (softcap > 0.0f) {
+          kernels::attention_row_softcap(q_.data() + r0 * c.q_dim(), rows, n_pos, c.n_heads,
+                                         c.n_kv_heads, c.head_dim, kvh, kvh + 1, softcap,
+                                         att_.data() + r0 * c.q_dim());
+        } else {
+          kernels::attention_row(q_.data() + r0 * c.q_dim(), rows, n_pos, c.n_heads, c.n_kv_heads, c.head_dim, kvh, kvh + 1,
+                                 att_.data() + r0 * c.q_dim());
+        }
       } else {
         kernels::attention_rows(q_.data() + r0 * c.q_dim(), static_cast<size_t>(c.q_dim()),
                                 attn_npos_.data() + r0, r1 - r0, rows, c.n_heads, c.n_kv_heads,
@@ -435,11 +472,21 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
   const std::span<const int32_t> ids = b.adapter_ids;
   const bool lora = std::any_of(ids.begin(), ids.end(), [](int32_t id) { return id >= 0; });
 
+  const float embd_scale = std::sqrt(static_cast<float>(c.dim));
   for (int64_t t = 0; t < T; ++t) {
-    kernels::dequantize_row(token_embd_, b.tokens[static_cast<size_t>(t)], x_.data() + t * c.dim);
-    kernels::rope_angles(b.positions[static_cast<size_t>(t)], inv_freq_.data(), c.head_dim,
-                         rope_cs_.data() + t * c.head_dim);
+    float* xt = x_.data() + t * c.dim;
+    kernels::dequantize_row(token_embd_, b.tokens[static_cast<size_t>(t)], xt);
+    if (traits_.scale_embedding) {
+      for (int64_t i = 0; i < c.dim; ++i) xt[i] *= embd_scale;
+    }
+    for (size_t set = 0; set < inv_freqs_.size(); ++set) {
+      kernels::rope_angles(b.positions[static_cast<size_t>(t)], inv_freqs_[set].data(), c.head_dim,
+                           rope_cs_.data() + (static_cast<int64_t>(set) * T + t) * c.head_dim);
+    }
   }
+  // The kernels scale scores by 1/sqrt(H); another scale is folded into Q.
+  const float q_scale =
+      traits_.attn_scale > 0.0f ? traits_.attn_scale * std::sqrt(static_cast<float>(c.head_dim)) : 1.0f;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     if (!skip.empty() && skip[static_cast<size_t>(l)] != 0) continue;
     const LayerWeights& w = layers_[static_cast<size_t>(l)];
@@ -476,8 +523,11 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
     for (int64_t t = 0; t < T; ++t) {
       const int64_t pos = b.positions[static_cast<size_t>(t)];
       const int32_t slot = b.seq_ids[static_cast<size_t>(t)];
-      const float* cs = rope_cs_.data() + t * c.head_dim;
+      const float* cs = rope_cs_.data() + (w.rope_set * T + t) * c.head_dim;
       rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, cs);
+      if (q_scale != 1.0f) {
+        for (int64_t i = 0; i < c.q_dim(); ++i) q_[static_cast<size_t>(t * c.q_dim() + i)] *= q_scale;
+      }
       rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs);
       kv_conv.from_float(k_.data() + t * c.kv_dim(), kv.k_row(l, slot, pos), c.kv_dim());
       kv_conv.from_float(v_.data() + t * c.kv_dim(), kv.v_row(l, slot, pos), c.kv_dim());
@@ -486,6 +536,7 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
     observe(l, 3, 1, att_.data(), T, c.q_dim());
     kernels::matmul(w.wo, att_.data(), T, tmp_.data(), pool);
     if (lora) lora_.apply(l, LoraSlot::kO, ids, att_.data(), c.q_dim(), tmp_.data(), c.dim, pool);
+    if (!w.attn_post_norm.empty()) post_norm(w.attn_post_norm, T);
     for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
 
     for (int64_t t = 0; t < T; ++t) {
@@ -500,10 +551,15 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
       lora_.apply(l, LoraSlot::kGate, ids, xn_.data(), c.dim, gate_.data(), c.ffn_dim, pool);
       lora_.apply(l, LoraSlot::kUp, ids, xn_.data(), c.dim, up_.data(), c.ffn_dim, pool);
     }
-    kernels::silu_mul(gate_.data(), up_.data(), T * c.ffn_dim);
+    if (traits_.ffn_activation == FfnActivation::kGeluTanh) {
+      kernels::gelu_tanh_mul(gate_.data(), up_.data(), T * c.ffn_dim);
+    } else {
+      kernels::silu_mul(gate_.data(), up_.data(), T * c.ffn_dim);
+    }
     observe(l, 6, 1, gate_.data(), T, c.ffn_dim);
     kernels::matmul(w.w_down, gate_.data(), T, tmp_.data(), pool);
     if (lora) lora_.apply(l, LoraSlot::kDown, ids, gate_.data(), c.ffn_dim, tmp_.data(), c.dim, pool);
+    if (!w.ffn_post_norm.empty()) post_norm(w.ffn_post_norm, T);
     for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += tmp_[static_cast<size_t>(i)];
   }
 
@@ -523,6 +579,9 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
     observer_->observe(output_name_, xn_.data(), n_out, c.dim);
   }
   if (n_out > 0) kernels::matmul(output_, xn_.data(), n_out, out.data(), pool);
+  if (n_out > 0 && traits_.final_softcap > 0.0f) {
+    kernels::softcap(out.data(), n_out * c.n_vocab, traits_.final_softcap);
+  }
   return Status::ok();
 }
 
@@ -535,6 +594,16 @@ Result<std::unique_ptr<Model>> build_decoder(std::shared_ptr<const ModelFile> fi
       static_cast<int64_t>(traits.layer_window.size()) != config.n_layers) {
     return invalid_argument(fmt::format("{} sliding-window entries for {} layers",
                                         traits.layer_window.size(), config.n_layers));
+  }
+  if (!traits.layer_rope.empty() &&
+      static_cast<int64_t>(traits.layer_rope.size()) != config.n_layers) {
+    return invalid_argument(fmt::format("{} per-layer RoPE entries for {} layers",
+                                        traits.layer_rope.size(), config.n_layers));
+  }
+  if (!(traits.attn_scale >= 0.0f) || !(traits.attn_softcap >= 0.0f) ||
+      !(traits.final_softcap >= 0.0f) || !std::isfinite(traits.attn_softcap) ||
+      !std::isfinite(traits.final_softcap) || !std::isfinite(traits.attn_scale)) {
+    return invalid_argument("attention scale and soft-caps must be finite and non-negative");
   }
   auto model = std::make_unique<DecoderModel>(std::move(file), std::move(config), std::move(traits));
   TS_RETURN_IF_ERROR(model->load());

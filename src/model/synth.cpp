@@ -111,7 +111,9 @@ Status check_shape(const SynthShape& s, kernels::DType dtype) {
 }  // namespace
 
 const std::vector<std::string>& synth_architectures() {
-  static const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "mistral", "phi3"};
+  static const std::vector<std::string> kArchs = {"llama",   "qwen2",  "qwen3",
+                                                  "mistral", "phi3",   "gemma2",
+                                                  "gemma3"};
   return kArchs;
 }
 
@@ -205,18 +207,27 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
   TS_RETURN_IF_ERROR(check_shape(s, o.dtype));
   const auto& archs = synth_architectures();
   if (std::find(archs.begin(), archs.end(), o.arch) == archs.end()) {
-    return invalid_argument(fmt::format("cannot write architecture '{}' (llama, qwen2, qwen3, mistral, phi3)",
-                                        o.arch));
+    return invalid_argument(fmt::format(
+        "cannot write architecture '{}' (llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3)",
+        o.arch));
   }
-  if (o.sliding_window < 0 || (o.sliding_window > 0 && o.arch != "mistral")) {
-    return invalid_argument("a sliding window is written for mistral only, and must be positive");
+  const bool gemma = o.arch == "gemma2" || o.arch == "gemma3";
+  if (o.sliding_window < 0 || (o.sliding_window > 0 && o.arch != "mistral" && !gemma)) {
+    return invalid_argument(
+        "a sliding window is written for mistral, gemma2 and gemma3 only, and must be positive");
   }
+  // Gemma 2 files have no output.weight (llama.cpp refuses one); Gemma 3's are tied too.
+  if (gemma) s.tied_output = true;
 
   GgufWriter w;
   set_hparams(w.metadata(), s, o.arch, s.n_vocab, o.dtype);
   if (o.sliding_window > 0) {
     w.metadata().set(o.arch + ".attention.sliding_window",
                      GgufValue::u32(static_cast<uint32_t>(o.sliding_window)));
+  }
+  if (o.arch == "gemma2") {  // Gemma 2's released values
+    w.metadata().set("gemma2.attn_logit_softcapping", GgufValue::f32(50.0f));
+    w.metadata().set("gemma2.final_logit_softcapping", GgufValue::f32(30.0f));
   }
   for (const auto& [key, value] : vocab.entries()) {
     if (key.rfind("tokenizer.", 0) == 0) w.metadata().set(key, value);
@@ -247,7 +258,12 @@ Status write_synthetic_model(const SynthOptions& o, const std::string& path) {
         TS_RETURN_IF_ERROR(add(w, p + n, kernels::DType::kF32, {len}, random_values(rng, len, 0.1f)));
       }
     }
-    if (o.arch == "qwen3") {
+    if (gemma) {
+      for (const char* n : {"post_attention_norm.weight", "post_ffw_norm.weight"}) {
+        TS_RETURN_IF_ERROR(add(w, p + n, kernels::DType::kF32, {s.dim}, ones_d));
+      }
+    }
+    if (o.arch == "qwen3" || o.arch == "gemma3") {
       for (const char* n : {"attn_q_norm.weight", "attn_k_norm.weight"}) {
         std::vector<float> g = random_values(rng, hd, 0.1f);
         for (float& x : g) x += 1.0f;

@@ -36,15 +36,16 @@ const std::vector<SynthShape>& synth_shapes();
 std::optional<SynthShape> find_synth_shape(const std::string& name);
 
 // The families write_synthetic_model can write (`general.architecture` names): llama, qwen2,
-// qwen3, mistral, phi3.
+// qwen3, mistral, phi3, gemma2, gemma3.
 const std::vector<std::string>& synth_architectures();
 
 struct SynthOptions {
   SynthShape shape;
   // general.architecture and the key prefix; the family's own tensors are added (qwen2: Q/K/V
-  // biases; qwen3: per-head Q/K norms; phi3: fused QKV and gate/up).
+  // biases; qwen3: per-head Q/K norms; phi3: fused QKV and gate/up; gemma2: post-norms and the
+  // soft-cap keys; gemma3: post-norms and Q/K norms; both gemmas tie the output).
   std::string arch = "llama";
-  // mistral only: written as mistral.attention.sliding_window when > 0.
+  // mistral, gemma2, gemma3: written as <arch>.attention.sliding_window when > 0.
   int64_t sliding_window = 0;
   // Matrices; norms stay f32. A 256-block dtype falls back to Q4_0 (q4_K), IQ4_NL (iq4_xs) or
   // Q8_0 (others) for matrices whose rows are not a multiple of 256.
@@ -56,7 +57,7 @@ struct SynthOptions {
 
 // Writes a GGUF file at `path`. Errors: kInvalidArgument for shapes that do not fit the dtype's
 // block size, an unsupported dtype, an unknown arch or a sliding window on another family than
-// mistral; kIoError from writing.
+// mistral and the gemmas; kIoError from writing.
 Status write_synthetic_model(const SynthOptions& options, const std::string& path);
 
 // The generated SentencePiece-style vocabulary of `n_vocab` tokens, as tokenizer.* metadata

@@ -77,7 +77,9 @@ Cache make_cache(const Case& c, std::mt19937& rng) {
   return cache;
 }
 
-std::vector<double> reference(const Case& c, const std::vector<float>& q, const Cache& cache) {
+// softcap > 0: each score s becomes softcap * tanh(s / softcap) before the softmax.
+std::vector<double> reference(const Case& c, const std::vector<float>& q, const Cache& cache,
+                              double softcap = 0.0) {
   const int64_t H = c.head_dim, group = c.n_heads / c.n_kv_heads, kv_dim = c.n_kv_heads * H;
   std::vector<double> out(static_cast<size_t>(c.n_heads * H), 0.0);
   for (int64_t h = 0; h < c.n_heads; ++h) {
@@ -89,7 +91,9 @@ std::vector<double> reference(const Case& c, const std::vector<float>& q, const 
       for (int64_t i = 0; i < H; ++i) {
         d += q[static_cast<size_t>(h * H + i)] * cache.kd[static_cast<size_t>(p * kv_dim + kvh * H + i)];
       }
-      s[static_cast<size_t>(p)] = d / std::sqrt(static_cast<double>(H));
+      d /= std::sqrt(static_cast<double>(H));
+      if (softcap > 0.0) d = softcap * std::tanh(d / softcap);
+      s[static_cast<size_t>(p)] = d;
       max = std::max(max, s[static_cast<size_t>(p)]);
     }
     double z = 0.0;
@@ -134,6 +138,30 @@ TEST(Attention, ReferenceMatchesFloat64TwoPassSoftmax) {
                           c.n_kv_heads, out.data());
     const std::vector<double> want = reference(c, q, cache);
     for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-5) << i;
+  }
+}
+
+// Gemma 2's soft-capped scores, with a cap that bites (scores here reach about 3) and one too
+// large to matter, which must give attention_row's result.
+TEST(Attention, SoftcapMatchesFloat64Reference) {
+  std::mt19937 rng(5);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(::testing::Message() << "H=" << c.head_dim << " NH=" << c.n_heads << " NKV="
+                                      << c.n_kv_heads << " n_pos=" << c.n_pos << " bs=" << c.block_size);
+    const Cache cache = make_cache(c, rng);
+    std::vector<float> q(static_cast<size_t>(c.n_heads * c.head_dim));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& x : q) x = u(rng);
+    std::vector<float> out(q.size()), plain(q.size());
+    for (double cap : {0.7, 1e6}) {
+      attention_row_softcap(q.data(), cache.rows, c.n_pos, c.n_heads, c.n_kv_heads, c.head_dim, 0,
+                            c.n_kv_heads, static_cast<float>(cap), out.data());
+      const std::vector<double> want = reference(c, q, cache, cap);
+      for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-5) << cap << " " << i;
+    }
+    scalar::attention_row(q.data(), cache.rows, c.n_pos, c.n_heads, c.n_kv_heads, c.head_dim, 0,
+                          c.n_kv_heads, plain.data());
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], plain[i], 1e-6) << i;
   }
 }
 

@@ -1,5 +1,6 @@
 // Elementwise kernels: the AVX2 SiLU-gate against the scalar reference (std::exp), including the
-// ends of the range where e^-g overflows or underflows, and rope's two-step form against rope().
+// ends of the range where e^-g overflows or underflows, Gemma's GELU-tanh gate and soft-cap
+// against float64, and rope's two-step form against rope().
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,6 +49,33 @@ TEST(SiluMul, ActiveTableHasOne) {
   EXPECT_NEAR(g[0], -1.0f / (1.0f + std::exp(1.0f)), 1e-6f);
   EXPECT_EQ(g[1], 0.0f);
   EXPECT_NEAR(g[2], 2.0f / (1.0f + std::exp(-2.0f)), 1e-6f);
+}
+
+// Gemma's GeGLU gate and logit soft-cap against float64, over the range where tanh saturates.
+TEST(GeluTanhMul, MatchesFloat64) {
+  std::vector<float> g, u;
+  for (float x = -12.0f; x <= 12.0f; x += 0.037f) {
+    g.push_back(x);
+    u.push_back(0.5f - x / 30.0f);
+  }
+  std::vector<float> got = g;
+  gelu_tanh_mul(got.data(), u.data(), static_cast<int64_t>(got.size()));
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = g[i];
+    const double want =
+        0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.141592653589793) * (x + 0.044715 * x * x * x))) * u[i];
+    EXPECT_NEAR(got[i], want, 1e-6 * std::fabs(want) + 1e-7) << "g=" << x;
+  }
+}
+
+TEST(Softcap, MatchesFloat64AndKeepsOrder) {
+  std::vector<float> x = {-1000.0f, -31.0f, -3.0f, 0.0f, 0.5f, 29.0f, 30.0f, 1e6f};
+  std::vector<float> got = x;
+  softcap(got.data(), static_cast<int64_t>(got.size()), 30.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR(got[i], 30.0 * std::tanh(x[i] / 30.0), 2e-6 * 30.0) << x[i];
+    if (i > 0) EXPECT_LE(got[i - 1], got[i]);
+  }
 }
 
 TEST(Rope, TwoStepsEqualOneBitwise) {

@@ -1,11 +1,13 @@
-// The registered families (qwen2, qwen3, mistral, phi3; llama has llama_reference_test) against a
-// float64 reference written plainly below, sharing no code with the engine: for each family a
-// tiny 2-layer model with f32 weights, a few tokens, prefill and decode through the KV cache,
+// The registered families (qwen2, qwen3, mistral, phi3, gemma2, gemma3; llama has
+// llama_reference_test) against a float64 reference written plainly below, sharing no code with
+// the engine: for each family a tiny model (2 layers; Gemma 3: 6, one period of its 5 local : 1
+// global layout) with f32 weights, a few tokens, prefill and decode through the KV cache,
 // two sequences in one batch, a paged cache. Then a walk over the registry with `tessera synth`'s
 // random-weight model of every family.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,19 +33,41 @@ struct Family {
   int window;      // sliding window (0: none)
   bool tied;
   bool fused;      // attn_qkv ([Q+2KV, D]) and ffn_up holding gate then up ([2F, D])
+  // Gemma (2 or 3; 0: not): embeddings times sqrt(D), GELU-tanh gate, RMSNorm of the attention
+  // and FFN outputs (post_attention_norm, post_ffw_norm) before the residual adds. The norm
+  // weights are used as stored: llama.cpp's converter has already added Gemma's 1.
+  int gemma = 0;
+  int window_period = 0;     // > 0: the window only on layers l with l % period < period - 1
+  double global_base = 0.0;  // > 0: the file's RoPE base on global layers (local ones: 10000)
+  double global_factor = 1.0;  // linear RoPE scaling on global layers (Gemma 3)
+  double attn_cap = 0.0, final_cap = 0.0;  // soft-caps: cap * tanh(x / cap); 0: none
+  double attn_scale = 0.0;   // scores q · k * attn_scale; 0: 1 / sqrt(head_dim)
+  const char* label = nullptr;  // test name when one arch appears twice
 };
 
 const Family kFamilies[] = {
-    {"qwen2", 64, 2, 4, 2, 16, 96, 90, true, true, false, 0, true},
+    {"qwen2", 64, 2, 4, 2, 16, 96, 90, true, true, false, 0, true, false},
     // head size 32 with dim 64 and 4 heads: Q is wider than the model (Qwen3 0.6B's shape).
-    {"qwen3", 64, 2, 4, 2, 32, 96, 90, true, false, true, 0, false},
-    {"mistral", 64, 2, 4, 1, 16, 96, 90, false, false, false, 4, false},
+    {"qwen3", 64, 2, 4, 2, 32, 96, 90, true, false, true, 0, false, false},
+    {"mistral", 64, 2, 4, 1, 16, 96, 90, false, false, false, 4, false, false},
     {"phi3", 64, 2, 4, 2, 16, 96, 90, true, false, false, 0, false, true},
+    // Window 4 on layer 0 only (layer 1 global); caps small enough to bite on these weights
+    // (llama.cpp's defaults are 50 and 30); head size 32 with dim / heads = 16.
+    {"gemma2", 64, 2, 4, 2, 32, 96, 90, true, false, false, 4, true, false, 2, 2, 0.0, 1.0, 1.5,
+     4.0, 0.0},
+    // 46 layers: llama.cpp takes it for Gemma 2 27B and scales scores by 1/sqrt(dim / heads)
+    // instead of 1/sqrt(head_dim).
+    {"gemma2", 64, 46, 4, 2, 32, 96, 90, true, false, false, 4, true, false, 2, 2, 0.0, 1.0, 1.5,
+     4.0, 0.25, "gemma2_27b_scale"},
+    // Layers 0-4 local (window 4, RoPE base 10000), layer 5 global (base 1e6, linear factor 8).
+    {"gemma3", 64, 6, 4, 2, 32, 96, 90, true, false, true, 4, true, false, 3, 6, 1e6, 8.0, 0.0,
+     5.0, 0.0},
 };
 
 struct RefLayer {
   Vec attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;  // matrices row-major [out][in]
   Vec bq, bk, bv, q_norm, k_norm;
+  Vec attn_post_norm, ffn_post_norm;
 };
 
 // The float64 reference forward pass.
@@ -68,11 +92,15 @@ struct Ref {
     for (size_t i = 0; i < n; ++i) y[i] = x[i] * s * w[i];
     return y;
   }
-  void rope(Vec& v, int n_h, int pos) const {
+  bool local(int l) const { return f.window_period == 0 || l % f.window_period < f.window_period - 1; }
+  void rope(Vec& v, int n_h, int pos, int l) const {
     const int hd = f.head_dim;
+    const bool global = f.global_base > 0 && !local(l);
+    const double base = global ? f.global_base : rope_base;
+    const double factor = global ? f.global_factor : 1.0;
     for (int h = 0; h < n_h; ++h)
       for (int i = 0; i < hd / 2; ++i) {
-        const double a = pos * std::pow(rope_base, -2.0 * i / hd);
+        const double a = pos * std::pow(base, -2.0 * i / hd) / factor;
         const int i0 = f.neox ? i : 2 * i;
         const int i1 = f.neox ? i + hd / 2 : 2 * i + 1;
         const double x0 = v[h * hd + i0], x1 = v[h * hd + i1];
@@ -86,9 +114,15 @@ struct Ref {
     const int hd = f.head_dim, T = static_cast<int>(tokens.size());
     const int qd = f.n_heads * hd, kvd = f.n_kv_heads * hd;
     std::vector<Vec> x(T);
-    for (int t = 0; t < T; ++t)
+    for (int t = 0; t < T; ++t) {
       x[t].assign(embd.begin() + tokens[t] * f.dim, embd.begin() + (tokens[t] + 1) * f.dim);
-    for (const RefLayer& L : layers) {
+      if (f.gemma)
+        for (double& e : x[t]) e *= std::sqrt(static_cast<double>(f.dim));
+    }
+    const double scale = f.attn_scale > 0 ? f.attn_scale : 1.0 / std::sqrt(static_cast<double>(hd));
+    for (int l = 0; l < f.n_layers; ++l) {
+      const RefLayer& L = layers[l];
+      const int window = local(l) ? f.window : 0;
       std::vector<Vec> q(T), k(T), v(T);
       for (int t = 0; t < T; ++t) {
         const Vec xn = rmsnorm(x[t].data(), L.attn_norm);
@@ -109,11 +143,11 @@ struct Ref {
             std::copy(n.begin(), n.end(), k[t].begin() + h * hd);
           }
         }
-        rope(q[t], f.n_heads, t);
-        rope(k[t], f.n_kv_heads, t);
+        rope(q[t], f.n_heads, t, l);
+        rope(k[t], f.n_kv_heads, t, l);
       }
       for (int t = 0; t < T; ++t) {
-        const int p0 = f.window > 0 ? std::max(0, t - f.window + 1) : 0;
+        const int p0 = window > 0 ? std::max(0, t - window + 1) : 0;
         Vec att(qd, 0.0);
         for (int h = 0; h < f.n_heads; ++h) {
           const int g = h / (f.n_heads / f.n_kv_heads);
@@ -122,7 +156,9 @@ struct Ref {
           for (int p = p0; p <= t; ++p) {
             double d = 0;
             for (int i = 0; i < hd; ++i) d += q[t][h * hd + i] * k[p][g * hd + i];
-            s.push_back(d / std::sqrt(static_cast<double>(hd)));
+            d *= scale;
+            if (f.attn_cap > 0) d = f.attn_cap * std::tanh(d / f.attn_cap);
+            s.push_back(d);
             mx = std::max(mx, s.back());
           }
           double sum = 0;
@@ -130,19 +166,29 @@ struct Ref {
           for (int p = p0; p <= t; ++p)
             for (int i = 0; i < hd; ++i) att[h * hd + i] += s[p - p0] / sum * v[p][g * hd + i];
         }
-        const Vec o = matvec(L.wo, att, f.dim);
+        Vec o = matvec(L.wo, att, f.dim);
+        if (f.gemma) o = rmsnorm(o.data(), L.attn_post_norm);
         for (int i = 0; i < f.dim; ++i) x[t][i] += o[i];
         const Vec xn = rmsnorm(x[t].data(), L.ffn_norm);
         Vec g = matvec(L.w_gate, xn, f.ffn);
         const Vec u = matvec(L.w_up, xn, f.ffn);
-        for (int i = 0; i < f.ffn; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-        const Vec d = matvec(L.w_down, g, f.dim);
+        for (int i = 0; i < f.ffn; ++i) {
+          const double gi = g[i];
+          g[i] = f.gemma ? 0.5 * gi * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (gi + 0.044715 * gi * gi * gi)))
+                         : gi / (1.0 + std::exp(-gi));
+          g[i] *= u[i];
+        }
+        Vec d = matvec(L.w_down, g, f.dim);
+        if (f.gemma) d = rmsnorm(d.data(), L.ffn_post_norm);
         for (int i = 0; i < f.dim; ++i) x[t][i] += d[i];
       }
     }
     std::vector<Vec> logits(T);
-    for (int t = 0; t < T; ++t)
+    for (int t = 0; t < T; ++t) {
       logits[t] = matvec(output.empty() ? embd : output, rmsnorm(x[t].data(), output_norm), f.vocab);
+      if (f.final_cap > 0)
+        for (double& e : logits[t]) e = f.final_cap * std::tanh(e / f.final_cap);
+    }
     return logits;
   }
 };
@@ -169,9 +215,16 @@ void write_model(const Family& f, const std::string& path, Ref& ref) {
   m.set(a + ".feed_forward_length", GgufValue::u32(f.ffn));
   m.set(a + ".context_length", GgufValue::u32(64));
   m.set(a + ".vocab_size", GgufValue::u32(f.vocab));
-  m.set(a + ".rope.freq_base", GgufValue::f32(10000.0f));
+  m.set(a + ".rope.freq_base", GgufValue::f32(f.global_base > 0 ? static_cast<float>(f.global_base)
+                                                                 : 10000.0f));
+  if (f.global_factor != 1.0) {
+    m.set(a + ".rope.scaling.type", GgufValue::string("linear"));
+    m.set(a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(f.global_factor)));
+  }
   m.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
   if (f.window > 0) m.set(a + ".attention.sliding_window", GgufValue::u32(f.window));
+  if (f.attn_cap > 0) m.set(a + ".attn_logit_softcapping", GgufValue::f32(static_cast<float>(f.attn_cap)));
+  if (f.final_cap > 0) m.set(a + ".final_logit_softcapping", GgufValue::f32(static_cast<float>(f.final_cap)));
   ref.f = f;
   auto put = [&](const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v) {
     ASSERT_TRUE(w.add_tensor(name, DType::kF32, std::move(shape),
@@ -217,11 +270,13 @@ void write_model(const Family& f, const std::string& path, Ref& ref) {
       tensor(p + "attn_q_norm.weight", {f.head_dim}, 0.5f, 1.5f, L.q_norm);
       tensor(p + "attn_k_norm.weight", {f.head_dim}, 0.5f, 1.5f, L.k_norm);
     }
+    if (f.gemma) tensor(p + "post_attention_norm.weight", {f.dim}, 0.5f, 1.5f, L.attn_post_norm);
     tensor(p + "ffn_norm.weight", {f.dim}, 0.5f, 1.5f, L.ffn_norm);
     tensor(f.fused ? "" : p + "ffn_gate.weight", {f.dim, f.ffn}, -0.2f, 0.2f, L.w_gate);
     tensor(f.fused ? "" : p + "ffn_up.weight", {f.dim, f.ffn}, -0.2f, 0.2f, L.w_up);
     if (f.fused) flush(p + "ffn_up.weight", f.dim);
     tensor(p + "ffn_down.weight", {f.ffn, f.dim}, -0.2f, 0.2f, L.w_down);
+    if (f.gemma) tensor(p + "post_ffw_norm.weight", {f.dim}, 0.5f, 1.5f, L.ffn_post_norm);
   }
   tensor("output_norm.weight", {f.dim}, 0.5f, 1.5f, ref.output_norm);
   if (!f.tied) tensor("output.weight", {f.dim, f.vocab}, -0.5f, 0.5f, ref.output);
@@ -332,7 +387,9 @@ TEST_P(ArchReferenceTest, ObserverSeesEveryMatmul) {
   EXPECT_EQ(names.seen.back(), GetParam().tied ? "token_embd.weight" : "output.weight");
 }
 
-std::string family_name(const ::testing::TestParamInfo<Family>& p) { return p.param.arch; }
+std::string family_name(const ::testing::TestParamInfo<Family>& p) {
+  return p.param.label != nullptr ? p.param.label : p.param.arch;
+}
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchReferenceTest, ::testing::ValuesIn(kFamilies), family_name);
 
@@ -388,6 +445,56 @@ TEST(ArchErrors, BadSlidingWindowIsRefused) {
   EXPECT_FALSE(write_synthetic_model(o, path).is_ok());
 }
 
+// A Gemma file's own tokenizer: SentencePiece ("llama" model) with Gemma's ids (<eos> 1, <bos>
+// 2), add_bos_token true and add_space_prefix false, as llama.cpp's converter writes them, and
+// its chat turns' <end_of_turn> ending generation (as llama.cpp does, by the token's text).
+TEST(GemmaTokenizer, LoadsWithBosAndNoSpacePrefix) {
+  Metadata vocab = synthetic_vocab(512);
+  auto toks = vocab.get_array("tokenizer.ggml.tokens");
+  ASSERT_TRUE(toks.is_ok());
+  GgufArray renamed = **toks;
+  renamed.items[1] = GgufValue::string("<eos>");
+  renamed.items[2] = GgufValue::string("<bos>");
+  renamed.items[511] = GgufValue::string("<end_of_turn>");
+  vocab.set("tokenizer.ggml.tokens", GgufValue::array(std::move(renamed)));
+  auto types = vocab.get_array("tokenizer.ggml.token_type");
+  ASSERT_TRUE(types.is_ok());
+  GgufArray control = **types;
+  control.items[511] = GgufValue::i32(3);  // a control token, as in Gemma's vocabulary
+  vocab.set("tokenizer.ggml.token_type", GgufValue::array(std::move(control)));
+  vocab.set("tokenizer.ggml.bos_token_id", GgufValue::u32(2));
+  vocab.set("tokenizer.ggml.eos_token_id", GgufValue::u32(1));
+  vocab.set("tokenizer.ggml.add_bos_token", GgufValue::boolean(true));
+  vocab.set("tokenizer.ggml.add_space_prefix", GgufValue::boolean(false));
+  testing::TempDir dir;
+  for (const char* arch : {"gemma2", "gemma3"}) {
+    SynthOptions o;
+    o.shape = *find_synth_shape("tiny");
+    o.arch = arch;
+    o.vocab = vocab;
+    const std::string path = dir.file(std::string(arch) + ".gguf");
+    ASSERT_TRUE(write_synthetic_model(o, path).is_ok()) << arch;
+    auto m = load_model(path);
+    ASSERT_TRUE(m.is_ok()) << arch << ": " << m.status().to_string();
+    EXPECT_TRUE((*m)->config().tied_output);
+    auto tok = load_tokenizer_for(**m, "");
+    ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+    EXPECT_EQ((*tok)->bos_id(), 2);
+    EXPECT_EQ((*tok)->eos_id(), 1);
+    EXPECT_TRUE((*tok)->is_end_of_generation(1));
+    EXPECT_TRUE((*tok)->is_end_of_generation(511));
+    EXPECT_EQ((*tok)->encode("<end_of_turn>", false, true), std::vector<int32_t>{511});
+    const std::vector<int32_t> ids = (*tok)->encode("hello world", true, false);
+    ASSERT_GE(ids.size(), 3u);
+    EXPECT_EQ(ids[0], 2);  // BOS added
+    // No space prefix: the first piece is "h..." rather than "\u2581h...", and " world" keeps its
+    // space marker.
+    EXPECT_NE((*tok)->token_text(ids[1]).substr(0, 3), "\xE2\x96\x81");
+    EXPECT_EQ((*tok)->decode(ids), "hello world");
+    EXPECT_EQ((*tok)->encode("hello", false, false)[0], ids[1]);
+  }
+}
+
 // Every registered family has a synthetic model that loads and runs (and synth writes no family
 // the registry lacks).
 TEST(ArchRegistry, EveryFamilyRunsItsSyntheticModel) {
@@ -400,7 +507,7 @@ TEST(ArchRegistry, EveryFamilyRunsItsSyntheticModel) {
     o.shape = *find_synth_shape("tiny");
     o.shape.n_vocab = 512;
     o.arch = arch;
-    if (arch == "mistral") o.sliding_window = 3;
+    if (arch == "mistral" || arch == "gemma2" || arch == "gemma3") o.sliding_window = 3;
     o.dtype = DType::kQ8_0;
     const std::string path = dir.file(arch + ".gguf");
     ASSERT_TRUE(write_synthetic_model(o, path).is_ok()) << arch;

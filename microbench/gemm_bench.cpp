@@ -1,5 +1,5 @@
 // The training GEMM (kernels/gemm_f32.h) in the three forms the trainer runs, at the shapes of a
-// ~15M-parameter llama (dim 288, ffn 768, 8 x 256 tokens) and a ~110M one (dim 768, ffn 2048,
+// ~15M-parameter llama (dim 384, ffn 1024, 8 x 256 tokens) and a ~110M one (dim 768, ffn 2048,
 // 4 x 256 tokens), side by side with the dot/axpy loops the trainer used before it (the peer).
 //   gemm/<form>/<impl>/N<n>xK<k>xM<m>/T<threads>
 //     form: fwd     y[N,M] = x[N,K] W[M,K]^T
@@ -33,9 +33,9 @@ const char* form_name(Form f) {
 struct Shape {
   int64_t n, k, m;  // tokens, inputs, outputs
 };
-// 15M: Q/K/V/O (288 -> 288), gate/up (288 -> 768), down (768 -> 288); 110M: 768 -> 768,
+// 15M: Q/K/V/O (384 -> 384), gate/up (384 -> 1024), down (1024 -> 384); 110M: 768 -> 768,
 // 768 -> 2048, 2048 -> 768.
-const Shape kShapes[] = {{2048, 288, 288},  {2048, 288, 768},  {2048, 768, 288},
+const Shape kShapes[] = {{2048, 384, 384},  {2048, 384, 1024}, {2048, 1024, 384},
                          {1024, 768, 768}, {1024, 768, 2048}, {1024, 2048, 768}};
 
 std::vector<float> random_floats(size_t n, uint64_t seed) {

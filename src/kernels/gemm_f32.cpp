@@ -162,6 +162,14 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, const StridedMatrix& a, const 
             const int64_t rows = std::min<int64_t>(mr, mc - ir);
             float* ct = c + (ic + ir) * ldc + jc + jr;
             const float* as = ap + ir * kc;
+            if (load_c && ir + mr < mc) {
+              // The next tile's C lines, which the micro-kernel loads before its first FMA: on
+              // accumulating products (dx, dW) they come from L3 or DRAM and stalled it.
+              const float* next = ct + mr * ldc;
+              for (int64_t i = 0; i < std::min<int64_t>(mr, mc - ir - mr); ++i) {
+                for (int64_t j = 0; j < cols; j += 16) __builtin_prefetch(next + i * ldc + j, 1);
+              }
+            }
             if (rows == mr && cols == nr) {
               kr.fn(kc, as, bs, ct, ldc, load_c);
               continue;

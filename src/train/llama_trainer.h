@@ -2,7 +2,7 @@
 // forward pass keeping what the backward pass needs, and the backward pass accumulating every
 // parameter's gradient into a buffer of the same layout (ops.h for each op). T = double is the
 // reference the tests check against finite differences; T = float is what training runs (the
-// kernel table's rows over a thread pool).
+// blocked f32 GEMM of kernels/gemm_f32.h over a thread pool).
 //
 // Letters: B sequences of T positions (N = B*T rows), C width, H query heads, G key/value heads,
 // D = C/H head width, F feed-forward width, V vocabulary, L layers. Tensors (GGUF names, shapes as

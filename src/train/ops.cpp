@@ -5,13 +5,13 @@
 #include <limits>
 #include <vector>
 
-#include "tessera/kernels/kernel_table.h"
+#include "tessera/kernels/gemm_f32.h"
 
 namespace tessera::train {
 namespace {
 
-// One body per op, two kinds of arithmetic: plain float64 loops (the reference) and the kernel
-// table's f32 rows (what training runs).
+// The float64 reference bodies, written plainly; the float32 matmuls and attention are GEMMs
+// (kernels/gemm_f32.h) below, the other float32 ops share these templates.
 struct PlainF64 {
   static double dot(const double* a, const double* b, int64_t n) {
     double s = 0.0;
@@ -23,16 +23,10 @@ struct PlainF64 {
   }
 };
 
-struct TableF32 {
-  static float dot(const float* a, const float* b, int64_t n) {
-    static const auto f = kernels::kernel_table().fixed_dot;  // address-independent: reproducible
-    return f(a, b, n);
-  }
-  static void axpy(float a, const float* x, float* y, int64_t n) {
-    static const auto f = kernels::kernel_table().axpy;
-    f(a, x, y, n);
-  }
-};
+// Rows of the attention's T x T products are taken in blocks of this many positions, so that the
+// products skip most of the masked triangle above the diagonal (a fixed size: every sum's order is
+// the same whatever the shape or the thread count). A multiple of the micro-kernels' row tiles.
+constexpr int64_t kCausalBlock = 48;
 
 // fn(begin, end) over [0, n): on the pool in chunks of `grain`, or here.
 template <class Fn>
@@ -257,7 +251,8 @@ void matmul_forward(const double* x, const double* w, double* y, int64_t n, int6
 }
 void matmul_forward(const float* x, const float* w, float* y, int64_t n, int64_t k, int64_t m,
                     ThreadPool* pool) {
-  matmul_forward_t<TableF32>(x, w, y, n, k, m, pool);
+  // y[N,M] = x[N,K] (W[M,K])^T: B(p, o) = w[o * K + p].
+  kernels::gemm_f32(n, m, k, {x, k, 1}, {w, 1, k}, y, m, /*accumulate=*/false, pool);
 }
 void matmul_backward(const double* dy, const double* x, const double* w, double* dx, double* dw,
                      int64_t n, int64_t k, int64_t m) {
@@ -265,7 +260,9 @@ void matmul_backward(const double* dy, const double* x, const double* w, double*
 }
 void matmul_backward(const float* dy, const float* x, const float* w, float* dx, float* dw,
                      int64_t n, int64_t k, int64_t m, ThreadPool* pool) {
-  matmul_backward_t<TableF32>(dy, x, w, dx, dw, n, k, m, pool);
+  // dx[N,K] += dy[N,M] W[M,K]; dw[M,K] += (dy[N,M])^T x[N,K]: A(o, r) = dy[r * M + o].
+  if (dx != nullptr) kernels::gemm_f32(n, k, m, {dy, m, 1}, {w, k, 1}, dx, k, true, pool);
+  if (dw != nullptr) kernels::gemm_f32(m, k, n, {dy, 1, m}, {x, k, 1}, dw, k, true, pool);
 }
 
 void rmsnorm_forward(const double* x, const double* w, double* y, double* rstd, int64_t n,
@@ -300,8 +297,46 @@ void attention_forward(const double* q, const double* k, const double* v, double
 }
 void attention_forward(const float* q, const float* k, const float* v, float* out, float* probs,
                        const AttentionShape& s, ThreadPool* pool) {
-  attention_forward_t<TableF32>(q, k, v, out, probs, s, pool);
+  // Per (sequence, head): S = Q K^T and out = P V as GEMMs over blocks of query rows, each block
+  // only against the keys up to its last row (the pool splits the heads; each product runs on one
+  // thread). Scores past the diagonal inside a block are computed and then masked.
+  const int64_t T_ = s.t, H = s.heads, G = s.kv_heads, D = s.d, group = H / G;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  split(pool, s.batch * H, 1, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t b = j / H, h = j % H, g = h / group;
+      const float* qh = q + b * T_ * H * D + h * D;
+      const float* kg = k + b * T_ * G * D + g * D;
+      const float* vg = v + b * T_ * G * D + g * D;
+      float* oh = out + b * T_ * H * D + h * D;
+      float* p = probs + j * T_ * T_;
+      for (int64_t t0 = 0; t0 < T_; t0 += kCausalBlock) {
+        const int64_t t1 = std::min(T_, t0 + kCausalBlock);
+        kernels::gemm_f32(t1 - t0, t1, D, {qh + t0 * H * D, H * D, 1}, {kg, 1, G * D},
+                          p + t0 * T_, T_, false, nullptr);
+        for (int64_t t = t0; t < t1; ++t) {
+          float* pt = p + t * T_;
+          float mx = -std::numeric_limits<float>::infinity();
+          for (int64_t u = 0; u <= t; ++u) {
+            pt[u] *= scale;
+            mx = std::max(mx, pt[u]);
+          }
+          float sum = 0;
+          for (int64_t u = 0; u <= t; ++u) {
+            pt[u] = std::exp(pt[u] - mx);
+            sum += pt[u];
+          }
+          const float inv = 1.0f / sum;
+          for (int64_t u = 0; u <= t; ++u) pt[u] *= inv;
+          for (int64_t u = t + 1; u < T_; ++u) pt[u] = 0;
+        }
+        kernels::gemm_f32(t1 - t0, D, t1, {p + t0 * T_, T_, 1}, {vg, G * D, 1}, oh + t0 * H * D,
+                          H * D, false, nullptr);
+      }
+    }
+  });
 }
+
 void attention_backward(const double* dout, const double* q, const double* k, const double* v,
                         const double* probs, double* dq, double* dk, double* dv,
                         const AttentionShape& s) {
@@ -310,7 +345,53 @@ void attention_backward(const double* dout, const double* q, const double* k, co
 void attention_backward(const float* dout, const float* q, const float* k, const float* v,
                         const float* probs, float* dq, float* dk, float* dv,
                         const AttentionShape& s, ThreadPool* pool) {
-  attention_backward_t<TableF32>(dout, q, k, v, probs, dq, dk, dv, s, pool);
+  // Per (sequence, key/value head), which owns dk, dv and its query heads' dq, as GEMMs over
+  // blocks of positions that skip the masked triangle: by blocks of query rows,
+  // dP = dO V^T, dS = P (dP - rowsum(P dP)) / sqrt(D), dQ += dS K; then by blocks of key rows,
+  // dV += P^T dO and dK += dS^T Q over the query rows at or after the block.
+  const int64_t T_ = s.t, H = s.heads, G = s.kv_heads, D = s.d, group = H / G;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  split(pool, s.batch * G, 1, [&](int64_t j0, int64_t j1) {
+    // dS of one head, T x T, kept per thread: a fresh one per call would be mapped and zeroed.
+    thread_local std::vector<float> ds;
+    ds.resize(static_cast<size_t>(T_ * T_));
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t b = j / G, g = j % G;
+      const float* kg = k + b * T_ * G * D + g * D;
+      const float* vg = v + b * T_ * G * D + g * D;
+      float* dkg = dk + b * T_ * G * D + g * D;
+      float* dvg = dv + b * T_ * G * D + g * D;
+      for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+        const int64_t head0 = b * T_ * H * D + h * D;
+        const float* p = probs + (b * H + h) * T_ * T_;
+        const float* doh = dout + head0;
+        for (int64_t t0 = 0; t0 < T_; t0 += kCausalBlock) {
+          const int64_t t1 = std::min(T_, t0 + kCausalBlock);
+          float* dst0 = ds.data() + t0 * T_;
+          kernels::gemm_f32(t1 - t0, t1, D, {doh + t0 * H * D, H * D, 1}, {vg, 1, G * D}, dst0, T_,
+                            false, nullptr);
+          for (int64_t t = t0; t < t1; ++t) {
+            const float* pt = p + t * T_;
+            float* dst = ds.data() + t * T_;
+            float sum = 0;
+            for (int64_t u = 0; u <= t; ++u) sum += pt[u] * dst[u];
+            for (int64_t u = 0; u <= t; ++u) dst[u] = pt[u] * (dst[u] - sum) * scale;
+            for (int64_t u = t + 1; u < T_; ++u) dst[u] = 0;
+          }
+          kernels::gemm_f32(t1 - t0, D, t1, {dst0, T_, 1}, {kg, G * D, 1}, dq + head0 + t0 * H * D,
+                            H * D, true, nullptr);
+        }
+        for (int64_t u0 = 0; u0 < T_; u0 += kCausalBlock) {
+          const int64_t u1 = std::min(T_, u0 + kCausalBlock);
+          kernels::gemm_f32(u1 - u0, D, T_ - u0, {p + u0 * T_ + u0, 1, T_},
+                            {doh + u0 * H * D, H * D, 1}, dvg + u0 * G * D, G * D, true, nullptr);
+          kernels::gemm_f32(u1 - u0, D, T_ - u0, {ds.data() + u0 * T_ + u0, 1, T_},
+                            {q + head0 + u0 * H * D, H * D, 1}, dkg + u0 * G * D, G * D, true,
+                            nullptr);
+        }
+      }
+    }
+  });
 }
 
 void swiglu_forward(const double* g, const double* u, double* h, int64_t n) {

@@ -1,15 +1,17 @@
 // The operations of a llama training step, each a forward and a backward (the gradient of a scalar
 // loss with respect to the inputs, given its gradient with respect to the outputs). Every op has
 // two versions with the same contract: a float64 one written plainly (the reference the tests
-// check against central finite differences) and a float32 one on the kernel table (its `fixed_dot`
-// and `axpy` rows, scalar or SIMD by dispatch) split over a thread pool, used by training.
+// check against central finite differences) and a float32 one, used by training, whose matmuls
+// and attention products are the blocked f32 GEMM (kernels/gemm_f32.h: scalar, AVX2 or AVX-512 by
+// dispatch) split over a thread pool.
 //
 // Letters (row-major arrays): N rows (tokens of a batch), K inputs, M outputs, C model width,
 // T positions of one sequence, H query heads, G key/value heads (H a multiple of G), D head width,
 // F feed-forward width, V vocabulary. Backward functions ADD into their gradient outputs
 // (dx, dw, ...), so gradients accumulate over micro-batches and over the uses of a tensor.
 // Determinism: every output element is computed by one thread in a fixed order, so results are
-// bit-identical run to run for a given thread count (and, for the f32 versions, a given ISA).
+// bit-identical run to run for a given thread count (the f32 GEMM's sums are fma chains in a
+// fixed order whatever the thread count, buffer addresses or ISA).
 // Thread-safety: pure functions of their arguments; `pool` may be null (calling thread only).
 #pragma once
 

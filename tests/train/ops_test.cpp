@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -181,6 +182,46 @@ TEST(TrainOps, AttentionGradients) {
     expect_close(dqf, dq, 1e-5, "f32 dq");
     expect_close(dkf, dk, 1e-5, "f32 dk");
     expect_close(dvf, dv, 1e-5, "f32 dv");
+  }
+}
+
+// Past one causal block (the f32 products run over blocks of query and key rows): f32 against
+// f64 on sequences of several blocks, and the same bits with and without a pool.
+TEST(TrainOps, AttentionFloat32OverSeveralCausalBlocks) {
+  AttentionShape s;
+  s.batch = 2;
+  s.t = 101;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.d = 16;
+  const int64_t n = s.batch * s.t, qd = s.heads * s.d, kd = s.kv_heads * s.d;
+  Vec q = randn(n * qd, 31), k = randn(n * kd, 32), v = randn(n * kd, 33), r = randn(n * qd, 34);
+  Vec out(n * qd), probs(s.batch * s.heads * s.t * s.t);
+  attention_forward(q.data(), k.data(), v.data(), out.data(), probs.data(), s);
+  Vec dq(n * qd, 0.0), dk(n * kd, 0.0), dv(n * kd, 0.0);
+  attention_backward(r.data(), q.data(), k.data(), v.data(), probs.data(), dq.data(), dk.data(),
+                     dv.data(), s);
+  ThreadPool pool(2);
+  std::vector<float> first;
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    auto qf = to_f32(q), kf = to_f32(k), vf = to_f32(v), rf = to_f32(r);
+    std::vector<float> of(n * qd), pf(probs.size()), dqf(n * qd, 0.0f), dkf(n * kd, 0.0f),
+        dvf(n * kd, 0.0f);
+    attention_forward(qf.data(), kf.data(), vf.data(), of.data(), pf.data(), s, p);
+    attention_backward(rf.data(), qf.data(), kf.data(), vf.data(), pf.data(), dqf.data(),
+                       dkf.data(), dvf.data(), s, p);
+    expect_close(of, out, 1e-5, "f32 out");
+    expect_close(pf, probs, 1e-5, "f32 probs");
+    expect_close(dqf, dq, 1e-5, "f32 dq");
+    expect_close(dkf, dk, 1e-5, "f32 dk");
+    expect_close(dvf, dv, 1e-5, "f32 dv");
+    std::vector<float> all = of;
+    for (const auto* part : {&dqf, &dkf, &dvf}) all.insert(all.end(), part->begin(), part->end());
+    if (first.empty()) {
+      first = all;
+    } else {
+      EXPECT_EQ(0, std::memcmp(all.data(), first.data(), all.size() * sizeof(float)));
+    }
   }
 }
 

@@ -39,7 +39,8 @@ RunResult run_cli(const std::string& args) {
 
 TEST(Cli, HelpForEverySubcommand) {
   for (const char* sub :
-       {"generate", "synth", "info", "demo", "bench machine", "bench model", "bench serve", "train"}) {
+       {"generate", "synth", "info", "demo", "bench machine", "bench model", "bench serve",
+        "bench train", "train"}) {
     auto r = run_cli(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;

@@ -347,6 +347,7 @@ void add_bench_command(CLI::App& app, RunFn& run) {
   add_bench_serve_command(bench, run);
   add_bench_resume_command(bench, run);
   add_bench_fleet_command(bench, run);
+  add_bench_train_command(bench, run);
 }
 
 }  // namespace tessera::cli

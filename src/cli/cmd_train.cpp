@@ -10,10 +10,10 @@
 
 #include "commands.h"
 #include "common.h"
+#include "train_data.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/model/format/model_file.h"
-#include "tessera/model/synth.h"
-#include "tessera/model/tokenizer/tokenizer.h"
+#include "tessera/model/format/safetensors.h"
 #include "tessera/train/checkpoint.h"
 #include "tessera/train/pretrain.h"
 
@@ -22,6 +22,9 @@ namespace {
 
 struct TrainArgs {
   std::string text, out, vocab;
+  std::string init_out, data_order_out, resume;  // replaying a run elsewhere; continuing one
+  int64_t stop_at_step = 0;                      // > 0: stop after this step (state saved)
+  bool save_state = false;
   int64_t vocab_size = 512;
   train::PretrainOptions o;
   double val_fraction = 0.05;
@@ -36,40 +39,77 @@ std::string clock_string(double s) {
                    : fmt::format("{}:{:02}", t / 60, t % 60);
 }
 
+// The initial parameters as safetensors, GGUF tensor names, shapes [rows, columns] (PyTorch's
+// nn.Linear weight layout), F32: what scripts/train-vs-torch.py starts PyTorch from.
+Status write_init_safetensors(const std::string& path, const train::LlamaShape& shape,
+                              std::span<const float> params) {
+  model::SafetensorsWriter w;
+  for (const train::ParamTensor& t : train::llama_param_layout(shape, nullptr)) {
+    const auto* bytes = reinterpret_cast<const std::byte*>(params.data() + t.offset);
+    TS_RETURN_IF_ERROR(w.add_tensor(t.name, kernels::DType::kF32, t.shape,
+                                    {bytes, static_cast<size_t>(t.size) * sizeof(float)}));
+  }
+  w.add_metadata("format", "tessera-train-init");
+  return w.write(path);
+}
+
+// Every training window's tokens as a NumPy .npy array, int32 [steps, accum * batch, T + 1], in
+// the order the steps drew them (np.load reads it; no other dependency).
+Status write_data_order_npy(const std::string& path, std::span<const int64_t> starts,
+                            std::span<const int32_t> train_tokens, int64_t per_step, int64_t t) {
+  const int64_t steps = per_step > 0 ? static_cast<int64_t>(starts.size()) / per_step : 0;
+  std::string header = fmt::format("{{'descr': '<i4', 'fortran_order': False, 'shape': ({}, {}, {}), }}",
+                                   steps, per_step, t + 1);
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // data 64-byte aligned
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  const auto len = static_cast<uint16_t>(header.size());
+  f.write("\x93NUMPY\x01\x00", 8);
+  const char len_le[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  f.write(len_le, 2);
+  f << header;
+  for (int64_t i = 0; i < steps * per_step; ++i) {
+    f.write(reinterpret_cast<const char*>(train_tokens.data() + starts[static_cast<size_t>(i)]),
+            static_cast<std::streamsize>((t + 1) * sizeof(int32_t)));
+  }
+  if (!f.good()) return io_error("cannot write '" + path + "'");
+  return Status::ok();
+}
+
 int run_train(TrainArgs a) {
   std::ifstream in(a.text, std::ios::binary);
   if (!in) return fail("cannot read --text '" + a.text + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string text = ss.str();
 
-  // The tokenizer: a vocab GGUF's, or a generated SentencePiece-style one (bytes, letters,
-  // common pieces) of --vocab-size tokens.
-  model::Metadata vocab;
-  if (!a.vocab.empty()) {
-    auto f = model::open_model_file(a.vocab);
-    if (!f.is_ok()) return fail(f.status().with_context("--vocab"));
-    vocab = f->metadata;
-  } else {
-    if (a.vocab_size < 512) return fail("--vocab-size must be at least 512");
-    vocab = model::synthetic_vocab(a.vocab_size);
-  }
-  auto tok = model::make_tokenizer(vocab);
-  if (!tok.is_ok()) return fail(tok.status().with_context("tokenizer"));
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<int32_t> tokens = (*tok)->encode(text, /*add_special=*/false, /*parse_special=*/false);
-  const double tokenize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  a.o.shape.vocab = (*tok)->n_vocab();
+  auto data = tokenize_training_text(ss.str(), a.vocab, a.vocab_size, a.val_fraction);
+  if (!data.is_ok()) return fail(data.status());
+  const std::vector<int32_t>& tokens = data->tokens;
+  const model::Metadata& vocab = data->vocab;
+  const double tokenize_s = data->tokenize_s;
+  a.o.shape.vocab = data->n_vocab;
   if (Status s = train::validate(a.o.shape); !s.is_ok()) return fail(s);
-  if (!(a.val_fraction > 0 && a.val_fraction < 0.5)) return fail("--val-fraction must be in (0, 0.5)");
-  const auto n_val = static_cast<size_t>(static_cast<double>(tokens.size()) * a.val_fraction);
-  const std::span<const int32_t> all(tokens);
-  const auto train_split = all.first(tokens.size() - n_val), val_split = all.last(n_val);
+  const auto train_split = data->train(), val_split = data->val();
 
   int64_t n_params = 0;
   train::llama_param_layout(a.o.shape, &n_params);
   std::vector<float> params(static_cast<size_t>(n_params));
-  train::init_llama_params(a.o.shape, params, a.o.seed);
+  train::TrainState state;
+  if (!a.resume.empty()) {
+    auto p = train::read_llama_gguf_params(a.resume, a.o.shape);
+    if (!p.is_ok()) return fail(p.status().with_context("--resume"));
+    params = std::move(*p);
+    auto st = train::read_train_state(train::train_state_path(a.resume), a.o);
+    if (!st.is_ok()) return fail(st.status().with_context("--resume"));
+    state = std::move(*st);
+  } else {
+    train::init_llama_params(a.o.shape, params, a.o.seed);
+  }
+  if (!a.init_out.empty()) {
+    if (Status s = write_init_safetensors(a.init_out, a.o.shape, params); !s.is_ok()) {
+      return fail(s.with_context("--init-out"));
+    }
+  }
   ThreadPool pool(a.threads > 0 ? a.threads : hardware_threads());
   const int64_t tokens_per_step = a.o.batch * a.o.shape.context * a.o.accum;
   if (!a.quiet) {
@@ -85,20 +125,44 @@ int run_train(TrainArgs a) {
                  static_cast<long long>(tokens_per_step), pool.size());
   }
   double last_val = -1;
-  auto report = train::pretrain(a.o, params, train_split, val_split, &pool,
-                                [&](const train::StepRecord& r) {
+  std::vector<int64_t> window_starts;
+  train::PretrainHooks hooks;
+  hooks.state = &state;
+  if (!a.data_order_out.empty()) hooks.window_starts = &window_starts;
+  const int64_t first_step = state.step;
+  if (!a.quiet && first_step > 0) {
+    std::fprintf(stderr, "tessera train: resuming '%s' after step %lld\n", a.resume.c_str(),
+                 static_cast<long long>(first_step));
+  }
+  hooks.on_step = [&](const train::StepRecord& r) {
     if (r.val_loss >= 0) last_val = r.val_loss;
-    if (a.quiet) return true;
-    const double tps = static_cast<double>(r.step * tokens_per_step) / r.seconds;
-    const double eta = r.seconds / static_cast<double>(r.step) * static_cast<double>(a.o.steps - r.step);
+    const bool go_on = a.stop_at_step <= 0 || r.step < a.stop_at_step;
+    if (a.quiet) return go_on;
+    const double tps = static_cast<double>((r.step - first_step) * tokens_per_step) / r.seconds;
+    const double eta = r.seconds / static_cast<double>(r.step - first_step) *
+                       static_cast<double>(a.o.steps - r.step);
     std::fprintf(stderr, "\rstep %lld/%lld  loss %.4f  val %s  lr %.2e  |g| %.2f  %.0f tokens/s  ETA %s   ",
                  static_cast<long long>(r.step), static_cast<long long>(a.o.steps), r.loss,
                  last_val >= 0 ? fmt::format("{:.4f}", last_val).c_str() : "-", r.lr, r.grad_norm,
                  tps, clock_string(eta).c_str());
     if (r.val_loss >= 0) std::fprintf(stderr, "\n");
-    return true;
-  });
+    return go_on;
+  };
+  auto report = train::pretrain(a.o, params, train_split, val_split, &pool, hooks);
   if (!report.is_ok()) return fail(report.status());
+  if (!a.data_order_out.empty()) {
+    if (Status s = write_data_order_npy(a.data_order_out, window_starts, train_split,
+                                        a.o.accum * a.o.batch, a.o.shape.context);
+        !s.is_ok()) {
+      return fail(s.with_context("--data-order-out"));
+    }
+  }
+  if (a.save_state || a.stop_at_step > 0) {
+    const std::string path = train::train_state_path(a.out);
+    if (Status s = train::write_train_state(path, state, a.o); !s.is_ok()) {
+      return fail(s.with_context("writing " + path));
+    }
+  }
   const std::string name = fmt::format("tessera-trained {}x{}", a.o.shape.layers, a.o.shape.dim);
   if (Status s = train::write_llama_gguf(a.out, a.o.shape, params, &vocab, name); !s.is_ok()) {
     return fail(s.with_context("writing " + a.out));
@@ -124,6 +188,8 @@ int run_train(TrainArgs a) {
                         {"final_val_loss", report->final_val_loss},
                         {"threads", pool.size()},
                         {"seed", a.o.seed},
+                        {"first_step", first_step},
+                        {"last_step", state.step},
                         {"steps", std::move(steps)}};
     if (a.o.target_loss > 0) {
       j["target_loss"] = a.o.target_loss;
@@ -182,6 +248,17 @@ void add_train_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--target-loss", o.target_loss, "Report the first step whose validation loss reaches this");
   cmd->add_option("--seed", o.seed, "Seed (initialization and data order)")->capture_default_str();
   cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");
+  cmd->add_option("--init-out", args->init_out,
+                  "Also write the initial parameters as safetensors (GGUF names, [rows, columns])");
+  cmd->add_option("--data-order-out", args->data_order_out,
+                  "Also write every step's training windows as .npy int32 [steps, accum*batch, ctx+1]");
+  cmd->add_flag("--save-state", args->save_state,
+                "Write the training state (AdamW moments, step, data order) beside the GGUF as "
+                "OUT.state, for --resume");
+  cmd->add_option("--stop-at-step", args->stop_at_step,
+                  "Stop after this step (the schedule stays that of --steps); implies --save-state");
+  cmd->add_option("--resume", args->resume,
+                  "Continue the run that wrote this checkpoint (and CKPT.state); repeat its options");
   cmd->add_flag("--json", args->json, "Print one JSON object (with the loss curve) at the end");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress on stderr");
   cmd->callback([&run, args] { run = [args] { return run_train(*args); }; });

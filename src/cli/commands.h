@@ -26,6 +26,8 @@ void add_bench_serve_command(CLI::App* bench, RunFn& run);
 // `bench resume`, likewise.
 void add_bench_resume_command(CLI::App* bench, RunFn& run);
 void add_bench_fleet_command(CLI::App* bench, RunFn& run);
+// `bench train`: the MLPerf-style training benchmark (cmd_bench_train.cpp).
+void add_bench_train_command(CLI::App* bench, RunFn& run);
 void add_fleet_command(CLI::App& app, RunFn& run);
 void add_sim_command(CLI::App& app, RunFn& run);
 void add_train_command(CLI::App& app, RunFn& run);

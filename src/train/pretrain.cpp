@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <sstream>
 
 namespace tessera::train {
 namespace {
@@ -59,6 +60,15 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
                                 std::span<const int32_t> train_tokens,
                                 std::span<const int32_t> val_tokens, ThreadPool* pool,
                                 const std::function<bool(const StepRecord&)>& on_step) {
+  PretrainHooks hooks;
+  hooks.on_step = on_step;
+  return pretrain(o, params, train_tokens, val_tokens, pool, hooks);
+}
+
+Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> params,
+                                std::span<const int32_t> train_tokens,
+                                std::span<const int32_t> val_tokens, ThreadPool* pool,
+                                const PretrainHooks& hooks) {
   TS_RETURN_IF_ERROR(validate(o.shape));
   const int64_t T = o.shape.context, B = o.batch;
   if (B <= 0 || o.accum <= 0 || o.steps <= 0) {
@@ -89,18 +99,38 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
   std::vector<float> grads(params.size());
   std::vector<int32_t> in(static_cast<size_t>(B * T)), out(static_cast<size_t>(B * T));
   std::mt19937_64 rng(o.seed);
-  std::uniform_int_distribution<int64_t> start(0, static_cast<int64_t>(train_tokens.size()) - T - 1);
+  // A fresh distribution per draw keeps the data order a function of the generator alone (no
+  // cached bits), so the generator's state is the whole data-order state.
+  const std::uniform_int_distribution<int64_t>::param_type range(
+      0, static_cast<int64_t>(train_tokens.size()) - T - 1);
+  int64_t first_step = 0;
+  if (hooks.state != nullptr && hooks.state->step > 0) {
+    const TrainState& st = *hooks.state;
+    if (st.step > o.steps || st.m.size() != params.size() || st.v.size() != params.size()) {
+      return invalid_argument(fmt::format(
+          "pretrain: the state to resume is at step {} with {} moments; this run has {} steps "
+          "and {} parameters", st.step, st.m.size(), o.steps, params.size()));
+    }
+    opt.set_state(st.m, st.v, st.step);
+    if (!st.rng.empty()) {
+      std::istringstream is(st.rng);
+      is >> rng;
+      if (!is) return invalid_argument("pretrain: the state's data-order generator does not parse");
+    }
+    first_step = st.step;
+  }
 
   PretrainReport report;
   report.flops_per_token = training_flops_per_token(o.shape);
   double trained_s = 0.0;
-  for (int64_t step = 0; step < o.steps; ++step) {
+  for (int64_t step = first_step; step < o.steps; ++step) {
     const double t0 = now_s();
     std::fill(grads.begin(), grads.end(), 0.0f);
     double loss = 0.0;
     for (int64_t a = 0; a < o.accum; ++a) {
       for (int64_t b = 0; b < B; ++b) {
-        const int64_t s0 = start(rng);
+        const int64_t s0 = std::uniform_int_distribution<int64_t>(range)(rng);
+        if (hooks.window_starts != nullptr) hooks.window_starts->push_back(s0);
         std::copy_n(train_tokens.begin() + s0, T, in.begin() + b * T);
         std::copy_n(train_tokens.begin() + s0 + 1, T, out.begin() + b * T);
       }
@@ -117,6 +147,7 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
     report.tokens += B * T * o.accum;
     r.seconds = trained_s;
     if ((o.eval_every > 0 && r.step % o.eval_every == 0) || r.step == o.steps) {
+      if (hooks.before_eval) hooks.before_eval(r.step);
       const double e0 = now_s();
       r.val_loss = evaluate_loss(trainer, params, val_tokens, o.eval_windows, B);
       report.eval_seconds += now_s() - e0;
@@ -127,9 +158,18 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
       }
     }
     report.steps.push_back(r);
-    if (on_step && !on_step(r)) break;
+    if (hooks.on_step && !hooks.on_step(r)) break;
   }
   report.seconds = trained_s;
+  if (hooks.state != nullptr) {
+    TrainState& st = *hooks.state;
+    st.step = opt.steps();
+    st.m.assign(opt.m().begin(), opt.m().end());
+    st.v.assign(opt.v().begin(), opt.v().end());
+    std::ostringstream os;
+    os << rng;
+    st.rng = os.str();
+  }
   return report;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tessera/base/status.h"
@@ -54,10 +55,37 @@ struct PretrainReport {
   double flops_per_token = 0;      // 6 * parameters + attention, per trained token
 };
 
+// Where a run stands between two optimizer steps: with the parameters, all a later call needs to
+// continue it bit for bit (checkpoint.h writes it beside the GGUF).
+struct TrainState {
+  int64_t step = 0;        // optimizer steps taken
+  std::vector<float> m, v; // AdamW's moments (empty before the first step)
+  std::string rng;         // the data-order generator (std::mt19937_64's text form; "" = fresh)
+};
+
+// What a caller may watch or steer; every member may be empty/null.
+struct PretrainHooks {
+  // Sees every step; returning false stops after it (the state then stands at that step).
+  std::function<bool(const StepRecord&)> on_step;
+  // Called just before each validation pass, with the 1-based step it follows.
+  std::function<void(int64_t step)> before_eval;
+  // Receives each training window's start offset in `train_tokens`, in the order drawn (a step
+  // draws accum * batch windows of T + 1 tokens): the data order, for replaying it elsewhere.
+  std::vector<int64_t>* window_starts = nullptr;
+  // In: a state to continue from (step > 0; the schedule is still the one of options.steps).
+  // Out: the state after the last step taken.
+  TrainState* state = nullptr;
+};
+
 // Trains `params` (llama_param_layout(options.shape); initialize with init_llama_params) in
-// place on `train_tokens`, evaluating on `val_tokens`. `on_step` (may be empty) sees every step
-// and may return false to stop early. Errors: kInvalidArgument (shape, sizes, a split shorter
-// than T + 1 tokens, a token outside the vocabulary).
+// place on `train_tokens`, evaluating on `val_tokens`, from step hooks.state->step (0: the start)
+// to options.steps. Errors: kInvalidArgument (shape, sizes, a split shorter than T + 1 tokens, a
+// token outside the vocabulary, a state of the wrong size or past options.steps).
+Result<PretrainReport> pretrain(const PretrainOptions& options, std::span<float> params,
+                                std::span<const int32_t> train_tokens,
+                                std::span<const int32_t> val_tokens, ThreadPool* pool,
+                                const PretrainHooks& hooks);
+// The same with only a step callback (may be empty; return false to stop early).
 Result<PretrainReport> pretrain(const PretrainOptions& options, std::span<float> params,
                                 std::span<const int32_t> train_tokens,
                                 std::span<const int32_t> val_tokens, ThreadPool* pool,

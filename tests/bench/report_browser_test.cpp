@@ -11,6 +11,7 @@
 
 #include "tessera/bench/null_backend.h"
 #include "tessera/bench/report_html.h"
+#include "tessera/bench/train_report_html.h"
 #include "browser_render.h"
 #include "test_util.h"
 
@@ -59,6 +60,30 @@ TEST(ReportBrowser, ChartsRenderInHeadlessChromium) {
   EXPECT_NE(status.find("data-ok=\"1\""), std::string::npos) << status;
   EXPECT_NE(status.find("data-charts=\"7\""), std::string::npos) << status;
   EXPECT_NE(status.find("rendered 7 of 7 charts"), std::string::npos) << status;
+}
+
+
+TEST(ReportBrowser, TrainingLossChartRendersInHeadlessChromium) {
+  const std::string chromium = testing::find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "no chromium on PATH (apt-get install chromium, or set TESSERA_CHROMIUM)";
+  std::string chartjs_path;
+  const std::string chartjs = testing::read_chart_js(TESSERA_CHARTJS_DEFAULT, &chartjs_path);
+  if (chartjs.empty()) GTEST_SKIP() << "Chart.js not found at " << chartjs_path;
+  nlohmann::json steps = nlohmann::json::array();
+  for (int i = 1; i <= 40; ++i) {
+    nlohmann::json s = {{"step", i}, {"loss", 6.0 / (1.0 + 0.1 * i)}};
+    if (i % 10 == 0) s["val_loss"] = 6.1 / (1.0 + 0.1 * i);
+    steps.push_back(s);
+  }
+  const nlohmann::json summary = {{"status", "success"}, {"target_loss", 1.5}, {"target_step", 30},
+                                  {"steps", steps}};
+  testing::TempDir dir;
+  const std::string html = dir.file("report.html");
+  std::ofstream(html) << render_train_report_html(summary, {":::MLLOG {}"}, chartjs);
+  std::string error;
+  const std::string status = testing::render_status(chromium, html, dir, &error);
+  ASSERT_FALSE(status.empty()) << error;
+  EXPECT_NE(status.find("rendered 1 of 1 charts"), std::string::npos) << status;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
@@ -38,7 +39,8 @@ RunResult run_cli(const std::string& args) {
 
 TEST(Cli, HelpForEverySubcommand) {
   for (const char* sub :
-       {"generate", "synth", "info", "demo", "bench machine", "bench model", "bench serve", "train"}) {
+       {"generate", "synth", "info", "demo", "bench machine", "bench model", "bench serve",
+        "bench train", "train"}) {
     auto r = run_cli(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;
@@ -121,6 +123,91 @@ TEST(Cli, TrainWritesAModelThatGenerates) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), 8u);
   EXPECT_NE(run_cli("train -f " + dir.file("missing.txt") + " -o " + model).exit_code, 0);
   EXPECT_NE(run_cli("train -f " + text + " -o " + model + " --heads 3 --quiet").exit_code, 0);
+}
+
+TEST(Cli, TrainResumesBitForBitAndWritesInitAndDataOrder) {
+  testing::TempDir dir;
+  const std::string text = dir.file("text.txt");
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 200; ++i) f << "the cat sat on the mat. the dog sat on the log. ";
+  }
+  const std::string common = "train -f " + text + " --dim 16 --layers 1 --heads 2 --kv-heads 1 "
+                             "--ffn 32 --ctx 16 --batch 2 --accum 2 --steps 8 --warmup 2 "
+                             "--eval-every 4 -t 2 --quiet --json";
+  auto straight = run_cli(common + " -o " + dir.file("straight.gguf") + " --init-out " +
+                          dir.file("init.safetensors") + " --data-order-out " + dir.file("order.npy"));
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  auto half = run_cli(common + " -o " + dir.file("half.gguf") + " --stop-at-step 4");
+  ASSERT_EQ(half.exit_code, 0) << half.err;
+  EXPECT_EQ(nlohmann::json::parse(half.out)["last_step"], 4);
+  auto rest = run_cli(common + " -o " + dir.file("resumed.gguf") + " --resume " + dir.file("half.gguf"));
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  const auto s = nlohmann::json::parse(straight.out), r = nlohmann::json::parse(rest.out);
+  ASSERT_EQ(r["steps"].size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r["steps"][i]["loss"], s["steps"][4 + i]["loss"]) << i;
+  auto bytes = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  EXPECT_EQ(bytes(dir.file("resumed.gguf")), bytes(dir.file("straight.gguf")));
+  // The data order: 8 steps of 2 x 2 windows of 17 tokens, after a 128-byte .npy header.
+  EXPECT_EQ(bytes(dir.file("order.npy")).size(), 128u + 8 * 4 * 17 * 4);
+  EXPECT_EQ(bytes(dir.file("order.npy")).substr(0, 6), "\x93NUMPY");
+  EXPECT_GT(bytes(dir.file("init.safetensors")).size(), 1000u);
+  // Resuming with other options is refused, naming the option.
+  auto wrong = run_cli(common + " --lr 0.5 -o " + dir.file("x.gguf") + " --resume " + dir.file("half.gguf"));
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.err.find("tessera.train.lr"), std::string::npos) << wrong.err;
+}
+
+TEST(Cli, BenchTrainLogsMlPerfLinesAndWritesAReport) {
+  testing::TempDir dir;
+  auto r = run_cli("bench train --synthetic --dim 16 --layers 1 --heads 2 --kv-heads 1 --ffn 32 "
+                   "--ctx 16 --batch 4 --steps 12 --warmup 2 --eval-every 4 --eval-windows 4 "
+                   "--target-loss 0.01 --fma-gflops 10 -t 2 --json --out " + dir.file("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "aborted");  // a target no 12-step run reaches
+  EXPECT_EQ(j["steps_done"], 12);
+  EXPECT_GT(j["tokens_per_second"].get<double>(), 0);
+  EXPECT_NEAR(j["mfu"].get<double>(), j["achieved_gflops"].get<double>() / 10.0, 1e-12);
+  EXPECT_NE(j["corpus"].get<std::string>().find("synthetic"), std::string::npos);
+  // The MLLOG lines (on stderr with --json, and in mllog.log): JSON after the prefix, the fields in
+  // MLPerf's order, the intervals in order, run_stop last with its status.
+  std::ifstream f(dir.file("out") + "/mllog.log");
+  std::vector<nlohmann::ordered_json> lines;
+  for (std::string line; std::getline(f, line);) {
+    ASSERT_TRUE(line.starts_with(":::MLLOG {")) << line;
+    lines.push_back(nlohmann::ordered_json::parse(line.substr(9)));
+    std::vector<std::string> keys;
+    for (auto it = lines.back().begin(); it != lines.back().end(); ++it) keys.push_back(it.key());
+    EXPECT_EQ(keys, (std::vector<std::string>{"namespace", "time_ms", "event_type", "key", "value",
+                                              "metadata"}));
+  }
+  ASSERT_GT(lines.size(), 20u);
+  std::map<std::string, size_t> first;
+  int evals = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    first.emplace(lines[i]["key"].get<std::string>(), i);
+    if (lines[i]["key"] == "eval_accuracy") ++evals;
+  }
+  for (const char* k : {"submission_benchmark", "submission_org", "submission_platform",
+                        "submission_status", "global_batch_size", "opt_base_learning_rate",
+                        "init_start", "init_stop", "run_start", "eval_accuracy", "run_stop"}) {
+    EXPECT_TRUE(first.contains(k)) << k;
+  }
+  EXPECT_LT(first["init_stop"], first["run_start"]);
+  EXPECT_LT(first["run_start"], first["eval_accuracy"]);
+  EXPECT_EQ(lines.back()["key"], "run_stop");
+  EXPECT_EQ(lines.back()["metadata"]["status"], "aborted");
+  EXPECT_EQ(evals, 3);
+  EXPECT_EQ(lines[first["global_batch_size"]]["value"], 4);
+  EXPECT_NE(r.err.find(":::MLLOG"), std::string::npos);
+  std::ifstream html(dir.file("out") + "/report.html");
+  const std::string page((std::istreambuf_iterator<char>(html)), {});
+  EXPECT_NE(page.find("<canvas id=\"loss\">"), std::string::npos);
+  EXPECT_NE(page.find("eval_accuracy"), std::string::npos);
 }
 
 TEST(Cli, BenchMachineAndModelJson) {

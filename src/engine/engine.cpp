@@ -588,8 +588,8 @@ Result<RequestId> Engine::submit(Request request, EventSink sink) {
   }
   if (request.structured &&
       (!request.structured->schema || !request.structured->vocab ||
-       request.structured->vocab->n_vocab() != c.n_vocab)) {
-    return invalid_argument("structured output was built for another vocabulary");
+       request.structured->vocab->n_vocab() > c.n_vocab)) {
+    return invalid_argument("structured output was built for a larger vocabulary than the model's");
   }
   const int32_t adapter = request.adapter_id;
   const int64_t now = m.clock->now_ns();

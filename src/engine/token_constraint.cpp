@@ -164,9 +164,9 @@ int64_t JsonTokenConstraint::mask(std::span<float> logits) {
       }
     }
   }
-  const size_t n = std::min(logits.size(), allowed_.size());
-  for (size_t i = 0; i < n; ++i) {
-    if (!allowed_[i]) logits[i] = -std::numeric_limits<float>::infinity();
+  // Rows past the tokenizer's vocabulary (a model's padded output) are never allowed.
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (i >= allowed_.size() || !allowed_[i]) logits[i] = -std::numeric_limits<float>::infinity();
   }
   return n_allowed;
 }

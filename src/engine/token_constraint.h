@@ -85,7 +85,8 @@ class JsonTokenConstraint {
  public:
   explicit JsonTokenConstraint(const StructuredOutput& spec);
 
-  // Sets every token that may not come next to -infinity in `logits` (n_vocab values); returns
+  // Sets every token that may not come next to -infinity in `logits` (the model's output row; ids
+  // past the vocabulary's, a padded output, are never allowed); returns
   // how many may. When none may (a vocabulary that cannot continue the value), end tokens are
   // allowed so the sequence can stop.
   int64_t mask(std::span<float> logits);

@@ -143,11 +143,12 @@ TEST_F(EngineTest, StructuredOutputAlwaysGivesValidJson) {
       if (k == "xs") EXPECT_LE(x.size(), 2u) << o.text;
     }
   }
-  // A vocabulary of another size is refused at submit.
+  // A vocabulary larger than the model's output is refused at submit.
   auto other = std::make_shared<StructuredOutput>();
   other->schema = *schema;
-  other->vocab = std::make_shared<TokenVocabulary>(std::vector<std::string>{"{", "}"},
-                                                   std::vector<int32_t>{});
+  other->vocab = std::make_shared<TokenVocabulary>(
+      std::vector<std::string>(static_cast<size_t>(tokenizer_->n_vocab()) + 1, "x"),
+      std::vector<int32_t>{});
   Request bad = greedy({1, 2}, 4);
   bad.structured = other;
   EXPECT_FALSE(e->submit(bad, [](Event&&) {}).is_ok());

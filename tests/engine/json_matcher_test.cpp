@@ -220,10 +220,11 @@ TEST(JsonTokenConstraintTest, MasksExactlyTheTokensThatContinue) {
                                   "required": ["a"], "additionalProperties": false})");
   JsonTokenConstraint c({schema, vocab});
   std::vector<float> logits(pieces.size(), 1.0f);
+  logits.resize(pieces.size() + 3, 1.0f);  // a model's output padded past the vocabulary
   EXPECT_EQ(c.mask(logits), 3);  // "{", " ", "{\"a"
-  for (size_t i = 0; i < pieces.size(); ++i) {
+  for (size_t i = 0; i < logits.size(); ++i) {
     const bool want = i == 1 || i == 6 || i == 15;
-    EXPECT_EQ(std::isfinite(logits[i]), want) << pieces[i];
+    EXPECT_EQ(std::isfinite(logits[i]), want) << i;
   }
   // Greedy under adversarial logits (each step prefers the highest id allowed).
   std::string out;

@@ -472,9 +472,12 @@ TEST_F(ServerTest, MetricsExposeRequestsLatenciesAndEngineState) {
   start();
   ASSERT_EQ(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 3}}).status, 200);
   (void)get("/nope");
-  // An exchange is counted just after its last byte is written: poll until both are in.
+  // An exchange is counted just after its last byte is written, each on its own connection's
+  // thread (in either order): poll until both are in.
   auto m = get("/metrics");
-  for (int i = 0; i < 100 && m.body.find("route=\"other\"") == std::string::npos; ++i) {
+  for (int i = 0; i < 100 && (m.body.find("route=\"other\"") == std::string::npos ||
+                              m.body.find("route=\"/v1/completions\"") == std::string::npos);
+       ++i) {
     std::this_thread::sleep_for(10ms);
     m = get("/metrics");
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the file-format fuzzers (GGUF, safetensors) and the chat-template interpreter's with clang
 # (libFuzzer + ASan + UBSan) in build/fuzz/, writes their seed corpora and fuzzes the GGUF reader
-# for N seconds (default 60), the safetensors reader and the Jinja interpreter for half that each. Exits non-zero when a fuzzer finds a crash,
+# for N seconds (default 60), the safetensors reader and the Jinja interpreter for half that each,
+# structured output's schema compiler and matcher for a third. Exits non-zero when a fuzzer finds a crash,
 # leak, sanitizer report or broken round trip; the input is saved under build/fuzz/fuzz-artifacts/.
 # Usage: scripts/fuzz.sh [seconds]   Env: TESSERA_FUZZ_BUILD_DIR, JOBS (default 2).
 set -euo pipefail
@@ -16,7 +17,7 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -DTESSERA_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
 ninja -C "$build" -j "$jobs" gguf_fuzzer gguf_seed_writer safetensors_fuzzer safetensors_seed_writer \
-  jinja_fuzzer
+  jinja_fuzzer json_schema_fuzzer
 
 artifacts="$build/fuzz-artifacts/"
 mkdir -p "$artifacts"
@@ -55,3 +56,18 @@ printf '%s' "{% for m in messages %}{{ '<|' + m.role + '|>' + m.content | trim }
   -rss_limit_mb=2048 \
   -print_final_stats=1 \
   -artifact_prefix="${artifacts}jinja-"
+
+# Structured output: seeds are "schema NUL document" pairs written here.
+schema_corpus="$build/fuzz-corpus/json_schema"
+mkdir -p "$schema_corpus"
+printf '%s\0%s' '{"type":"object","properties":{"a":{"type":"integer"},"b":{"enum":["x","y"]}},"required":["a"]}' \
+  '{"a": -12, "b": "y"}' >"$schema_corpus/seed-object"
+printf '%s\0%s' '{"type":"array","items":{"type":["string","null"]},"minItems":1,"maxItems":3}' \
+  '["\u00e9\n", null]' >"$schema_corpus/seed-array"
+printf '%s\0%s' '{}' '{"k": [1.5e3, true, {"n": null}]}' >"$schema_corpus/seed-any"
+"$build/fuzz/json_schema_fuzzer" "$schema_corpus" \
+  -max_len=4096 \
+  -max_total_time="$(( (seconds + 2) / 3 ))" \
+  -rss_limit_mb=2048 \
+  -print_final_stats=1 \
+  -artifact_prefix="${artifacts}json_schema-"

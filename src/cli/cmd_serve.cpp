@@ -110,7 +110,8 @@ serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
   if (!resolved.is_ok()) {
     log_warn("chat route disabled: {}", resolved.status().message());
     Status why = resolved.status();
-    return [why](const std::vector<serve::ChatTurn>&) -> Result<std::string> { return why; };
+    return [why](const std::vector<serve::ChatTurn>&,
+                 const nlohmann::ordered_json*) -> Result<serve::RenderedChat> { return why; };
   }
   auto tmpl = std::make_shared<const serve::ModelChatTemplate>(std::move(resolved).value());
   std::printf("tessera serve: chat template: %s\n", tmpl->origin.c_str());
@@ -124,21 +125,24 @@ serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
   // the start, drop that one so the prompt does not begin with two.
   const bool tokenizer_adds_bos = !tokenizer->encode("", true, false).empty() &&
                                   tokenizer->encode("", true, false).front() == tokenizer->bos_id();
-  return [tmpl, bos, eos, tokenizer_adds_bos](const std::vector<serve::ChatTurn>& turns)
-             -> Result<std::string> {
+  return [tmpl, bos, eos, tokenizer_adds_bos](const std::vector<serve::ChatTurn>& turns,
+                                              const nlohmann::ordered_json* tools)
+             -> Result<serve::RenderedChat> {
     std::vector<serve::ChatMessage> messages;
     messages.reserve(turns.size());
-    for (const auto& t : turns) messages.push_back({t.role, t.content});
+    for (const auto& t : turns) {
+      messages.push_back({t.role, t.content, t.tool_calls, t.tool_call_id, t.name});
+    }
     bool used_fallback = false;
     TS_ASSIGN_OR_RETURN(std::string text,
                         serve::render_model_chat(*tmpl, messages, true, bos, eos, local_now(),
-                                                 &used_fallback));
+                                                 &used_fallback, tools));
     if (used_fallback) {
       log_warn("chat template: the interpreter refused a render; used the built-in {}",
                serve::chat_template_name(*tmpl->builtin));
     }
     if (tokenizer_adds_bos && !bos.empty() && text.starts_with(bos)) text.erase(0, bos.size());
-    return text;
+    return serve::RenderedChat{std::move(text), tmpl->tool_syntax};
   };
 }
 
@@ -286,13 +290,14 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
       // the template comes from the file once it does.
       std::weak_ptr<fleet::FleetManager> weak = fleet;
       entry.chat = [weak, name, tmpl = a.chat_override](
-                       const std::vector<serve::ChatTurn>& turns) -> Result<std::string> {
+                       const std::vector<serve::ChatTurn>& turns,
+                       const nlohmann::ordered_json* tools) -> Result<serve::RenderedChat> {
         auto f = weak.lock();
         if (!f) return Status(ErrorCode::kUnavailable, "the server is stopping");
         TS_RETURN_IF_ERROR(f->opened(name));
         serve::ChatRenderer r = make_chat_renderer(f->metadata(name), f->shared_tokenizer(name), tmpl);
         if (!r) return invalid_argument("the model has no usable chat template");
-        return r(turns);
+        return r(turns, tools);
       };
     }
     entry.created = static_cast<int64_t>(std::time(nullptr));

@@ -28,11 +28,20 @@ void handle_chat_completions(const RouteContext& ctx, HttpRequest&& request,
         "messages", "chat_template_unavailable")));
     return;
   }
-  auto rendered = model.chat(req.messages);
+  const bool tools_on = req.tools.active();
+  if (tools_on && req.params.stream && req.params.n_logprobs >= 0) {
+    writer->respond(api_error_response(invalid_request(
+        "'logprobs' cannot be combined with 'tools' when streaming (the output is parsed for "
+        "calls once it is complete)", "logprobs")));
+    return;
+  }
+  auto rendered = model.chat(req.messages, tools_on ? &req.tools.tools : nullptr);
   if (!rendered.is_ok()) {
-    ApiError e = api_error_from_status(rendered.status(), "messages");
+    const char* field =
+        tools_on && rendered.status().code() == ErrorCode::kUnsupported ? "tools" : "messages";
+    ApiError e = api_error_from_status(rendered.status(), field);
     if (e.http_status >= 500 && rendered.status().code() != ErrorCode::kInternal) {
-      e = invalid_request(rendered.status().message(), "messages");
+      e = invalid_request(rendered.status().message(), field);
     }
     if (e.http_status == 400) e.message = "cannot apply the chat template: " + e.message;
     writer->respond(api_error_response(e));
@@ -40,7 +49,7 @@ void handle_chat_completions(const RouteContext& ctx, HttpRequest&& request,
   }
   const auto& tokenizer = model.backend->tokenizer();
   std::vector<int32_t> prompt =
-      tokenizer.encode(*rendered, /*add_special=*/true, /*parse_special=*/true);
+      tokenizer.encode(rendered->text, /*add_special=*/true, /*parse_special=*/true);
   // Templates often write the BOS text themselves; with add_special it would be there twice.
   const int32_t bos = tokenizer.bos_id();
   if (bos >= 0 && prompt.size() >= 2 && prompt[0] == bos && prompt[1] == bos) {
@@ -52,6 +61,11 @@ void handle_chat_completions(const RouteContext& ctx, HttpRequest&& request,
   }
   GenerationSpec spec{ApiKind::kChat, model.name, req.params.stream, req.params.include_usage,
                       req.params.n_logprobs, model.base, model.adapter, req.params.n};
+  if (tools_on) {
+    spec.tools = std::make_shared<const ToolRequest>(req.tools);
+    // A forced call is decoded as one bare call object, whatever the template's syntax.
+    spec.tool_syntax = req.tools.forced() ? ToolCallSyntax::kJson : rendered->tool_syntax;
+  }
   start_generation(model.backend,
                    make_engine_request(req.params, std::move(prompt), *model.backend),
                    std::move(spec), std::move(writer), ctx.metrics);

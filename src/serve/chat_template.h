@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "tessera/base/status.h"
 #include "tessera/model/format/metadata.h"
 
@@ -30,6 +32,11 @@ namespace tessera::serve {
 struct ChatMessage {
   std::string role;
   std::string content;
+  // Rendered by Jinja templates only (the built-ins ignore them): an assistant turn's calls as
+  // the request sent them (null: none), a tool turn's call id, a turn's optional name.
+  nlohmann::ordered_json tool_calls = nullptr;
+  std::string tool_call_id = {};
+  std::string name = {};
 };
 
 enum class ChatTemplateKind { kLlama2, kLlama3, kChatML, kMistral, kPhi3, kGemma };

@@ -65,6 +65,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     size_t streamed_bytes = 0;                // stream: bytes of text sent so far
     std::string finish_reason;
     engine::Usage usage;
+    std::vector<ToolCall> tool_calls;  // parsed at finish (spec_.tools)
   };
 
   // Submits choice i; on failure answers with the error (cancelling the other choices) and
@@ -156,7 +157,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   void on_token(size_t i, engine::TokenEvent&& t) {
     Choice& c = choices_[i];
     const bool with_logprobs = spec_.n_logprobs >= 0;
-    if (!spec_.stream) {
+    if (!spec_.stream || spec_.tools) {  // with tools a stream is held back until the finish
       c.text += t.text;
       if (with_logprobs) c.logprobs.push_back(logprob_entry(t));
       return;
@@ -181,7 +182,26 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     Choice& c = choices_[i];
     c.finish_reason = std::string(engine::finish_reason_name(f.reason));
     c.usage = f.usage;
-    if (spec_.stream) {
+    if (spec_.tools) {
+      c.text += f.text;
+      ParsedToolOutput parsed = parse_tool_calls(c.text, spec_.tool_syntax, *spec_.tools);
+      if (!parsed.calls.empty()) {
+        c.text = std::move(parsed.content);
+        c.tool_calls = std::move(parsed.calls);
+        c.finish_reason = "tool_calls";
+      }
+      if (spec_.stream) {
+        const auto index = static_cast<int32_t>(i);
+        if (!c.text.empty()) {
+          send(format_chunk(ident_, index, c.text, false, "", nullptr, 0, spec_.include_usage));
+        }
+        if (!c.tool_calls.empty()) {
+          send(format_tool_calls_chunk(ident_, index, c.tool_calls, spec_.include_usage));
+        }
+        send(format_chunk(ident_, index, "", false, c.finish_reason, nullptr, 0,
+                          spec_.include_usage));
+      }
+    } else if (spec_.stream) {
       send(format_chunk(ident_, static_cast<int32_t>(i), f.text, false, c.finish_reason, nullptr,
                         c.streamed_bytes, spec_.include_usage));
     } else {
@@ -196,7 +216,8 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     if (!spec_.stream) {
       std::vector<ChoiceOutput> out;
       for (const Choice& ch : choices_) {
-        out.push_back({ch.text, ch.finish_reason, spec_.n_logprobs >= 0 ? &ch.logprobs : nullptr});
+        out.push_back({ch.text, ch.finish_reason, spec_.n_logprobs >= 0 ? &ch.logprobs : nullptr,
+                       &ch.tool_calls});
       }
       writer_->respond(HttpResponse{200, "application/json", {}, format_response(ident_, out, usage)});
       return;

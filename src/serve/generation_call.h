@@ -17,6 +17,7 @@
 #include "tessera/serve/model_backend.h"
 #include "tessera/serve/openai_response.h"
 #include "tessera/serve/serving_metrics.h"
+#include "tessera/serve/tool_calls.h"
 
 namespace tessera::serve {
 
@@ -30,6 +31,13 @@ struct GenerationSpec {
   std::string base;
   std::string adapter;
   int32_t n = 1;  // choices, >= 1
+  // Chat with tools (tool_calls.h): each choice's finished output is parsed for calls written in
+  // `tool_syntax`; a choice with calls answers "tool_calls" (content null when there is no other
+  // text) and finish_reason "tool_calls". Streamed, such a choice's text is held back until it
+  // finishes and then sent as one delta (content or tool_calls), since a call cannot be told
+  // from text before it is complete. Null: plain text.
+  std::shared_ptr<const ToolRequest> tools = nullptr;
+  ToolCallSyntax tool_syntax = ToolCallSyntax::kJson;
 };
 
 // Submits `request` (spec.n times, see above) to `backend` and answers through `writer`: an error

@@ -60,9 +60,16 @@ class ModelBackend {
 // A backend over a local Engine (kept alive by the backend). Precondition: engine non-null.
 std::shared_ptr<ModelBackend> engine_backend(std::shared_ptr<engine::Engine> engine);
 
-// Renders chat messages into the prompt text for a model (with the assistant's turn opened).
+// A chat rendered into the prompt text for a model (with the assistant's turn opened), and the
+// syntax the model's template shows for tool calls (how its output is parsed).
+struct RenderedChat {
+  std::string text;
+  ToolCallSyntax tool_syntax = ToolCallSyntax::kJson;
+};
+// Renders chat messages, with the request's tools (the "tools" array as sent; null: none).
 // Errors: any non-ok Status, reported to the client as a 400 on the chat route.
-using ChatRenderer = std::function<Result<std::string>(const std::vector<ChatTurn>&)>;
+using ChatRenderer = std::function<Result<RenderedChat>(const std::vector<ChatTurn>&,
+                                                        const nlohmann::ordered_json* tools)>;
 
 struct ModelEntry {
   std::string name;                       // what clients put in "model"

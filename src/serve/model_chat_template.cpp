@@ -1,5 +1,7 @@
 #include "tessera/serve/model_chat_template.h"
 
+#include "tessera/serve/jinja_json.h"
+
 namespace tessera::serve {
 
 Result<ModelChatTemplate> resolve_model_chat_template(const model::Metadata& metadata,
@@ -16,6 +18,8 @@ Result<ModelChatTemplate> resolve_model_chat_template(const model::Metadata& met
     if (!parsed.is_ok()) return parsed.status().with_context("--chat-template " + o.file);
     t.jinja = std::make_shared<const jinja::Template>(std::move(parsed).value());
     t.origin = "file " + o.file;
+    t.reads_tools = template_reads_tools(o.jinja_source);
+    t.tool_syntax = detect_tool_call_syntax(o.jinja_source);
     return t;
   }
   constexpr std::string_view kKey = "tokenizer.chat_template";
@@ -31,6 +35,8 @@ Result<ModelChatTemplate> resolve_model_chat_template(const model::Metadata& met
   if (parsed.is_ok()) {
     t.jinja = std::make_shared<const jinja::Template>(std::move(parsed).value());
     t.origin = "the model's tokenizer.chat_template";
+    t.reads_tools = template_reads_tools(source);
+    t.tool_syntax = detect_tool_call_syntax(source);
     return t;
   }
   // The interpreter refuses it: a recognized family renders instead.
@@ -52,8 +58,13 @@ Result<std::string> render_model_chat(const ModelChatTemplate& t,
                                       std::span<const ChatMessage> messages,
                                       bool add_generation_prompt, std::string_view bos,
                                       std::string_view eos, const std::tm& now,
-                                      bool* used_fallback) {
+                                      bool* used_fallback, const nlohmann::ordered_json* tools) {
   if (used_fallback != nullptr) *used_fallback = false;
+  if (tools != nullptr && !t.reads_tools) {
+    return Status(ErrorCode::kUnsupported,
+                  "the model's chat template (" + t.origin + ") does not render tools; serve it "
+                  "with --chat-template FILE naming a template that does");
+  }
   if (t.jinja) {
     jinja::List list;
     list.reserve(messages.size());
@@ -61,6 +72,21 @@ Result<std::string> render_model_chat(const ModelChatTemplate& t,
       jinja::Dict d;
       d.set("role", m.role);
       d.set("content", m.content);
+      if (!m.name.empty()) d.set("name", m.name);
+      if (!m.tool_call_id.empty()) d.set("tool_call_id", m.tool_call_id);
+      if (m.tool_calls.is_array()) {
+        nlohmann::ordered_json calls = m.tool_calls;
+        for (auto& call : calls) {
+          if (!call.is_object() || !call.contains("function")) continue;
+          auto& fn = call["function"];
+          if (fn.is_object() && fn.contains("arguments") && fn["arguments"].is_string()) {
+            const std::string text = fn["arguments"].get<std::string>();
+            auto obj = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+            if (!obj.is_discarded() && obj.is_object()) fn["arguments"] = std::move(obj);
+          }
+        }
+        d.set("tool_calls", jinja_value_from_json(calls));
+      }
       list.emplace_back(std::move(d));
     }
     jinja::Dict ctx;
@@ -68,11 +94,12 @@ Result<std::string> render_model_chat(const ModelChatTemplate& t,
     ctx.set("add_generation_prompt", add_generation_prompt);
     ctx.set("bos_token", bos);
     ctx.set("eos_token", eos);
-    ctx.set("tools", jinja::Value::none());
+    ctx.set("tools", tools != nullptr ? jinja_value_from_json(*tools) : jinja::Value::none());
     jinja::RenderOptions options;
     options.now = now;
     auto text = t.jinja->render(ctx, options);
-    if (text.is_ok() || text.status().code() != ErrorCode::kUnsupported || !t.builtin) {
+    if (text.is_ok() || text.status().code() != ErrorCode::kUnsupported || !t.builtin ||
+        tools != nullptr) {
       return text;
     }
     if (used_fallback != nullptr) *used_fallback = true;

@@ -19,6 +19,7 @@
 #include "tessera/jinja/template.h"
 #include "tessera/model/format/metadata.h"
 #include "tessera/serve/chat_template.h"
+#include "tessera/serve/tool_calls.h"
 
 namespace tessera::serve {
 
@@ -35,6 +36,10 @@ struct ModelChatTemplate {
                                                  // fallback for a render the interpreter refuses
   std::string origin;  // "the model's tokenizer.chat_template", "file t.jinja", "built-in chatml"
   std::string note;    // why a fallback is in use (empty when none): log it
+  // Function calling: whether the Jinja template renders a request's tools (the built-ins do
+  // not), and the call syntax its text shows (tool_calls.h).
+  bool reads_tools = false;
+  ToolCallSyntax tool_syntax = ToolCallSyntax::kJson;
 };
 
 // The template for a model. Order: the override (a built-in name, or a file, which must parse);
@@ -47,16 +52,19 @@ struct ModelChatTemplate {
 Result<ModelChatTemplate> resolve_model_chat_template(const model::Metadata& metadata,
                                                       const ChatTemplateOverride& override_spec);
 
-// Renders `messages` (role, content) with the template, as HF's apply_chat_template does with
-// add_generation_prompt, bos_token, eos_token and tools = none; `now` is what strftime_now
-// formats. A render the interpreter refuses (kUnsupported) falls back to `builtin` when there is
-// one (`*used_fallback` is then set, when non-null). Errors: the template's own errors
-// (kInvalidArgument, e.g. a raise_exception for a role order it rejects), kUnsupported,
-// kResourceExhausted past the interpreter's bounds.
+// Renders `messages` with the template, as HF's apply_chat_template does with
+// add_generation_prompt, bos_token, eos_token and `tools` (null: none); an assistant turn's
+// tool_calls go in as sent except that JSON-text "arguments" become objects (what HF templates
+// expect). `now` is what strftime_now formats. A render the interpreter refuses (kUnsupported)
+// falls back to `builtin` when there is one and there are no tools (`*used_fallback` is then
+// set, when non-null). Errors: kUnsupported when tools are given and the template does not
+// read them (reads_tools); the template's own errors (kInvalidArgument, e.g. a raise_exception
+// for a role order it rejects), kUnsupported, kResourceExhausted past the interpreter's bounds.
 Result<std::string> render_model_chat(const ModelChatTemplate& t,
                                       std::span<const ChatMessage> messages,
                                       bool add_generation_prompt, std::string_view bos,
                                       std::string_view eos, const std::tm& now,
-                                      bool* used_fallback = nullptr);
+                                      bool* used_fallback = nullptr,
+                                      const nlohmann::ordered_json* tools = nullptr);
 
 }  // namespace tessera::serve

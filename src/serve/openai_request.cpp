@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -13,6 +14,7 @@ namespace tessera::serve {
 namespace {
 
 using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 constexpr int kMaxNesting = 64;
 constexpr size_t kMaxStops = 16;
@@ -142,9 +144,11 @@ constexpr FieldRule kFields[] = {
     {"messages", kChatOnly, FieldUse::kSupported},
     {"max_completion_tokens", kChatOnly, FieldUse::kSupported},
     {"top_logprobs", kChatOnly, FieldUse::kSupported},
-    {"tools", kChatOnly, FieldUse::kSupported},        // empty only, for now
-    {"tool_choice", kChatOnly, FieldUse::kSupported},  // "none" only, for now
-    {"parallel_tool_calls", kChatOnly, FieldUse::kIgnored},  // means nothing without tools
+    {"tools", kChatOnly, FieldUse::kSupported},
+    {"tool_choice", kChatOnly, FieldUse::kSupported},
+    // Calls are parsed as the model writes them (several when it writes several); a forced
+    // call is always one.
+    {"parallel_tool_calls", kChatOnly, FieldUse::kIgnored},
 };
 
 // kInvalidArgument naming the first field of `doc` that `route` does not accept.
@@ -438,7 +442,129 @@ Status read_content(Fields& f, const std::string& field, const json& c, std::str
   return Status::ok();
 }
 
-Status read_messages(Fields& f, ChatRequest* r) {
+// An assistant turn's "tool_calls": [{"id", "type": "function", "function": {"name",
+// "arguments" (JSON text, or an object)}}].
+Status check_tool_calls(Fields& f, const std::string& field, const std::string& role,
+                        const json& calls) {
+  if (role != "assistant") {
+    return f.fail(field, fmt::format("'{}' is only allowed on assistant turns", field));
+  }
+  if (!calls.is_array()) return f.wrong_type(field, "an array", calls);
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const json& c = calls[k];
+    const std::string cf = fmt::format("{}[{}]", field, k);
+    if (!c.is_object()) return f.wrong_type(cf, "an object", c);
+    if (auto type = c.find("type"); type != c.end() && *type != "function") {
+      return f.fail(cf + ".type", fmt::format("'{}.type' must be 'function'", cf));
+    }
+    auto fn = c.find("function");
+    if (fn == c.end() || !fn->is_object()) {
+      return f.fail(cf + ".function", fmt::format("'{}.function' must be an object", cf));
+    }
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string()) {
+      return f.fail(cf + ".function.name", fmt::format("'{}.function.name' must be a string", cf));
+    }
+    auto args = fn->find("arguments");
+    if (args != fn->end() && !args->is_string() && !args->is_object()) {
+      return f.wrong_type(cf + ".function.arguments", "a string (JSON text) or an object", *args);
+    }
+  }
+  return Status::ok();
+}
+
+bool valid_function_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+// "tools" (function tools only) and "tool_choice", from the key-ordered document.
+Status read_tools(Fields& f, const ojson& doc, ChatRequest* r) {
+  const json* v = f.get("tools");
+  const json* choice = f.get("tool_choice");
+  ToolRequest& t = r->tools;
+  if (v) {
+    if (!v->is_array()) return f.wrong_type("tools", "an array", *v);
+    if (v->size() > 128) return f.fail("tools", "'tools' may declare at most 128 functions");
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& tool = (*v)[i];
+      const std::string field = fmt::format("tools[{}]", i);
+      if (!tool.is_object()) return f.wrong_type(field, "an object", tool);
+      auto type = tool.find("type");
+      if (type == tool.end() || *type != "function") {
+        return f.fail(field + ".type", fmt::format("'{}.type' must be 'function' (the only tool "
+                                                   "type supported)", field));
+      }
+      auto fn = tool.find("function");
+      if (fn == tool.end() || !fn->is_object()) {
+        return f.fail(field + ".function", fmt::format("'{}.function' must be an object", field));
+      }
+      auto name = fn->find("name");
+      if (name == fn->end() || !name->is_string() || !valid_function_name(name->get<std::string>())) {
+        return f.fail(field + ".function.name",
+                      fmt::format("'{}.function.name' must be 1 to 64 of a-z, A-Z, 0-9, _ and -",
+                                  field));
+      }
+      ToolFunction func;
+      func.name = name->get<std::string>();
+      if (t.find(func.name) != nullptr) {
+        return f.fail(field + ".function.name",
+                      fmt::format("function '{}' is declared twice", func.name));
+      }
+      func.parameters = ojson::object();
+      if (auto params = fn->find("parameters"); params != fn->end() && !params->is_null()) {
+        if (!params->is_object()) {
+          return f.wrong_type(field + ".function.parameters", "an object (a JSON schema)", *params);
+        }
+        func.parameters = doc.at("tools").at(i).at("function").at("parameters");
+      }
+      t.functions.push_back(std::move(func));
+    }
+    t.tools = doc.at("tools");
+  }
+  if (!choice) {
+    t.choice = t.functions.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+    return Status::ok();
+  }
+  if (choice->is_string()) {
+    const std::string c = choice->get<std::string>();
+    if (c == "none") {
+      t.choice = ToolChoice::kNone;
+      return Status::ok();
+    }
+    if (c != "auto" && c != "required") {
+      return f.fail("tool_choice", fmt::format("'tool_choice' must be 'none', 'auto', 'required' "
+                                               "or a function, got '{}'", c));
+    }
+    t.choice = c == "auto" ? ToolChoice::kAuto : ToolChoice::kRequired;
+  } else if (choice->is_object()) {
+    auto fn = choice->find("function");
+    auto type = choice->find("type");
+    if (type == choice->end() || *type != "function" || fn == choice->end() || !fn->is_object() ||
+        !fn->contains("name") || !(*fn)["name"].is_string()) {
+      return f.fail("tool_choice", "'tool_choice' as an object must be {\"type\": \"function\", "
+                                   "\"function\": {\"name\": ...}}");
+    }
+    t.choice = ToolChoice::kFunction;
+    t.function = (*fn)["name"].get<std::string>();
+    if (!t.functions.empty() && t.find(t.function) == nullptr) {
+      return f.fail("tool_choice", fmt::format("'tool_choice' names function '{}', which 'tools' "
+                                               "does not declare", t.function));
+    }
+  } else {
+    return f.wrong_type("tool_choice", "a string or an object", *choice);
+  }
+  if (t.functions.empty()) {
+    return f.fail("tool_choice", "'tool_choice' needs 'tools' declaring at least one function");
+  }
+  return Status::ok();
+}
+
+Status read_messages(Fields& f, const ojson* ordered_messages, ChatRequest* r) {
+  const ojson* ordered = ordered_messages;
   const json* v = f.get("messages");
   if (!v) return f.fail("messages", "'messages' is required");
   if (!v->is_array()) return f.wrong_type("messages", "an array", *v);
@@ -464,6 +590,20 @@ Status read_messages(Fields& f, ChatRequest* r) {
       TS_RETURN_IF_ERROR(read_content(f, field + ".content", *content, &turn.content));
     } else if (turn.role != "assistant") {
       return f.fail(field + ".content", fmt::format("'{}.content' is required", field));
+    }
+    if (auto name = m.find("name"); name != m.end() && !name->is_null()) {
+      if (!name->is_string()) return f.wrong_type(field + ".name", "a string", *name);
+      turn.name = name->get<std::string>();
+    }
+    if (auto id = m.find("tool_call_id"); id != m.end() && !id->is_null()) {
+      if (!id->is_string()) return f.wrong_type(field + ".tool_call_id", "a string", *id);
+      turn.tool_call_id = id->get<std::string>();
+    }
+    if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+      TS_RETURN_IF_ERROR(check_tool_calls(f, field + ".tool_calls", turn.role, *calls));
+      if (!calls->empty()) {
+        turn.tool_calls = ordered->at(i).at("tool_calls");
+      }
     }
     r->messages.push_back(std::move(turn));
   }
@@ -528,7 +668,12 @@ Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error
   Fields f(doc, error_param);
   TS_RETURN_IF_ERROR(check_known_fields(f, doc, kChatOnly));
   ChatRequest r;
-  TS_RETURN_IF_ERROR(read_messages(f, &r));
+  // Tools and calls are rendered by the template (tojson shows their key order): read those
+  // from a key-ordered parse of the same body.
+  ojson ordered = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (ordered.is_discarded() || !ordered.is_object()) return internal_error("body parsed twice differently");
+  const ojson* ordered_messages = ordered.contains("messages") ? &ordered["messages"] : nullptr;
+  TS_RETURN_IF_ERROR(read_messages(f, ordered_messages, &r));
   TS_RETURN_IF_ERROR(read_common(f, &r.params));
   TS_RETURN_IF_ERROR(read_max_tokens(f, "max_tokens", &r.params));
   TS_RETURN_IF_ERROR(read_max_tokens(f, "max_completion_tokens", &r.params));
@@ -540,12 +685,15 @@ Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error
     return f.fail("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
   }
   if (logprobs) r.params.n_logprobs = top ? static_cast<int32_t>(*top) : 0;
-  if (const json* v = f.get("tools"); v && !(v->is_array() && v->empty())) {
-    return f.fail("tools", "'tools' (function calling) is not supported yet");
-  }
-  if (const json* v = f.get("tool_choice"); v && !(v->is_string() && *v == "none")) {
-    return f.fail("tool_choice", "'tool_choice' (function calling) is not supported yet; only "
-                                 "\"none\" is accepted");
+  TS_RETURN_IF_ERROR(read_tools(f, ordered, &r));
+  if (r.tools.active() && r.tools.forced()) {
+    if (r.params.json_schema) {
+      return f.fail("response_format", "'response_format' cannot be combined with a forced tool "
+                                       "call (tool_choice 'required' or a named function)");
+    }
+    auto schema = forced_call_schema(r.tools);
+    if (!schema.is_ok()) return f.fail("tools", schema.status().message());
+    r.params.json_schema = std::move(schema).value();
   }
   return r;
 }

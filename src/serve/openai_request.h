@@ -18,6 +18,7 @@
 #include "tessera/engine/json_schema.h"
 #include "tessera/engine/request.h"
 #include "tessera/engine/sampler.h"
+#include "tessera/serve/tool_calls.h"
 
 namespace tessera::serve {
 
@@ -25,6 +26,11 @@ namespace tessera::serve {
 struct ChatTurn {
   std::string role;  // system, developer, user, assistant, tool
   std::string content;
+  // An assistant turn's calls as sent ([{"id", "type": "function", "function": {"name",
+  // "arguments"}}], key order kept); null when none.
+  nlohmann::ordered_json tool_calls;
+  std::string tool_call_id;  // a tool turn's (may be empty)
+  std::string name;          // the optional "name" of a turn
 };
 
 // What both routes share. Sampling defaults are OpenAI's (temperature 1, top_p 1, no top-k or
@@ -61,12 +67,17 @@ struct CompletionRequest {
 struct ChatRequest {
   GenerationParams params;
   std::vector<ChatTurn> messages;  // non-empty
+  ToolRequest tools;               // "tools" and "tool_choice" (tool_calls.h)
 };
 
 // Parses a /v1/completions body. On error, sets *error_param (may be null) to the field at fault
 // ("" when it is the body itself).
 Result<CompletionRequest> parse_completion_request(std::string_view body, std::string* error_param);
-// Parses a /v1/chat/completions body; max_completion_tokens wins over max_tokens.
+// Parses a /v1/chat/completions body; max_completion_tokens wins over max_tokens. "tools" must be
+// function tools with valid names and object parameters; "tool_choice" "none", "auto",
+// "required" or {"type": "function", "function": {"name": <declared>}} (default "auto" with
+// tools), refused without tools. A forced call ("required" or a named function) sets
+// params.json_schema to forced_call_schema() and cannot be combined with response_format.
 Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error_param);
 
 // Deepest nesting of arrays and objects in `json` (strings skipped), stopping early past `limit`.

@@ -64,6 +64,18 @@ json finish_json(std::string_view finish_reason) {
   return finish_reason.empty() ? json(nullptr) : json(std::string(finish_reason));
 }
 
+json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
+  json out = json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    json call = {{"id", calls[k].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}};
+    if (with_index) call["index"] = k;
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 json envelope(const ResponseIdentity& ident, bool chunk) {
   const char* object = ident.kind == ApiKind::kChat
                            ? (chunk ? "chat.completion.chunk" : "chat.completion")
@@ -87,7 +99,11 @@ std::string format_response(const ResponseIdentity& ident, const std::vector<Cho
     json choice = {{"index", i}, {"finish_reason", finish_json(c.finish_reason)}};
     choice["logprobs"] = c.logprobs ? logprobs_json(ident.kind, *c.logprobs, 0) : json(nullptr);
     if (ident.kind == ApiKind::kChat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      const bool calls = c.tool_calls != nullptr && !c.tool_calls->empty();
+      choice["message"] = {{"role", "assistant"},
+                           {"content", calls && c.text.empty() ? json(nullptr) : json(c.text)},
+                           {"refusal", nullptr}};
+      if (calls) choice["message"]["tool_calls"] = tool_calls_json(*c.tool_calls, false);
     } else {
       choice["text"] = c.text;
     }
@@ -113,6 +129,16 @@ std::string format_chunk(const ResponseIdentity& ident, int32_t index, std::stri
   } else {
     choice["text"] = std::string(text);
   }
+  json out = envelope(ident, true);
+  out["choices"] = json::array({std::move(choice)});
+  if (usage_null) out["usage"] = nullptr;
+  return dump_json(out);
+}
+
+std::string format_tool_calls_chunk(const ResponseIdentity& ident, int32_t index,
+                                    const std::vector<ToolCall>& calls, bool usage_null) {
+  json choice = {{"index", index}, {"finish_reason", nullptr}, {"logprobs", nullptr}};
+  choice["delta"] = {{"tool_calls", tool_calls_json(calls, true)}};
   json out = envelope(ident, true);
   out["choices"] = json::array({std::move(choice)});
   if (usage_null) out["usage"] = nullptr;

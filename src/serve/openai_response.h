@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessera/engine/request.h"
+#include "tessera/serve/tool_calls.h"
 
 namespace tessera::serve {
 
@@ -39,6 +40,9 @@ struct ChoiceOutput {
   std::string text;
   std::string finish_reason;
   const std::vector<TokenLogprobEntry>* logprobs = nullptr;  // null: "logprobs": null
+  // Chat: the calls parsed from the output (null or empty: none). With calls the message has
+  // "tool_calls" and its "content" is null unless `text` (the rest) is non-empty.
+  const std::vector<ToolCall>* tool_calls = nullptr;
 };
 
 // The complete (non-stream) response: the choices in order (choice i gets "index": i) and usage.
@@ -54,6 +58,10 @@ std::string format_chunk(const ResponseIdentity& ident, int32_t index, std::stri
                          std::string_view finish_reason,
                          const std::vector<TokenLogprobEntry>* logprobs, size_t text_offset,
                          bool usage_null);
+// A chat stream chunk whose delta carries whole tool calls ("index" k, "id", "type", "function"
+// with "name" and the complete "arguments"), finish_reason null.
+std::string format_tool_calls_chunk(const ResponseIdentity& ident, int32_t index,
+                                    const std::vector<ToolCall>& calls, bool usage_null);
 // The final usage-only chunk: "choices": [] and "usage".
 std::string format_usage_chunk(const ResponseIdentity& ident, const engine::Usage& usage);
 

@@ -2,12 +2,14 @@
 // own thread (one token per `token_delay`), honours cancel(), and can be told to refuse submits.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -45,6 +47,12 @@ class FakeBackend final : public ModelBackend {
     submit_error_ = std::move(s);
   }
   void set_token_delay(std::chrono::milliseconds d) { token_delay_ = d; }
+  // Each later request streams these pieces (at most max_tokens of them) and finishes "stop"
+  // after the last, instead of "w0 ", "w1 ", ... finishing "length".
+  void set_script(std::vector<std::string> pieces) {
+    std::lock_guard lock(mu_);
+    script_ = std::move(pieces);
+  }
 
   Result<engine::RequestId> submit(engine::Request request, engine::EventSink sink) override {
     std::lock_guard lock(mu_);
@@ -55,19 +63,25 @@ class FakeBackend final : public ModelBackend {
     requests_.push_back(request);
     active_.fetch_add(1);
     const auto delay = token_delay_.load();
-    threads_.emplace_back([this, id, flag, delay, request = std::move(request), sink = std::move(sink)] {
+    threads_.emplace_back([this, id, flag, delay, script = script_, request = std::move(request),
+                           sink = std::move(sink)] {
       engine::FinishEvent fin;
       fin.reason = engine::FinishReason::kLength;
       fin.usage.prompt_tokens = static_cast<int32_t>(request.prompt.size());
       fin.usage.cached_tokens = 0;
-      for (int32_t i = 0; i < request.max_tokens; ++i) {
+      const bool scripted = !script.empty();
+      const int32_t n = scripted ? std::min<int32_t>(request.max_tokens,
+                                                     static_cast<int32_t>(script.size()))
+                                 : request.max_tokens;
+      if (scripted && n == static_cast<int32_t>(script.size())) fin.reason = engine::FinishReason::kStop;
+      for (int32_t i = 0; i < n; ++i) {
         if (flag->load()) {
           fin.reason = engine::FinishReason::kCancelled;
           break;
         }
         engine::TokenEvent t;
         t.token = 100 + i % 50;
-        t.text = "w" + std::to_string(i) + " ";
+        t.text = scripted ? script[static_cast<size_t>(i)] : "w" + std::to_string(i) + " ";
         t.piece = t.text;
         t.logprob = -0.5f;
         for (int32_t k = 0; k < std::max(0, request.n_logprobs); ++k) t.top.push_back({10 + k, -1.0f - k});
@@ -118,6 +132,7 @@ class FakeBackend final : public ModelBackend {
   engine::RequestId next_id_ = 0;
   std::map<engine::RequestId, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
   std::vector<engine::Request> requests_;
+  std::vector<std::string> script_;
   std::set<engine::RequestId> cancelled_;
   std::atomic<int> active_{0};
   std::vector<std::thread> threads_;

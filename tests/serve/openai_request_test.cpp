@@ -154,7 +154,7 @@ TEST(Request, UnsupportedFieldsAreRefusedByName) {
                 "response_format"},
            Case{true, R"({"messages":[{"role":"user","content":"x"}],"prompt":"x"})", "prompt"},
            Case{true, R"({"messages":[{"role":"user","content":"x"}],"functions":[]})", "functions"},
-           Case{true, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools"},
+           Case{true, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools[0].function"},
            Case{true, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})", "tool_choice"},
            Case{true, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})",
                 "response_format"},
@@ -226,6 +226,90 @@ TEST(Response, InvalidUtf8InPiecesDoesNotThrow) {
   std::string s = format_chunk(id, 0, "\xC3", false, "", &lp, 0, false);
   EXPECT_NE(s.find("\xEF\xBF\xBD"), std::string::npos) << s;
   EXPECT_NE(s.find("\"bytes\":[226,150]"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace tessera::serve
+
+namespace tessera::serve {
+namespace {
+
+TEST(Request, ToolsAndToolChoice) {
+  std::string param;
+  auto r = parse_chat_request(R"({"messages":[{"role":"user","content":"x"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
+        "function":{"name":"f","arguments":"{\"b\":1,\"a\":2}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"ok"}],
+      "tools":[{"type":"function","function":{"name":"f","description":"d",
+        "parameters":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}}}},
+               {"type":"function","function":{"name":"g-2"}}]})", &param);
+  ASSERT_TRUE(r.is_ok()) << param << ": " << r.status().message();
+  EXPECT_EQ(r->tools.choice, ToolChoice::kAuto);  // the default with tools
+  ASSERT_EQ(r->tools.functions.size(), 2u);
+  EXPECT_EQ(r->tools.functions[1].name, "g-2");
+  EXPECT_TRUE(r->tools.functions[1].parameters.empty());
+  // Key order as sent (a template's tojson shows it).
+  EXPECT_EQ(r->tools.functions[0].parameters.dump(),
+            R"({"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}})");
+  EXPECT_EQ(r->tools.tools[0]["function"].begin().key(), "name");
+  EXPECT_EQ(r->params.json_schema, nullptr);  // auto: free text, parsed afterwards
+  ASSERT_TRUE(r->messages[1].tool_calls.is_array());
+  EXPECT_EQ(r->messages[1].tool_calls[0]["function"]["name"], "f");
+  EXPECT_EQ(r->messages[1].tool_calls[0].begin().key(), "id");
+  EXPECT_EQ(r->messages[2].tool_call_id, "c1");
+
+  // A forced call is constrained: its schema is set.
+  auto forced = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],
+      "tools":[{"type":"function","function":{"name":"f"}}],
+      "tool_choice":{"type":"function","function":{"name":"f"}}})", &param);
+  ASSERT_TRUE(forced.is_ok()) << forced.status().message();
+  EXPECT_EQ(forced->tools.choice, ToolChoice::kFunction);
+  EXPECT_NE(forced->params.json_schema, nullptr);
+  auto required = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],
+      "tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"})", &param);
+  ASSERT_TRUE(required.is_ok());
+  EXPECT_NE(required->params.json_schema, nullptr);
+  // "none" renders no tools and parses nothing.
+  auto none = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],
+      "tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"})", &param);
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_FALSE(none->tools.active());
+
+  struct Case {
+    const char* body;
+    const char* param;
+  };
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  for (const Case& c : {
+           Case{R"("tools":{})", "tools"},
+           Case{R"("tools":[{"type":"retrieval"}])", "tools[0].type"},
+           Case{R"("tools":[{"type":"function","function":{"name":"a b"}}])", "tools[0].function.name"},
+           Case{R"("tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}])",
+                "tools[1].function.name"},
+           Case{R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}])",
+                "tools[0].function.parameters"},
+           Case{R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"sometimes")", "tool_choice"},
+           Case{R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}})",
+                "tool_choice"},
+           Case{R"("tool_choice":"required")", "tool_choice"},
+           Case{R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"x"}}}}}],"tool_choice":"required")",
+                "tools"},
+           Case{R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","response_format":{"type":"json_object"})",
+                "response_format"},
+       }) {
+    const std::string body = "{" + user + "," + c.body + "}";
+    auto s = parse_chat_request(body, &param);
+    ASSERT_FALSE(s.is_ok()) << body;
+    EXPECT_EQ(param, c.param) << body << ": " << s.status().message();
+  }
+  // tool_calls belong to assistant turns and must be function calls.
+  for (const char* m : {R"({"role":"user","content":"x","tool_calls":[]})",
+                        R"({"role":"assistant","tool_calls":[{"type":"function"}]})",
+                        R"({"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":3}}]})"}) {
+    const std::string body = std::string(R"({"messages":[)") + m + "]}";
+    EXPECT_FALSE(parse_chat_request(body, &param).is_ok()) << body;
+    EXPECT_TRUE(param.starts_with("messages[0].tool_calls")) << body << " -> " << param;
+  }
 }
 
 }  // namespace

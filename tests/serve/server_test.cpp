@@ -32,13 +32,16 @@ class ServerTest : public ::testing::Test {
     e.backend = backend_;
     e.created = 1700000000;
     if (with_chat) {
-      e.chat = [](const std::vector<ChatTurn>& turns) -> Result<std::string> {
+      // Renders tools (as their JSON) and asks for Hermes-style calls.
+      e.chat = [](const std::vector<ChatTurn>& turns,
+                  const nlohmann::ordered_json* tools) -> Result<RenderedChat> {
         std::string out;
+        if (tools != nullptr) out += "<tools>" + tools->dump() + "\n";
         for (const auto& t : turns) {
           if (t.role == "tool") return invalid_argument("tool messages are not in this template");
           out += "<" + t.role + ">" + t.content + "\n";
         }
-        return out + "<assistant>";
+        return RenderedChat{out + "<assistant>", ToolCallSyntax::kHermes};
       };
     }
     ASSERT_TRUE(models_->add(e).is_ok());
@@ -269,6 +272,77 @@ TEST_F(ServerTest, ChatTemplateErrorsAre400) {
   start();
   json body = {{"model", "tiny"}, {"messages", {{{"role", "tool"}, {"content", "x"}}}}};
   expect_error(post("/v1/chat/completions", body), 400, "invalid_request_error", "messages");
+}
+
+// Function calling end to end over the scripted backend: the tools reach the template, the
+// output (Hermes syntax, as the test template asks) is parsed into tool_calls, whole and streamed.
+TEST_F(ServerTest, ToolCallsAreParsedFromTheOutput) {
+  start();
+  const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])");
+  json body = {{"model", "tiny"},
+               {"messages", {{{"role", "user"}, {"content", "weather in Paris?"}}}},
+               {"tools", tools},
+               {"max_tokens", 32}};
+  backend_->set_script({"<tool_call>", "\n{\"name\": \"get_weather\", ", "\"arguments\": ",
+                        "{\"city\": \"Paris\"}}", "\n</tool_call>"});
+  auto r = post("/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  const json& msg = j["choices"][0]["message"];
+  EXPECT_TRUE(msg["content"].is_null()) << r.body;
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << r.body;
+  EXPECT_EQ(msg["tool_calls"][0]["type"], "function");
+  EXPECT_TRUE(msg["tool_calls"][0]["id"].get<std::string>().starts_with("call_"));
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json({{"city", "Paris"}}));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  // The template saw the tools.
+  const auto& tok = backend_->tokenizer();
+  EXPECT_NE(tok.decode(backend_->requests()[0].prompt).find("get_weather"), std::string::npos);
+  EXPECT_EQ(backend_->requests()[0].structured, nullptr);  // auto: not constrained
+
+  // Streamed: no text deltas for the call, one tool_calls delta, then the finish.
+  body["stream"] = true;
+  auto s = post("/v1/chat/completions", body);
+  ASSERT_EQ(s.status, 200);
+  auto events = testing::sse_payloads(s.body);
+  ASSERT_EQ(events.size(), 4u) << s.body;  // role, tool_calls, finish, [DONE]
+  json calls = json::parse(events[1])["choices"][0]["delta"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 1u) << events[1];
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(events[2])["choices"][0]["finish_reason"], "tool_calls");
+
+  // Plain text stays text, streamed as one delta at the end.
+  backend_->set_script({"It is ", "sunny."});
+  auto t = post("/v1/chat/completions", body);
+  auto text_events = testing::sse_payloads(t.body);
+  ASSERT_EQ(text_events.size(), 4u) << t.body;
+  EXPECT_EQ(json::parse(text_events[1])["choices"][0]["delta"]["content"], "It is sunny.");
+  EXPECT_EQ(json::parse(text_events[2])["choices"][0]["finish_reason"], "stop");
+  body["stream"] = false;
+  auto u = post("/v1/chat/completions", body);
+  json plain = json::parse(u.body)["choices"][0];
+  EXPECT_EQ(plain["message"]["content"], "It is sunny.");
+  EXPECT_FALSE(plain["message"].contains("tool_calls"));
+  EXPECT_EQ(plain["finish_reason"], "stop");
+
+  // A forced call is decoded under the call schema.
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  backend_->set_script({"{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"});
+  auto f = post("/v1/chat/completions", body);
+  ASSERT_EQ(f.status, 200) << f.body;
+  EXPECT_NE(backend_->requests().back().structured, nullptr);
+  json fc = json::parse(f.body)["choices"][0];
+  EXPECT_EQ(fc["finish_reason"], "tool_calls");
+  EXPECT_EQ(fc["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Oslo\"}");
+
+  // Streaming logprobs cannot be given with tools (the text is held back).
+  body["stream"] = true;
+  body["logprobs"] = true;
+  expect_error(post("/v1/chat/completions", body), 400, "invalid_request_error", "logprobs");
 }
 
 TEST_F(ServerTest, LogprobsShapes) {

@@ -122,5 +122,86 @@ await test('concurrent requests', async () => {
   assert.deepEqual(together.map((r) => r.choices[0].text), alone);
 });
 
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather in a city',
+    // Closed choices: random weights never end a free-text string, so the call stays short.
+    parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Oslo', 'Rome'] }, celsius: { type: 'boolean' } }, required: ['city'], additionalProperties: false },
+  },
+};
+
+await test('tools: a forced function call (random weights still write a valid call)', async () => {
+  const r = await client.chat.completions.create({
+    model: MODEL_NAME,
+    messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    tools: [weatherTool],
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    max_tokens: 200,
+    temperature: 0.7,
+    seed: 3,
+  });
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
+  assert.equal(c.message.content, null);
+  assert.equal(c.message.tool_calls.length, 1);
+  const call = c.message.tool_calls[0];
+  assert.ok(call.id.startsWith('call_'));
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  const args = JSON.parse(call.function.arguments);
+  assert.ok(['Paris', 'Oslo', 'Rome'].includes(args.city), call.function.arguments);
+  for (const k of Object.keys(args)) assert.ok(k === 'city' || k === 'celsius', call.function.arguments);
+  if ('celsius' in args) assert.equal(typeof args.celsius, 'boolean');
+});
+
+await test('tools: auto, streamed, and a tool result turn', async () => {
+  const stream = await client.chat.completions.create({
+    model: MODEL_NAME,
+    messages: [
+      { role: 'user', content: 'Weather in Oslo?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '3 C, snow' },
+    ],
+    tools: [weatherTool],
+    max_tokens: 6,
+    temperature: 0,
+    stream: true,
+  });
+  let finish = null;
+  let pieces = 0;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      if (c.delta.content || c.delta.tool_calls) pieces++;
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.ok(['length', 'stop', 'tool_calls'].includes(finish), String(finish));
+  assert.ok(pieces >= 1);
+});
+
+await test('n choices share one prompt', async () => {
+  const r = await client.chat.completions.create({
+    model: MODEL_NAME, messages: [{ role: 'user', content: 'Tell me a story.' }], n: 3, max_tokens: 4, seed: 11,
+  });
+  assert.equal(r.choices.length, 3);
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+  assert.equal(r.usage.completion_tokens, 12);
+});
+
+await test('embeddings (the client asks for base64)', async () => {
+  const r = await client.embeddings.create({ model: MODEL_NAME, input: ['first text', 'second'] });
+  assert.equal(r.data.length, 2);
+  for (const [i, d] of r.data.entries()) {
+    assert.equal(d.index, i);
+    assert.ok(d.embedding.length > 0);
+    const norm = Math.sqrt(d.embedding.reduce((s, x) => s + x * x, 0));
+    assert.ok(Math.abs(norm - 1) < 1e-3, `norm ${norm}`);
+  }
+  assert.equal(r.data[0].embedding.length, r.data[1].embedding.length);
+  assert.ok(r.usage.prompt_tokens > 0);
+});
+
 console.log(`openai client: ${failures} failed`);
 process.exit(failures === 0 ? 0 : 1);

@@ -29,10 +29,27 @@ if [ "$WHAT" = openai ] || [ "$WHAT" = all ]; then
   fi
 fi
 
+# ChatML as a Jinja template that also renders tools and asks for Hermes-style calls, so the
+# clients' function-calling requests run (the built-in chatml renders no tools).
+TEMPLATE="$WORK/chatml-tools.jinja"
+cat >"$TEMPLATE" <<'JINJA'
+{%- if tools %}<|im_start|>system
+You may call these functions:
+<tools>
+{% for t in tools %}{{ t | tojson }}
+{% endfor %}</tools>
+Write each call as <tool_call>{"name": <name>, "arguments": <object>}</tool_call><|im_end|>
+{% endif %}
+{%- for m in messages %}<|im_start|>{{ m.role }}
+{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}{% else %}{{ m.content }}{% endif %}<|im_end|>
+{% endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}
+JINJA
 API_KEY=test-key-123
 LOG="$WORK/server-$WHAT.log"
 "$TESSERA" serve --model "$MODEL" --host 127.0.0.1 --port 0 --threads 2 --parallel 4 \
-  --ctx-size 512 --api-key "$API_KEY" --chat-template chatml >"$LOG" 2>&1 &
+  --ctx-size 512 --api-key "$API_KEY" --chat-template "$TEMPLATE" >"$LOG" 2>&1 &
 PID=$!
 cleanup() { kill -9 "$PID" 2>/dev/null || true; }
 trap cleanup EXIT

@@ -1,0 +1,215 @@
+// Function calling: parsing outputs in each syntax, recognizing a template's syntax and whether it
+// renders tools (on real templates from ../shared/templates), the forced-call schema, and
+// rendering a conversation with tools and calls through a real template.
+#include "tessera/serve/tool_calls.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tessera/engine/json_matcher.h"
+#include "tessera/serve/model_chat_template.h"
+#include "test_util.h"
+
+namespace tessera::serve {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ToolRequest weather_tools(ToolChoice choice = ToolChoice::kAuto) {
+  ToolRequest t;
+  t.tools = ojson::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                    "unit": {"enum": ["c", "f"]}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time"}}])");
+  t.functions.push_back({"get_weather", t.tools[0]["function"]["parameters"]});
+  t.functions.push_back({"get_time", ojson::object()});
+  t.choice = choice;
+  return t;
+}
+
+TEST(ToolCalls, HermesBlocksBecomeCallsAndTheRestContent) {
+  const ToolRequest tools = weather_tools();
+  auto p = parse_tool_calls(
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
+      "\"unit\": \"c\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": "
+      "{}}\n</tool_call>",
+      ToolCallSyntax::kHermes, tools);
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","unit":"c"})");  // the model's key order
+  EXPECT_TRUE(p.calls[0].id.starts_with("call_"));
+  EXPECT_EQ(p.calls[0].id.size(), 5u + 24u);
+  EXPECT_NE(p.calls[0].id, p.calls[1].id);
+  EXPECT_EQ(p.calls[1].name, "get_time");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  EXPECT_EQ(p.content, "Let me check.");
+}
+
+TEST(ToolCalls, HermesEdgeCases) {
+  const ToolRequest tools = weather_tools();
+  // An unclosed last block (stopped at EOS) still counts; arguments as JSON text are accepted.
+  auto p = parse_tool_calls(
+      "<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}",
+      ToolCallSyntax::kHermes, tools);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(p.content, "");
+  // An undeclared function, broken JSON or non-object arguments are not calls: text stays.
+  for (const char* bad :
+       {"<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>",
+        "<tool_call>{\"name\": \"get_weather\", \"arguments\": {</tool_call>",
+        "<tool_call>{\"name\": \"get_weather\", \"arguments\": [1]}</tool_call>",
+        "<tool_call>[]</tool_call>", "plain text, no call"}) {
+    auto q = parse_tool_calls(bad, ToolCallSyntax::kHermes, tools);
+    EXPECT_TRUE(q.calls.empty()) << bad;
+    EXPECT_EQ(q.content, bad);
+  }
+  // Without any block the whole output may still be a bare call (the marker was a special token).
+  auto bare = parse_tool_calls(" {\"name\": \"get_time\", \"arguments\": {}} ", ToolCallSyntax::kHermes, tools);
+  ASSERT_EQ(bare.calls.size(), 1u);
+  EXPECT_EQ(bare.calls[0].name, "get_time");
+}
+
+TEST(ToolCalls, MistralAndJsonSyntaxes) {
+  const ToolRequest tools = weather_tools();
+  auto m = parse_tool_calls(
+      "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}, "
+      "{\"name\": \"get_time\", \"arguments\": {}}]",
+      ToolCallSyntax::kMistral, tools);
+  ASSERT_EQ(m.calls.size(), 2u);
+  EXPECT_EQ(m.calls[0].arguments, R"({"city":"Rome"})");
+  EXPECT_EQ(m.content, "");
+  // Llama 3.1 writes "parameters", sometimes after <|python_tag|>.
+  auto j = parse_tool_calls("<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}",
+                            ToolCallSyntax::kJson, tools);
+  ASSERT_EQ(j.calls.size(), 1u);
+  EXPECT_EQ(j.calls[0].arguments, R"({"city":"Lima"})");
+  // A JSON object that is not a call is content.
+  auto text = parse_tool_calls("{\"answer\": 42}", ToolCallSyntax::kJson, tools);
+  EXPECT_TRUE(text.calls.empty());
+  EXPECT_EQ(text.content, "{\"answer\": 42}");
+  // One bad element spoils an array: nothing is half-parsed.
+  auto half = parse_tool_calls("[{\"name\": \"get_time\"}, {\"name\": \"nope\"}]", ToolCallSyntax::kJson, tools);
+  EXPECT_TRUE(half.calls.empty());
+}
+
+TEST(ToolCalls, ForcedSchemaAcceptsOnlyCallsOfTheChosenFunction) {
+  auto accepts = [](const std::shared_ptr<const engine::JsonSchema>& s, std::string_view doc) {
+    engine::JsonMatcher m(s);
+    return m.feed(doc) && m.complete();
+  };
+  ToolRequest named = weather_tools(ToolChoice::kFunction);
+  named.function = "get_weather";
+  auto s = forced_call_schema(named);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_TRUE(accepts(*s, R"({"name": "get_weather", "arguments": {"city": "Oslo"}})"));
+  EXPECT_TRUE(accepts(*s, R"({"arguments": {"city": "Oslo", "unit": "f"}, "name": "get_weather"})"));
+  EXPECT_FALSE(accepts(*s, R"({"name": "get_time", "arguments": {"city": "Oslo"}})"));
+  EXPECT_FALSE(accepts(*s, R"({"name": "get_weather", "arguments": {"unit": "c"}})"));  // city required
+  EXPECT_FALSE(accepts(*s, R"({"name": "get_weather", "arguments": {"city": "Oslo", "unit": "k"}})"));
+  EXPECT_FALSE(accepts(*s, R"({"name": "get_weather"})"));
+
+  // "required" with two tools: either name, any object as arguments (checked afterwards).
+  auto r = forced_call_schema(weather_tools(ToolChoice::kRequired));
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_TRUE(accepts(*r, R"({"name": "get_time", "arguments": {}})"));
+  EXPECT_TRUE(accepts(*r, R"({"name": "get_weather", "arguments": {"x": 1}})"));
+  EXPECT_FALSE(accepts(*r, R"({"name": "other", "arguments": {}})"));
+  const ToolRequest t = weather_tools();
+  EXPECT_TRUE(arguments_match(t.functions[0], R"({"city": "Oslo"})"));
+  EXPECT_FALSE(arguments_match(t.functions[0], R"({"x": 1})"));
+  EXPECT_TRUE(arguments_match(t.functions[1], R"({"x": 1})"));
+
+  // Parameters the subset cannot enforce are refused for a forced call, naming the tool.
+  ToolRequest pattern = weather_tools(ToolChoice::kFunction);
+  pattern.function = "get_weather";
+  pattern.functions[0].parameters = ojson::parse(R"({"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Z]"}}})");
+  auto bad = forced_call_schema(pattern);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("tools[0].function.parameters"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("pattern"), std::string::npos) << bad.status().message();
+}
+
+TEST(ToolCalls, TemplateReadsToolsLooksAtCodeOnly) {
+  EXPECT_TRUE(template_reads_tools("{% if tools %}{{ tools | tojson }}{% endif %}"));
+  EXPECT_TRUE(template_reads_tools("{%- for t in tools -%}x{%- endfor %}"));
+  EXPECT_FALSE(template_reads_tools("{{ 'You have no tools' }} tools <tools>"));
+  EXPECT_FALSE(template_reads_tools("{{ message.tools }}{{ my_tools }}"));
+  EXPECT_FALSE(template_reads_tools("{% for m in messages %}{{ m.content }}{% endfor %}"));
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(ToolCalls, RealTemplatesSyntaxAndToolSupport) {
+  TS_SKIP_WITHOUT_SHARED(dir, "templates");
+  struct Case {
+    const char* file;
+    bool reads_tools;
+    ToolCallSyntax syntax;
+  };
+  for (const Case& c : {Case{"Qwen-Qwen2.5-7B-Instruct.jinja", true, ToolCallSyntax::kHermes},
+                        Case{"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", true, ToolCallSyntax::kHermes},
+                        Case{"Mistral-Small-3.2-24B-Instruct-2506.jinja", true, ToolCallSyntax::kMistral},
+                        Case{"meta-llama-Llama-3.1-8B-Instruct.jinja", true, ToolCallSyntax::kJson},
+                        Case{"google-gemma-2-2b-it.jinja", false, ToolCallSyntax::kJson}}) {
+    const auto path = dir / c.file;
+    if (!std::filesystem::exists(path)) continue;
+    const std::string src = read_text(path);
+    EXPECT_EQ(template_reads_tools(src), c.reads_tools) << c.file;
+    EXPECT_EQ(detect_tool_call_syntax(src), c.syntax) << c.file;
+  }
+}
+
+// A conversation with tools, an assistant call (arguments as the JSON text OpenAI clients send)
+// and the tool's answer, through Qwen2.5's own template: the call is rendered with its arguments
+// as an object (HF's convention), as jinja2 renders it (this text is the template's own format).
+TEST(ToolCalls, QwenTemplateRendersToolsAndCalls) {
+  TS_SKIP_WITHOUT_SHARED(path, "templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+  ChatTemplateOverride o;
+  o.file = path.string();
+  o.jinja_source = read_text(path);
+  auto t = resolve_model_chat_template(model::Metadata{}, o);
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  EXPECT_TRUE(t->reads_tools);
+  EXPECT_EQ(t->tool_syntax, ToolCallSyntax::kHermes);
+  const ToolRequest tools = weather_tools();
+  std::vector<ChatMessage> messages = {{"user", "Weather in Paris?"}, {"assistant", ""}, {"tool", "18 C"}};
+  messages[1].tool_calls = ojson::parse(
+      R"([{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}])");
+  messages[2].tool_call_id = "call_1";
+  std::tm now{};
+  auto text = render_model_chat(*t, messages, true, "", "<|im_end|>", now, nullptr, &tools.tools);
+  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  EXPECT_NE(text->find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+                       "\"description\": \"Weather in a city\""),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("<tool_response>\n18 C\n</tool_response>"), std::string::npos) << *text;
+  EXPECT_TRUE(text->ends_with("<|im_start|>assistant\n")) << *text;
+
+  // A template that does not read tools refuses them instead of dropping them.
+  ChatTemplateOverride plain;
+  plain.file = "plain.jinja";
+  plain.jinja_source = "{% for m in messages %}{{ m.content }}{% endfor %}";
+  auto p = resolve_model_chat_template(model::Metadata{}, plain);
+  ASSERT_TRUE(p.is_ok());
+  auto refused = render_model_chat(*p, messages, true, "", "", now, nullptr, &tools.tools);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(refused.status().message().find("does not render tools"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::serve

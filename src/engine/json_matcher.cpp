@@ -60,7 +60,8 @@ bool JsonMatcher::advance(uint8_t c) { return step(c); }
 
 bool JsonMatcher::in_plain_string() const {
   const Frame& f = stack_[static_cast<size_t>(depth_ - 1)];
-  return f.kind == kString && f.aux == kPlain;
+  // A length-bounded string counts characters: tokens are walked byte by byte there.
+  return f.kind == kString && f.aux == kPlain && !schema_->node(f.node).length_bounded();
 }
 
 bool JsonMatcher::closed() const { return depth_ == 1 && stack_[0].phase == 1; }
@@ -340,6 +341,17 @@ bool JsonMatcher::step(uint8_t c) {
         ws_ = 0;
         return start_value(f.node, c);
       case kString: {
+        // minLength/maxLength: a character starts at a byte read between characters (ASCII,
+        // a UTF-8 lead byte or a backslash); the closing quote needs minLength of them.
+        const JsonSchema::Node& sn = schema_->node(f.node);
+        if (f.aux == kPlain && sn.length_bounded()) {
+          if (c == '"') {
+            if (f.count < sn.min_length) return false;
+          } else {
+            if (sn.max_length >= 0 && f.count >= sn.max_length) return false;
+            ++f.count;
+          }
+        }
         bool closed = false;
         if (!string_byte(f, c, closed)) return false;
         ws_ = 0;

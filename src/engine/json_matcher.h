@@ -63,7 +63,8 @@ class JsonMatcher {
     uint8_t aux = 0;         // string: escape/unicode/UTF-8 continuation state
     uint8_t aux2 = 0;        // string: \u digits seen; UTF-8: first-byte constraint
     int32_t node = 0;        // schema node
-    int32_t count = 0;       // literal/key: bytes matched; array: items; number: bytes
+    int32_t count = 0;       // literal/key: bytes matched; array: items; number: bytes;
+                             // length-bounded string: characters
     int32_t key = -1;        // object: property of the value being read (-2: additional)
     uint64_t mask = 0;       // object: properties seen; key/literal: candidates alive
     uint64_t seen = 0;       // key: declared properties already seen that still match

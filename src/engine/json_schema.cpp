@@ -70,13 +70,14 @@ Result<int32_t> JsonSchema::add(const nlohmann::json& schema, const std::string&
       "$comment"};
   static const std::set<std::string_view> kKnown = {
       "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
-      "enum", "const"};
+      "minLength", "maxLength", "enum", "const"};
   for (const auto& [k, v] : schema.items()) {
     if (kIgnored.count(k) == 0 && kKnown.count(k) == 0) {
       return Status(ErrorCode::kUnsupported,
                     fmt::format("response_format schema{}: keyword '{}' is not supported "
                                 "(supported: type, properties, required, additionalProperties, "
-                                "items, minItems, maxItems, enum, const)", where, k));
+                                "items, minItems, maxItems, minLength, maxLength, enum, const)",
+                                where, k));
     }
   }
   Node n;
@@ -97,6 +98,8 @@ Result<int32_t> JsonSchema::add(const nlohmann::json& schema, const std::string&
   } else if (schema.contains("items") || schema.contains("minItems") ||
              schema.contains("maxItems")) {
     n.types = kArray;
+  } else if (schema.contains("minLength") || schema.contains("maxLength")) {
+    n.types = kString;
   }
   auto literal = [&](const json& v) -> Status {
     if (v.is_structured()) return bad(where, "enum/const values must be strings, numbers, booleans or null");
@@ -159,6 +162,12 @@ Result<int32_t> JsonSchema::add(const nlohmann::json& schema, const std::string&
   TS_RETURN_IF_ERROR(count("minItems", n.min_items));
   TS_RETURN_IF_ERROR(count("maxItems", n.max_items));
   if (n.max_items >= 0 && n.max_items < n.min_items) return bad(where, "maxItems < minItems");
+  TS_RETURN_IF_ERROR(count("minLength", n.min_length));
+  TS_RETURN_IF_ERROR(count("maxLength", n.max_length));
+  if (n.max_length >= 0 && n.max_length < n.min_length) return bad(where, "maxLength < minLength");
+  if (n.min_length > kMaxStringLength || n.max_length > kMaxStringLength) {
+    return bad(where, "minLength/maxLength above 1000000");
+  }
   if (n.types == 0) return bad(where, "no type allowed");
   nodes_[static_cast<size_t>(index)] = std::move(n);
   return index;

@@ -3,7 +3,8 @@
 //
 // Supported keywords: `type` (a name or a list of names: null, boolean, integer, number, string,
 // array, object), `properties`, `required`, `additionalProperties` (true, false or a schema),
-// `items`, `minItems`, `maxItems`, `enum` and `const` (scalar values: the output is one of their
+// `items`, `minItems`, `maxItems`, `minLength` and `maxLength` (a string's characters: code points,
+// an escape counting as one), `enum` and `const` (scalar values: the output is one of their
 // canonical JSON texts). Annotations are ignored (`title`, `description`, `default`, `examples`,
 // `$schema`, `$id`, `format`, `strict`). Every other keyword is refused by name (kUnsupported):
 // a schema that constrains more than is enforced would give output that does not validate.
@@ -47,9 +48,12 @@ class JsonSchema {
     int32_t additional = 0;             // node of additional properties' values; -1: none allowed
     int32_t items = 0;                  // node of array items
     int64_t min_items = 0, max_items = -1;
+    int64_t min_length = 0, max_length = -1;  // string characters; -1: no bound
+    bool length_bounded() const { return min_length > 0 || max_length >= 0; }
   };
   static constexpr int kMaxProperties = 64;
   static constexpr int kMaxLiterals = 64;
+  static constexpr int64_t kMaxStringLength = 1'000'000;
 
   // Node 0 accepts any JSON value; the root is root().
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::json& schema);

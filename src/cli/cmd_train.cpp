@@ -1,5 +1,6 @@
 // tessera train: pretrains a llama model from scratch on a text file and writes it as GGUF (with
-// its tokenizer), which every other command loads.
+// its tokenizer), which every other command loads; with --lora, fine-tunes LoRA adapters on a
+// frozen base instead (train_lora.cpp).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -11,6 +12,8 @@
 #include "commands.h"
 #include "common.h"
 #include "train_data.h"
+#include "train_lora.h"
+#include "train_progress.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/model/format/model_file.h"
 #include "tessera/model/format/safetensors.h"
@@ -31,13 +34,8 @@ struct TrainArgs {
   int threads = 0;
   bool json = false;
   bool quiet = false;
+  LoraTrainOptions lora;  // --lora: fine-tune adapters on --base instead
 };
-
-std::string clock_string(double s) {
-  const auto t = static_cast<int64_t>(s + 0.5);
-  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
-                   : fmt::format("{}:{:02}", t / 60, t % 60);
-}
 
 // The initial parameters as safetensors, GGUF tensor names, shapes [rows, columns] (PyTorch's
 // nn.Linear weight layout), F32: what scripts/train-vs-torch.py starts PyTorch from.
@@ -77,6 +75,15 @@ Status write_data_order_npy(const std::string& path, std::span<const int64_t> st
 }
 
 int run_train(TrainArgs a) {
+  if (a.lora.enabled) {
+    if (!a.resume.empty() || a.save_state || a.stop_at_step > 0 || !a.init_out.empty() ||
+        !a.data_order_out.empty()) {
+      return fail("--lora does not take --resume, --save-state, --stop-at-step, --init-out or "
+                  "--data-order-out yet");
+    }
+    return run_train_lora(a.lora, {a.text, a.out, a.vocab, a.val_fraction, a.threads, a.json,
+                                   a.quiet, a.o});
+  }
   std::ifstream in(a.text, std::ios::binary);
   if (!in) return fail("cannot read --text '" + a.text + "'");
   std::stringstream ss;
@@ -124,7 +131,6 @@ int run_train(TrainArgs a) {
                  static_cast<long long>(a.o.shape.context), static_cast<double>(n_params) / 1e6,
                  static_cast<long long>(tokens_per_step), pool.size());
   }
-  double last_val = -1;
   std::vector<int64_t> window_starts;
   train::PretrainHooks hooks;
   hooks.state = &state;
@@ -134,19 +140,10 @@ int run_train(TrainArgs a) {
     std::fprintf(stderr, "tessera train: resuming '%s' after step %lld\n", a.resume.c_str(),
                  static_cast<long long>(first_step));
   }
+  TrainProgress progress(a.o.steps, tokens_per_step, first_step);
   hooks.on_step = [&](const train::StepRecord& r) {
-    if (r.val_loss >= 0) last_val = r.val_loss;
-    const bool go_on = a.stop_at_step <= 0 || r.step < a.stop_at_step;
-    if (a.quiet) return go_on;
-    const double tps = static_cast<double>((r.step - first_step) * tokens_per_step) / r.seconds;
-    const double eta = r.seconds / static_cast<double>(r.step - first_step) *
-                       static_cast<double>(a.o.steps - r.step);
-    std::fprintf(stderr, "\rstep %lld/%lld  loss %.4f  val %s  lr %.2e  |g| %.2f  %.0f tokens/s  ETA %s   ",
-                 static_cast<long long>(r.step), static_cast<long long>(a.o.steps), r.loss,
-                 last_val >= 0 ? fmt::format("{:.4f}", last_val).c_str() : "-", r.lr, r.grad_norm,
-                 tps, clock_string(eta).c_str());
-    if (r.val_loss >= 0) std::fprintf(stderr, "\n");
-    return go_on;
+    if (!a.quiet) progress.print(r);
+    return a.stop_at_step <= 0 || r.step < a.stop_at_step;
   };
   auto report = train::pretrain(a.o, params, train_split, val_split, &pool, hooks);
   if (!report.is_ok()) return fail(report.status());
@@ -170,13 +167,6 @@ int run_train(TrainArgs a) {
   const double tps = static_cast<double>(report->tokens) / report->seconds;
   const double gflops = tps * report->flops_per_token / 1e9;
   if (a.json) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto& r : report->steps) {
-      nlohmann::json s = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
-                          {"grad_norm", r.grad_norm}, {"seconds", r.seconds}};
-      if (r.val_loss >= 0) s["val_loss"] = r.val_loss;
-      steps.push_back(std::move(s));
-    }
     nlohmann::json j = {{"out", a.out},
                         {"parameters", n_params},
                         {"tokens", report->tokens},
@@ -190,7 +180,7 @@ int run_train(TrainArgs a) {
                         {"seed", a.o.seed},
                         {"first_step", first_step},
                         {"last_step", state.step},
-                        {"steps", std::move(steps)}};
+                        {"steps", steps_json(*report)}};
     if (a.o.target_loss > 0) {
       j["target_loss"] = a.o.target_loss;
       j["target_step"] = report->target_step;
@@ -210,7 +200,9 @@ int run_train(TrainArgs a) {
 }  // namespace
 
 void add_train_command(CLI::App& app, RunFn& run) {
-  auto* cmd = app.add_subcommand("train", "Pretrain a llama model from scratch on a text file; writes GGUF");
+  auto* cmd = app.add_subcommand(
+      "train", "Pretrain a llama model from scratch on a text file (writes GGUF), or with --lora "
+               "fine-tune LoRA adapters on a frozen base (writes PEFT and/or GGUF LoRA)");
   auto args = std::make_shared<TrainArgs>();
   auto& o = args->o;
   o.shape.dim = 64;
@@ -224,7 +216,7 @@ void add_train_command(CLI::App& app, RunFn& run) {
   o.eval_every = 50;
   cmd->add_option("--text,-f", args->text, "Training text (UTF-8); the last --val-fraction is held out")
       ->required();
-  cmd->add_option("--out,-o", args->out, "Output GGUF")->required();
+  cmd->add_option("--out,-o", args->out, "Output GGUF (with --lora: see --lora-format)")->required();
   cmd->add_option("--vocab", args->vocab, "Take the tokenizer from this GGUF (default: a generated one)");
   cmd->add_option("--vocab-size", args->vocab_size, "Size of the generated vocabulary")->capture_default_str();
   cmd->add_option("--dim", o.shape.dim, "Model width")->capture_default_str();
@@ -261,6 +253,7 @@ void add_train_command(CLI::App& app, RunFn& run) {
                   "Continue the run that wrote this checkpoint (and CKPT.state); repeat its options");
   cmd->add_flag("--json", args->json, "Print one JSON object (with the loss curve) at the end");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress on stderr");
+  add_lora_train_options(*cmd, args->lora);
   cmd->callback([&run, args] { run = [args] { return run_train(*args); }; });
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "tessera/train/lora_layout.h"
 #include "tessera/train/ops.h"
 
 namespace tessera::train {
@@ -15,6 +16,19 @@ namespace {
 enum BlockTensor { kAttnNorm, kQ, kK, kV, kO, kFfnNorm, kGate, kUp, kDown, kPerBlock };
 
 size_t block_tensor(int64_t layer, int j) { return 1 + static_cast<size_t>(layer) * kPerBlock + j; }
+
+// The LoRA target of block tensor j (a projection: not a norm).
+LoraTarget lora_target_of(int j) {
+  switch (j) {
+    case kQ: return LoraTarget::kQ;
+    case kK: return LoraTarget::kK;
+    case kV: return LoraTarget::kV;
+    case kO: return LoraTarget::kO;
+    case kGate: return LoraTarget::kGate;
+    case kUp: return LoraTarget::kUp;
+    default: return LoraTarget::kDown;
+  }
+}
 
 // The ops with the pool for f32 and without for the f64 reference.
 void mm(const double* x, const double* w, double* y, int64_t n, int64_t k, int64_t m, ThreadPool*) {
@@ -158,6 +172,72 @@ template <class T>
 double LlamaTrainer<T>::forward_backward(std::span<const T> params, const int32_t* tokens,
                                          const int32_t* targets, int64_t batch, int64_t t,
                                          std::span<T> grads, T grad_scale) {
+  Pass pass;
+  pass.params = params;
+  pass.grads = grads;
+  return run(pass, tokens, targets, batch, t, grad_scale);
+}
+
+template <class T>
+double LlamaTrainer<T>::forward_backward_lora(std::span<const T> base, const LoraLayout& lora,
+                                              std::span<const T> adapters, const int32_t* tokens,
+                                              const int32_t* targets, int64_t batch, int64_t t,
+                                              std::span<T> adapter_grads, T grad_scale) {
+  Pass pass;
+  pass.params = base;
+  pass.lora = &lora;
+  pass.adapters = adapters;
+  pass.adapter_grads = adapter_grads;
+  return run(pass, tokens, targets, batch, t, grad_scale);
+}
+
+template <class T>
+void LlamaTrainer<T>::proj_forward(const Pass& pass, int64_t l, int j, const T* x, T* y,
+                                   int64_t n, int64_t k, int64_t m) {
+  mm(x, p(pass.params, block_tensor(l, j)), y, n, k, m, pool_);
+  const LoraTarget target = lora_target_of(j);
+  const LoraTensor* a = pass.lora != nullptr ? pass.lora->find(l, target) : nullptr;
+  if (a == nullptr) return;
+  // y += (scale * x A^T) B^T; the scaled product is kept for the backward pass.
+  const int64_t r = pass.lora->config.rank;
+  std::vector<T>& u = acts_[static_cast<size_t>(l)].lora_u[static_cast<size_t>(target)];
+  u.resize(static_cast<size_t>(n * r));
+  mm(x, pass.adapters.data() + a->a_offset, u.data(), n, k, r, pool_);
+  const T scale = static_cast<T>(pass.lora->scale);
+  for (T& v : u) v *= scale;
+  lora_tmp_.resize(static_cast<size_t>(n * m));
+  mm(u.data(), pass.adapters.data() + a->b_offset, lora_tmp_.data(), n, r, m, pool_);
+  for (int64_t i = 0; i < n * m; ++i) y[i] += lora_tmp_[static_cast<size_t>(i)];
+}
+
+template <class T>
+void LlamaTrainer<T>::proj_backward(const Pass& pass, int64_t l, int j, const T* dy, const T* x,
+                                    T* dx, int64_t n, int64_t k, int64_t m) {
+  T* dw = pass.grads.empty() ? nullptr : p(pass.grads, block_tensor(l, j));
+  mm_back(dy, x, p(pass.params, block_tensor(l, j)), dx, dw, n, k, m, pool_);
+  const LoraTarget target = lora_target_of(j);
+  const LoraTensor* a = pass.lora != nullptr ? pass.lora->find(l, target) : nullptr;
+  if (a == nullptr) return;
+  // With u = scale * x A^T: dB += dy^T u, du = dy B; then dA += (scale du)^T x, dx += scale du A.
+  const int64_t r = pass.lora->config.rank;
+  const std::vector<T>& u = acts_[static_cast<size_t>(l)].lora_u[static_cast<size_t>(target)];
+  const bool train = !pass.adapter_grads.empty();
+  zero(lora_du_, static_cast<size_t>(n * r));
+  mm_back(dy, u.data(), pass.adapters.data() + a->b_offset, lora_du_.data(),
+          train ? pass.adapter_grads.data() + a->b_offset : nullptr, n, r, m, pool_);
+  const T scale = static_cast<T>(pass.lora->scale);
+  for (T& v : lora_du_) v *= scale;
+  mm_back(lora_du_.data(), x, pass.adapters.data() + a->a_offset, dx,
+          train ? pass.adapter_grads.data() + a->a_offset : nullptr, n, k, r, pool_);
+}
+
+template <class T>
+double LlamaTrainer<T>::run(const Pass& pass, const int32_t* tokens, const int32_t* targets,
+                            int64_t batch, int64_t t, T grad_scale) {
+  const std::span<const T> params = pass.params;
+  const std::span<T> grads = pass.grads;
+  // A gradient slot of the base, or null when the base is frozen.
+  auto gp = [&](size_t tensor) -> T* { return grads.empty() ? nullptr : p(grads, tensor); };
   const int64_t N = batch * t, C = s_.dim, V = s_.vocab, F = s_.ffn, D = s_.head_dim();
   const int64_t HD = s_.heads * D, GD = s_.kv_heads * D;
   const auto n = static_cast<size_t>(N);
@@ -178,26 +258,26 @@ double LlamaTrainer<T>::forward_backward(std::span<const T> params, const int32_
     a.att.resize(n * HD), a.mid.resize(n * C), a.xn2.resize(n * C), a.rstd2.resize(n);
     a.g.resize(n * F), a.u.resize(n * F), a.h.resize(n * F);
     rmsnorm_forward(a.x.data(), p(params, block_tensor(l, kAttnNorm)), a.xn1.data(), a.rstd1.data(), N, C, eps);
-    mm(a.xn1.data(), p(params, block_tensor(l, kQ)), a.q.data(), N, C, HD, pool_);
-    mm(a.xn1.data(), p(params, block_tensor(l, kK)), a.k.data(), N, C, GD, pool_);
-    mm(a.xn1.data(), p(params, block_tensor(l, kV)), a.v.data(), N, C, GD, pool_);
+    proj_forward(pass, l, kQ, a.xn1.data(), a.q.data(), N, C, HD);
+    proj_forward(pass, l, kK, a.xn1.data(), a.k.data(), N, C, GD);
+    proj_forward(pass, l, kV, a.xn1.data(), a.v.data(), N, C, GD);
     rope(a.q.data(), pos_.data(), N, s_.heads, D, base, false);
     rope(a.k.data(), pos_.data(), N, s_.kv_heads, D, base, false);
     attn(a.q.data(), a.k.data(), a.v.data(), a.att.data(), a.probs.data(), as, pool_);
-    mm(a.att.data(), p(params, block_tensor(l, kO)), a.mid.data(), N, HD, C, pool_);
+    proj_forward(pass, l, kO, a.att.data(), a.mid.data(), N, HD, C);
     for (size_t i = 0; i < n * C; ++i) a.mid[i] += a.x[i];
     rmsnorm_forward(a.mid.data(), p(params, block_tensor(l, kFfnNorm)), a.xn2.data(), a.rstd2.data(), N, C, eps);
-    mm(a.xn2.data(), p(params, block_tensor(l, kGate)), a.g.data(), N, C, F, pool_);
-    mm(a.xn2.data(), p(params, block_tensor(l, kUp)), a.u.data(), N, C, F, pool_);
+    proj_forward(pass, l, kGate, a.xn2.data(), a.g.data(), N, C, F);
+    proj_forward(pass, l, kUp, a.xn2.data(), a.u.data(), N, C, F);
     swiglu_forward(a.g.data(), a.u.data(), a.h.data(), static_cast<int64_t>(n * F));
-    mm(a.h.data(), p(params, block_tensor(l, kDown)), xl_.data(), N, F, C, pool_);
+    proj_forward(pass, l, kDown, a.h.data(), xl_.data(), N, F, C);
     for (size_t i = 0; i < n * C; ++i) xl_[i] += a.mid[i];
   }
   const size_t out_norm = block_tensor(s_.layers, 0), out_w = out_norm + 1;
   xf_.resize(n * C), rstdf_.resize(n), logits_.resize(n * V);
   rmsnorm_forward(xl_.data(), p(params, out_norm), xf_.data(), rstdf_.data(), N, C, eps);
   mm(xf_.data(), p(params, out_w), logits_.data(), N, C, V, pool_);
-  const bool backward = !grads.empty();
+  const bool backward = !grads.empty() || !pass.adapter_grads.empty();
   if (backward) zero(dlogits_, n * V);
   const double loss = xent(logits_.data(), targets, N, V, backward ? dlogits_.data() : nullptr,
                            grad_scale, pool_);
@@ -205,35 +285,36 @@ double LlamaTrainer<T>::forward_backward(std::span<const T> params, const int32_
 
   // Backward: dx_ is d loss / d x_l going down the layers.
   zero(dxn_, n * C);
-  mm_back(dlogits_.data(), xf_.data(), p(params, out_w), dxn_.data(), p(grads, out_w), N, C, V, pool_);
+  mm_back(dlogits_.data(), xf_.data(), p(params, out_w), dxn_.data(), gp(out_w), N, C, V, pool_);
   zero(dx_, n * C);
-  rmsnorm_backward(dxn_.data(), xl_.data(), p(params, out_norm), rstdf_.data(), dx_.data(), p(grads, out_norm), N, C);
+  rmsnorm_backward(dxn_.data(), xl_.data(), p(params, out_norm), rstdf_.data(), dx_.data(), gp(out_norm), N, C);
   for (int64_t l = s_.layers - 1; l >= 0; --l) {
     const Layer& a = acts_[static_cast<size_t>(l)];
     // x_{l+1} = mid + swiglu(xn2 Wg, xn2 Wu) Wd^T, xn2 = rmsnorm(mid).
     dmid_ = dx_;
     zero(dh_, n * F);
-    mm_back(dx_.data(), a.h.data(), p(params, block_tensor(l, kDown)), dh_.data(), p(grads, block_tensor(l, kDown)), N, F, C, pool_);
+    proj_backward(pass, l, kDown, dx_.data(), a.h.data(), dh_.data(), N, F, C);
     zero(dg_, n * F), zero(du_, n * F);
     swiglu_backward(dh_.data(), a.g.data(), a.u.data(), dg_.data(), du_.data(), static_cast<int64_t>(n * F));
     zero(dxn_, n * C);
-    mm_back(dg_.data(), a.xn2.data(), p(params, block_tensor(l, kGate)), dxn_.data(), p(grads, block_tensor(l, kGate)), N, C, F, pool_);
-    mm_back(du_.data(), a.xn2.data(), p(params, block_tensor(l, kUp)), dxn_.data(), p(grads, block_tensor(l, kUp)), N, C, F, pool_);
-    rmsnorm_backward(dxn_.data(), a.mid.data(), p(params, block_tensor(l, kFfnNorm)), a.rstd2.data(), dmid_.data(), p(grads, block_tensor(l, kFfnNorm)), N, C);
+    proj_backward(pass, l, kGate, dg_.data(), a.xn2.data(), dxn_.data(), N, C, F);
+    proj_backward(pass, l, kUp, du_.data(), a.xn2.data(), dxn_.data(), N, C, F);
+    rmsnorm_backward(dxn_.data(), a.mid.data(), p(params, block_tensor(l, kFfnNorm)), a.rstd2.data(), dmid_.data(), gp(block_tensor(l, kFfnNorm)), N, C);
     // mid = x + attention(rope(xn1 Wq), rope(xn1 Wk), xn1 Wv) Wo^T, xn1 = rmsnorm(x).
     dx_ = dmid_;
     zero(datt_, n * HD);
-    mm_back(dmid_.data(), a.att.data(), p(params, block_tensor(l, kO)), datt_.data(), p(grads, block_tensor(l, kO)), N, HD, C, pool_);
+    proj_backward(pass, l, kO, dmid_.data(), a.att.data(), datt_.data(), N, HD, C);
     zero(dq_, n * HD), zero(dk_, n * GD), zero(dv_, n * GD);
     attn_back(datt_.data(), a.q.data(), a.k.data(), a.v.data(), a.probs.data(), dq_.data(), dk_.data(), dv_.data(), as, pool_);
     rope(dq_.data(), pos_.data(), N, s_.heads, D, base, true);
     rope(dk_.data(), pos_.data(), N, s_.kv_heads, D, base, true);
     zero(dxn_, n * C);
-    mm_back(dq_.data(), a.xn1.data(), p(params, block_tensor(l, kQ)), dxn_.data(), p(grads, block_tensor(l, kQ)), N, C, HD, pool_);
-    mm_back(dk_.data(), a.xn1.data(), p(params, block_tensor(l, kK)), dxn_.data(), p(grads, block_tensor(l, kK)), N, C, GD, pool_);
-    mm_back(dv_.data(), a.xn1.data(), p(params, block_tensor(l, kV)), dxn_.data(), p(grads, block_tensor(l, kV)), N, C, GD, pool_);
-    rmsnorm_backward(dxn_.data(), a.x.data(), p(params, block_tensor(l, kAttnNorm)), a.rstd1.data(), dx_.data(), p(grads, block_tensor(l, kAttnNorm)), N, C);
+    proj_backward(pass, l, kQ, dq_.data(), a.xn1.data(), dxn_.data(), N, C, HD);
+    proj_backward(pass, l, kK, dk_.data(), a.xn1.data(), dxn_.data(), N, C, GD);
+    proj_backward(pass, l, kV, dv_.data(), a.xn1.data(), dxn_.data(), N, C, GD);
+    rmsnorm_backward(dxn_.data(), a.x.data(), p(params, block_tensor(l, kAttnNorm)), a.rstd1.data(), dx_.data(), gp(block_tensor(l, kAttnNorm)), N, C);
   }
+  if (grads.empty()) return loss;  // a frozen base: no embedding gradient
   T* demb = p(grads, 0);
   for (int64_t r = 0; r < N; ++r) {  // in row order: deterministic for repeated tokens
     T* row = demb + tokens[r] * C;

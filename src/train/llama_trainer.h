@@ -14,9 +14,12 @@
 //   blk.l.ffn_down.weight [C, F]
 // RoPE is GGML's normal (adjacent-pair) layout, so the tensors are what a llama GGUF holds and
 // Tessera's inference forward computes the same function from them.
+// LoRA (forward_backward_lora): the same pass over a frozen base with low-rank adapters added to
+// chosen matrices (lora_layout.h); only the adapters' gradients are computed.
 // Thread-safety: one trainer per thread; forward_backward() reuses its activation buffers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -26,6 +29,8 @@
 #include "tessera/base/thread_pool.h"
 
 namespace tessera::train {
+
+struct LoraLayout;  // lora_layout.h
 
 struct LlamaShape {
   int64_t vocab = 0, dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0;
@@ -72,13 +77,41 @@ class LlamaTrainer {
   double forward_backward(std::span<const T> params, const int32_t* tokens,
                           const int32_t* targets, int64_t batch, int64_t t, std::span<T> grads,
                           T grad_scale = T(1));
+  // The same for the base `base` (n_params(), frozen: its gradient is neither computed nor
+  // stored) with the adapters `adapters` (lora.n_params elements, laid out by `lora`, made by
+  // make_lora_layout for this shape) added to their target matrices. If adapter_grads is
+  // non-empty (lora.n_params elements), the adapters' gradient of loss * grad_scale is ADDED to
+  // it; the activation gradients still flow through the frozen matrices.
+  double forward_backward_lora(std::span<const T> base, const LoraLayout& lora,
+                               std::span<const T> adapters, const int32_t* tokens,
+                               const int32_t* targets, int64_t batch, int64_t t,
+                               std::span<T> adapter_grads, T grad_scale = T(1));
   // The logits of the last forward_backward(), [N, V].
   std::span<const T> logits() const { return logits_; }
 
  private:
   struct Layer {  // activations of one layer, N rows
     std::vector<T> x, xn1, rstd1, q, k, v, probs, att, mid, xn2, rstd2, g, u, h;
+    std::array<std::vector<T>, 7> lora_u;  // scale * x A^T [N, r] per LoRA target (LoraTarget order)
   };
+  // What one pass reads and writes: the base (and its gradient, or empty), the adapters (and
+  // theirs, or empty) when `lora` is set.
+  struct Pass {
+    std::span<const T> params;
+    std::span<T> grads;
+    const LoraLayout* lora = nullptr;
+    std::span<const T> adapters;
+    std::span<T> adapter_grads;
+  };
+  double run(const Pass& pass, const int32_t* tokens, const int32_t* targets, int64_t batch,
+             int64_t t, T grad_scale);
+  // y[n, m] = x[n, k] W^T (+ the adapter's update) for block tensor j of layer l.
+  void proj_forward(const Pass& pass, int64_t l, int j, const T* x, T* y, int64_t n, int64_t k,
+                    int64_t m);
+  // dx += dy W (+ through the adapter); W's gradient where pass.grads is set, A's and B's where
+  // pass.adapter_grads is.
+  void proj_backward(const Pass& pass, int64_t l, int j, const T* dy, const T* x, T* dx,
+                     int64_t n, int64_t k, int64_t m);
   const T* p(std::span<const T> params, size_t tensor) const;
   T* p(std::span<T> params, size_t tensor) const;
 
@@ -88,7 +121,7 @@ class LlamaTrainer {
   int64_t n_params_ = 0;
   std::vector<Layer> acts_;
   std::vector<T> xl_, xf_, rstdf_, logits_, dlogits_, dx_, dmid_, datt_, dq_, dk_, dv_,
-      dh_, dg_, du_, dxn_;
+      dh_, dg_, du_, dxn_, lora_tmp_, lora_du_;
   std::vector<int32_t> pos_;
 };
 

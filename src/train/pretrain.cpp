@@ -34,9 +34,16 @@ double training_flops_per_token(const LlamaShape& s) {
   return 6.0 * matmul_params + attention;
 }
 
-double evaluate_loss(LlamaTrainer<float>& trainer, std::span<const float> params,
-                     std::span<const int32_t> tokens, int64_t windows, int64_t batch) {
-  const int64_t T = trainer.shape().context, span = static_cast<int64_t>(tokens.size());
+namespace {
+
+// One micro-batch through the model being trained: the mean loss of predicting out[b * T] from
+// in[b * T]; with grads non-empty, the gradient of loss * scale is added to it.
+using ForwardBackward = std::function<double(const int32_t* in, const int32_t* out, int64_t b,
+                                             std::span<float> grads, float scale)>;
+
+double evaluate_windows(const ForwardBackward& fb, int64_t T, std::span<const int32_t> tokens,
+                        int64_t windows, int64_t batch) {
+  const int64_t span = static_cast<int64_t>(tokens.size());
   windows = std::max<int64_t>(1, std::min(windows, span - T));
   std::vector<int32_t> in, out;
   double sum = 0.0;
@@ -50,10 +57,52 @@ double evaluate_loss(LlamaTrainer<float>& trainer, std::span<const float> params
       std::copy_n(tokens.begin() + s0, T, in.begin() + i * T);
       std::copy_n(tokens.begin() + s0 + 1, T, out.begin() + i * T);
     }
-    sum += trainer.forward_backward(params, in.data(), out.data(), b, T, {}) * static_cast<double>(b);
+    sum += fb(in.data(), out.data(), b, {}, 1.0f) * static_cast<double>(b);
     counted += b;
   }
   return sum / static_cast<double>(counted);
+}
+
+Status check_run(const PretrainOptions& o, std::span<const int32_t> train_tokens,
+                 std::span<const int32_t> val_tokens) {
+  TS_RETURN_IF_ERROR(validate(o.shape));
+  if (o.batch <= 0 || o.accum <= 0 || o.steps <= 0) {
+    return invalid_argument("pretrain: batch, accum and steps must be positive");
+  }
+  const int64_t T = o.shape.context;
+  for (auto [split, name] : {std::pair{train_tokens, "training"}, {val_tokens, "validation"}}) {
+    if (static_cast<int64_t>(split.size()) < T + 1) {
+      return invalid_argument(fmt::format("pretrain: the {} split has {} tokens, fewer than one "
+                                          "window of {} + 1", name, split.size(), T));
+    }
+    for (int32_t tok : split) {
+      if (tok < 0 || tok >= o.shape.vocab) {
+        return invalid_argument(fmt::format("pretrain: token {} in the {} split is outside the "
+                                            "vocabulary of {}", tok, name, o.shape.vocab));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+// The loop itself over `trainable` (the parameters AdamW steps; decay where mask is 1), the
+// model's pass `fb`; report.flops_per_token is the caller's.
+Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> params,
+                                  std::vector<uint8_t> mask, const ForwardBackward& fb,
+                                  std::span<const int32_t> train_tokens,
+                                  std::span<const int32_t> val_tokens, const PretrainHooks& hooks,
+                                  PretrainReport report);
+
+}  // namespace
+
+double evaluate_loss(LlamaTrainer<float>& trainer, std::span<const float> params,
+                     std::span<const int32_t> tokens, int64_t windows, int64_t batch) {
+  const int64_t T = trainer.shape().context;
+  return evaluate_windows(
+      [&](const int32_t* in, const int32_t* out, int64_t b, std::span<float>, float) {
+        return trainer.forward_backward(params, in, out, b, T, {});
+      },
+      T, tokens, windows, batch);
 }
 
 Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> params,
@@ -69,33 +118,65 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
                                 std::span<const int32_t> train_tokens,
                                 std::span<const int32_t> val_tokens, ThreadPool* pool,
                                 const PretrainHooks& hooks) {
-  TS_RETURN_IF_ERROR(validate(o.shape));
-  const int64_t T = o.shape.context, B = o.batch;
-  if (B <= 0 || o.accum <= 0 || o.steps <= 0) {
-    return invalid_argument("pretrain: batch, accum and steps must be positive");
-  }
+  TS_RETURN_IF_ERROR(check_run(o, train_tokens, val_tokens));
+  const int64_t T = o.shape.context;
   LlamaTrainer<float> trainer(o.shape, pool);
   if (static_cast<int64_t>(params.size()) != trainer.n_params()) {
     return invalid_argument(fmt::format("pretrain: {} parameters, the shape has {}", params.size(),
                                         trainer.n_params()));
   }
-  for (auto [split, name] : {std::pair{train_tokens, "training"}, {val_tokens, "validation"}}) {
-    if (static_cast<int64_t>(split.size()) < T + 1) {
-      return invalid_argument(fmt::format("pretrain: the {} split has {} tokens, fewer than one "
-                                          "window of {} + 1", name, split.size(), T));
-    }
-    for (int32_t tok : split) {
-      if (tok < 0 || tok >= o.shape.vocab) {
-        return invalid_argument(fmt::format("pretrain: token {} in the {} split is outside the "
-                                            "vocabulary of {}", tok, name, o.shape.vocab));
-      }
-    }
-  }
   std::vector<uint8_t> mask(params.size(), 0);
   for (const ParamTensor& t : trainer.layout()) {
     if (t.matrix && t.name != "token_embd.weight") std::fill_n(mask.begin() + t.offset, t.size, 1);
   }
-  AdamW opt(trainer.n_params(), o.adamw, std::move(mask));
+  PretrainReport report;
+  report.flops_per_token = training_flops_per_token(o.shape);
+  const ForwardBackward fb = [&](const int32_t* in, const int32_t* out, int64_t b,
+                                 std::span<float> grads, float scale) {
+    return trainer.forward_backward(params, in, out, b, T, grads, scale);
+  };
+  return train_loop(o, params, std::move(mask), fb, train_tokens, val_tokens, hooks,
+                    std::move(report));
+}
+
+Result<PretrainReport> finetune_lora(const PretrainOptions& o, const LoraLayout& lora,
+                                     std::span<const float> base, std::span<float> adapters,
+                                     std::span<const int32_t> train_tokens,
+                                     std::span<const int32_t> val_tokens, ThreadPool* pool,
+                                     const PretrainHooks& hooks) {
+  TS_RETURN_IF_ERROR(check_run(o, train_tokens, val_tokens));
+  const int64_t T = o.shape.context;
+  LlamaTrainer<float> trainer(o.shape, pool);
+  if (static_cast<int64_t>(base.size()) != trainer.n_params() ||
+      static_cast<int64_t>(adapters.size()) != lora.n_params ||
+      static_cast<int64_t>(lora.index.size()) != o.shape.layers * kLoraTargets) {
+    return invalid_argument(fmt::format(
+        "finetune_lora: {} base parameters and {} adapter values; the shape has {} and the "
+        "adapter layout {}", base.size(), adapters.size(), trainer.n_params(), lora.n_params));
+  }
+  PretrainReport report;
+  report.flops_per_token = lora_flops_per_token(o.shape, lora);
+  const ForwardBackward fb = [&](const int32_t* in, const int32_t* out, int64_t b,
+                                 std::span<float> grads, float scale) {
+    return trainer.forward_backward_lora(base, lora, adapters, in, out, b, T, grads, scale);
+  };
+  if (hooks.state == nullptr || hooks.state->step == 0) {
+    report.initial_val_loss = evaluate_windows(fb, T, val_tokens, o.eval_windows, o.batch);
+  }
+  return train_loop(o, adapters, std::vector<uint8_t>(adapters.size(), 1), fb, train_tokens,
+                    val_tokens, hooks, std::move(report));
+}
+
+namespace {
+
+Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> params,
+                                  std::vector<uint8_t> mask, const ForwardBackward& fb,
+                                  std::span<const int32_t> train_tokens,
+                                  std::span<const int32_t> val_tokens, const PretrainHooks& hooks,
+                                  PretrainReport report) {
+  const int64_t T = o.shape.context, B = o.batch;
+  const auto n_params = static_cast<int64_t>(params.size());
+  AdamW opt(n_params, o.adamw, std::move(mask));
   std::vector<float> grads(params.size());
   std::vector<int32_t> in(static_cast<size_t>(B * T)), out(static_cast<size_t>(B * T));
   std::mt19937_64 rng(o.seed);
@@ -120,8 +201,6 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
     first_step = st.step;
   }
 
-  PretrainReport report;
-  report.flops_per_token = training_flops_per_token(o.shape);
   double trained_s = 0.0;
   for (int64_t step = first_step; step < o.steps; ++step) {
     const double t0 = now_s();
@@ -134,8 +213,7 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
         std::copy_n(train_tokens.begin() + s0, T, in.begin() + b * T);
         std::copy_n(train_tokens.begin() + s0 + 1, T, out.begin() + b * T);
       }
-      loss += trainer.forward_backward(params, in.data(), out.data(), B, T, grads,
-                                       1.0f / static_cast<float>(o.accum));
+      loss += fb(in.data(), out.data(), B, grads, 1.0f / static_cast<float>(o.accum));
     }
     StepRecord r;
     r.step = step + 1;
@@ -149,7 +227,7 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
     if ((o.eval_every > 0 && r.step % o.eval_every == 0) || r.step == o.steps) {
       if (hooks.before_eval) hooks.before_eval(r.step);
       const double e0 = now_s();
-      r.val_loss = evaluate_loss(trainer, params, val_tokens, o.eval_windows, B);
+      r.val_loss = evaluate_windows(fb, T, val_tokens, o.eval_windows, B);
       report.eval_seconds += now_s() - e0;
       report.final_val_loss = r.val_loss;
       if (o.target_loss > 0 && report.target_step < 0 && r.val_loss <= o.target_loss) {
@@ -172,5 +250,7 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
   }
   return report;
 }
+
+}  // namespace
 
 }  // namespace tessera::train

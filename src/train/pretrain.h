@@ -2,7 +2,8 @@
 // T + 1 tokens from the training split (seeded), accumulates gradients over `accum` micro-batches,
 // clips them, and takes one AdamW step on the warmup + cosine schedule; every `eval_every` steps
 // (and at the end) the mean loss over fixed windows of the validation split is measured.
-// Deterministic for a given seed, thread count and ISA.
+// Deterministic for a given seed, thread count and ISA. finetune_lora runs the same loop over
+// LoRA adapters on a frozen base.
 // Thread-safety: one call at a time per options object; `pool` is used for the ops.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/train/llama_trainer.h"
+#include "tessera/train/lora_layout.h"
 #include "tessera/train/optimizer.h"
 
 namespace tessera::train {
@@ -53,6 +55,7 @@ struct PretrainReport {
   int64_t target_step = -1;        // first step whose evaluation reached target_loss, or -1
   double target_seconds = -1;      // training seconds until then
   double flops_per_token = 0;      // 6 * parameters + attention, per trained token
+  double initial_val_loss = -1;    // finetune_lora: the validation loss before the first step
 };
 
 // Where a run stands between two optimizer steps: with the parameters, all a later call needs to
@@ -90,6 +93,19 @@ Result<PretrainReport> pretrain(const PretrainOptions& options, std::span<float>
                                 std::span<const int32_t> train_tokens,
                                 std::span<const int32_t> val_tokens, ThreadPool* pool,
                                 const std::function<bool(const StepRecord&)>& on_step = {});
+
+// LoRA fine-tuning in the same loop (schedule, accumulation, clipping, evaluation, hooks): only
+// `adapters` (laid out by `lora`, made for options.shape; initialize with init_lora_params) train,
+// in place; `base` (llama_param_layout(options.shape)) is only read and no gradient of it is
+// computed. AdamW's weight decay applies to A and B. hooks.state holds the adapters' moments.
+// report.initial_val_loss is measured before the first step of a fresh run (for fresh adapters,
+// B = 0: the base's own loss). Errors: those of pretrain, and kInvalidArgument for a base or
+// adapter buffer of the wrong size.
+Result<PretrainReport> finetune_lora(const PretrainOptions& options, const LoraLayout& lora,
+                                     std::span<const float> base, std::span<float> adapters,
+                                     std::span<const int32_t> train_tokens,
+                                     std::span<const int32_t> val_tokens, ThreadPool* pool,
+                                     const PretrainHooks& hooks);
 
 // Mean loss of the model over `windows` evenly spaced windows of T + 1 tokens of `tokens`.
 double evaluate_loss(LlamaTrainer<float>& trainer, std::span<const float> params,

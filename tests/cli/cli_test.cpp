@@ -161,6 +161,70 @@ TEST(Cli, TrainResumesBitForBitAndWritesInitAndDataOrder) {
   EXPECT_NE(wrong.err.find("tessera.train.lr"), std::string::npos) << wrong.err;
 }
 
+TEST(Cli, TrainLoraWritesPeftAndGgufAdaptersThatGenerateLikeTheMergedModel) {
+  testing::TempDir dir;
+  const std::string base_text = dir.file("base.txt"), ft_text = dir.file("ft.txt");
+  const std::string base = dir.file("base.gguf"), out = dir.file("adapter");
+  {
+    std::ofstream f(base_text);
+    for (int i = 0; i < 300; ++i) f << "the cat sat on the mat. the dog sat on the log. ";
+    std::ofstream g(ft_text);
+    for (int i = 0; i < 300; ++i) g << "a bird flew over the tree. a fish swam under the boat. ";
+  }
+  auto r = run_cli("train -f " + base_text + " -o " + base + " --dim 32 --layers 2 --heads 2 "
+                   "--kv-heads 1 --ffn 64 --ctx 32 --batch 4 --steps 20 --lr 3e-3 --warmup 5 -t 2 --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string lora = "train --lora --base " + base + " -f " + ft_text + " --rank 4 --alpha 8 "
+                           "--ctx 32 --batch 4 --lr 1e-2 --warmup 2 "
+                           "--eval-every 5 -t 2";
+  r = run_cli(lora + " --lora-targets all --steps 30 -o " + out + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["steps"].size(), 30u);
+  EXPECT_TRUE(j["steps"][4].contains("val_loss"));
+  EXPECT_LT(j["final_val_loss"].get<double>(), j["initial_val_loss"].get<double>() - 0.3);
+  // 2 layers x (q 32x32, k 16x32, v 16x32, o 32x32, gate/up 64x32, down 32x64) at rank 4.
+  EXPECT_EQ(j["adapter_parameters"], 2 * 4 * ((32 + 32) * 2 + (32 + 16) * 2 + (32 + 64) * 3));
+  EXPECT_GT(j["tokens_per_second"].get<double>(), 0.0);
+  EXPECT_NE(r.err.find("step 30/30"), std::string::npos) << r.err;  // the progress line
+  // Both files read back against the base.
+  r = run_cli("lora info " + out + " --base " + base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("PEFT"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("matrices: 14"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scale 2"), std::string::npos) << r.out;
+  r = run_cli("lora info " + out + "/adapter.gguf --base " + base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("GGUF LoRA"), std::string::npos) << r.out;
+  // Generating with the adapter applied gives the merged model's greedy tokens.
+  ASSERT_EQ(run_cli("lora merge " + base + " " + out + " " + dir.file("merged.gguf")).exit_code, 0);
+  const std::string gen = " --prompt 'a bird' -n 12 --temperature 0 --json";
+  auto merged = run_cli("generate --model " + dir.file("merged.gguf") + gen);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  const auto want = nlohmann::json::parse(merged.out)["tokens"];
+  EXPECT_EQ(want.size(), 12u);
+  for (const std::string adapter : {out, out + "/adapter.gguf"}) {
+    auto served = run_cli("generate --model " + base + " --lora " + adapter + gen);
+    ASSERT_EQ(served.exit_code, 0) << served.err;
+    EXPECT_EQ(nlohmann::json::parse(served.out)["tokens"], want) << adapter;
+  }
+  auto plain = run_cli("generate --model " + base + gen);
+  EXPECT_NE(nlohmann::json::parse(plain.out)["tokens"], want);  // the adapter changed something
+  // A lone GGUF; refusals.
+  r = run_cli(lora + " --steps 2 --lora-format gguf -o " + dir.file("only.gguf") + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli("lora info " + dir.file("only.gguf") + " --base " + base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("matrices: 4"), std::string::npos) << r.out;  // the default: q and v
+  EXPECT_NE(run_cli(lora + " --steps 2 -o " + dir.file("x.gguf") + " --quiet").exit_code, 0);
+  auto bad = run_cli(lora + " --steps 2 --lora-targets q,lm_head -o " + dir.file("y") + " --quiet");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("lm_head"), std::string::npos) << bad.err;
+  bad = run_cli("train --lora -f " + ft_text + " -o " + dir.file("z") + " --quiet");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--base"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, BenchTrainLogsMlPerfLinesAndWritesAReport) {
   testing::TempDir dir;
   auto r = run_cli("bench train --synthetic --dim 16 --layers 1 --heads 2 --kv-heads 1 --ffn 32 "

@@ -30,12 +30,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Where the held-out tail starts: `fraction` of the text from the end, moved back to just after
-// a newline (so no word is cut in two) when there is one.
+// a newline (so no word is cut in two) when one is near enough not to double the tail.
 size_t holdout_start(const std::string& text, double fraction) {
   if (fraction <= 0) return text.size();
-  size_t at = text.size() - static_cast<size_t>(static_cast<double>(text.size()) * fraction);
+  const auto n_tail = static_cast<size_t>(static_cast<double>(text.size()) * fraction);
+  const size_t at = text.size() - n_tail;
   const size_t nl = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
-  return nl == std::string::npos ? at : nl + 1;
+  return nl == std::string::npos || at - (nl + 1) > n_tail ? at : nl + 1;
 }
 
 int run_train_tokenizer(TrainTokenizerArgs a) {

@@ -84,8 +84,8 @@ class BpeTrainer {
   // alphabet ("Ā" is byte 0); kUnsupported for an unknown pre-tokenizer.
   static Result<BpeTrainer> create(BpeTrainerOptions options);
 
-  // Counts the words of `text` (may be called several times; pieces are not joined, so a word
-  // is never split across calls only if the caller cuts at whitespace).
+  // Counts the words of `text`. May be called several times; a word never spans two calls, so
+  // a caller feeding a text in pieces should cut it at newlines.
   void add_text(std::string_view text);
 
   // Learns the merges. The counted words are consumed: call once. `progress` (optional) is

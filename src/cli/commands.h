@@ -31,6 +31,7 @@ void add_bench_train_command(CLI::App* bench, RunFn& run);
 void add_fleet_command(CLI::App& app, RunFn& run);
 void add_sim_command(CLI::App& app, RunFn& run);
 void add_train_command(CLI::App& app, RunFn& run);
+void add_train_tokenizer_command(CLI::App& app, RunFn& run);
 void add_cluster_command(CLI::App& app, RunFn& run);
 
 }  // namespace tessera::cli

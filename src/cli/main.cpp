@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_fleet_command(app, run);
   tessera::cli::add_sim_command(app, run);
   tessera::cli::add_train_command(app, run);
+  tessera::cli::add_train_tokenizer_command(app, run);
   tessera::cli::add_cluster_command(app, run);
   try {
     app.parse(argc, argv);

@@ -40,7 +40,7 @@ RunResult run_cli(const std::string& args) {
 TEST(Cli, HelpForEverySubcommand) {
   for (const char* sub :
        {"generate", "synth", "info", "demo", "bench machine", "bench model", "bench serve",
-        "bench train", "train"}) {
+        "bench train", "train", "train-tokenizer"}) {
     auto r = run_cli(std::string(sub) + " --help");
     EXPECT_EQ(r.exit_code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;
@@ -123,6 +123,50 @@ TEST(Cli, TrainWritesAModelThatGenerates) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), 8u);
   EXPECT_NE(run_cli("train -f " + dir.file("missing.txt") + " -o " + model).exit_code, 0);
   EXPECT_NE(run_cli("train -f " + text + " -o " + model + " --heads 3 --quiet").exit_code, 0);
+}
+
+TEST(Cli, TrainTokenizerThenTrainAndGenerateWithIt) {
+  testing::TempDir dir;
+  const std::string text = dir.file("text.txt"), tok = dir.file("tok.gguf"),
+                    model = dir.file("trained.gguf");
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 300; ++i) f << "the cat sat on the mat. the dog sat on the log.\n";
+  }
+  auto r = run_cli("train-tokenizer -f " + text + " -o " + tok + " --vocab-size 300 --holdout 0.1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("merge"), std::string::npos) << r.err;  // the progress line
+  EXPECT_NE(r.out.find("bytes per token"), std::string::npos) << r.out;
+  r = run_cli("train-tokenizer -f " + text + " -o " + tok + " --vocab-size 300 --holdout 0.1 "
+              "--json --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  // Few distinct pairs in this text: training stops when none is seen twice.
+  EXPECT_LE(j["n_vocab"].get<int>(), 300);
+  EXPECT_EQ(j["n_special"].get<int>(), 1);
+  EXPECT_TRUE(j["heldout_round_trip"].get<bool>());
+  EXPECT_GT(j["heldout_bytes_per_token"].get<double>(), 3.0);  // 49 bytes, 15 words a line
+  const int n_vocab = j["n_vocab"].get<int>();
+
+  r = run_cli("train -f " + text + " -o " + model + " --vocab " + tok +
+              " --dim 32 --layers 1 --heads 2 --kv-heads 1 --ffn 64 --ctx 16 --batch 4 --steps 20 "
+              "--lr 3e-3 --warmup 2 --eval-every 10 -t 2 --json --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto t = nlohmann::json::parse(r.out);
+  EXPECT_LT(t["final_val_loss"].get<double>(), t["steps"][0]["loss"].get<double>());
+  r = run_cli("info " + model + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["hparams"]["n_vocab"].get<int>(), n_vocab);
+  r = run_cli("generate --model " + model + " --prompt 'the cat' -n 6 --temperature 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), 6u);
+
+  EXPECT_NE(run_cli("train-tokenizer -f " + dir.file("missing.txt") + " -o " + tok).exit_code, 0);
+  r = run_cli("train-tokenizer -f " + text + " -o " + tok + " --vocab-size 200");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("too small"), std::string::npos) << r.err;
+  EXPECT_NE(run_cli("train-tokenizer -f " + text + " -o " + tok + " --pre nope").exit_code, 0);
 }
 
 TEST(Cli, TrainResumesBitForBitAndWritesInitAndDataOrder) {

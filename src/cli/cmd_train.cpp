@@ -239,6 +239,9 @@ void add_train_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--val-fraction", args->val_fraction, "Held-out share of the text")->capture_default_str();
   cmd->add_option("--target-loss", o.target_loss, "Report the first step whose validation loss reaches this");
   cmd->add_option("--seed", o.seed, "Seed (initialization and data order)")->capture_default_str();
+  cmd->add_flag("--recompute", o.recompute,
+                "Activation recomputation: keep only each layer's input, recompute the rest in "
+                "the backward pass (less memory, ~1/3 more compute, identical results)");
   cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");
   cmd->add_option("--init-out", args->init_out,
                   "Also write the initial parameters as safetensors (GGUF names, [rows, columns])");

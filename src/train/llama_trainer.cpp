@@ -232,6 +232,52 @@ void LlamaTrainer<T>::proj_backward(const Pass& pass, int64_t l, int j, const T*
 }
 
 template <class T>
+void LlamaTrainer<T>::layer_forward(const Pass& pass, int64_t l, Layer& a, int64_t batch,
+                                    int64_t t, T* out) {
+  const std::span<const T> params = pass.params;
+  const int64_t N = batch * t, C = s_.dim, F = s_.ffn, D = s_.head_dim();
+  const int64_t HD = s_.heads * D, GD = s_.kv_heads * D;
+  const auto n = static_cast<size_t>(N);
+  const AttentionShape as{batch, t, s_.heads, s_.kv_heads, D};
+  const T eps = static_cast<T>(s_.rms_eps), base = static_cast<T>(s_.rope_base);
+  a.xn1.resize(n * C), a.rstd1.resize(n), a.q.resize(n * HD), a.k.resize(n * GD);
+  a.v.resize(n * GD), a.probs.resize(static_cast<size_t>(batch * s_.heads * t * t));
+  a.att.resize(n * HD), a.mid.resize(n * C), a.xn2.resize(n * C), a.rstd2.resize(n);
+  a.g.resize(n * F), a.u.resize(n * F), a.h.resize(n * F);
+  rmsnorm_forward(a.x.data(), p(params, block_tensor(l, kAttnNorm)), a.xn1.data(), a.rstd1.data(), N, C, eps);
+  proj_forward(pass, l, kQ, a.xn1.data(), a.q.data(), N, C, HD);
+  proj_forward(pass, l, kK, a.xn1.data(), a.k.data(), N, C, GD);
+  proj_forward(pass, l, kV, a.xn1.data(), a.v.data(), N, C, GD);
+  rope(a.q.data(), pos_.data(), N, s_.heads, D, base, false);
+  rope(a.k.data(), pos_.data(), N, s_.kv_heads, D, base, false);
+  attn(a.q.data(), a.k.data(), a.v.data(), a.att.data(), a.probs.data(), as, pool_);
+  proj_forward(pass, l, kO, a.att.data(), a.mid.data(), N, HD, C);
+  for (size_t i = 0; i < n * C; ++i) a.mid[i] += a.x[i];
+  rmsnorm_forward(a.mid.data(), p(params, block_tensor(l, kFfnNorm)), a.xn2.data(), a.rstd2.data(), N, C, eps);
+  proj_forward(pass, l, kGate, a.xn2.data(), a.g.data(), N, C, F);
+  proj_forward(pass, l, kUp, a.xn2.data(), a.u.data(), N, C, F);
+  swiglu_forward(a.g.data(), a.u.data(), a.h.data(), static_cast<int64_t>(n * F));
+  proj_forward(pass, l, kDown, a.h.data(), out, N, F, C);
+  for (size_t i = 0; i < n * C; ++i) out[i] += a.mid[i];
+}
+
+template <class T>
+int64_t LlamaTrainer<T>::activation_bytes() const {
+  auto bytes = [](const Layer& a) {
+    size_t b = 0;
+    for (const auto* v : {&a.x, &a.xn1, &a.rstd1, &a.q, &a.k, &a.v, &a.probs, &a.att, &a.mid,
+                          &a.xn2, &a.rstd2, &a.g, &a.u, &a.h}) {
+      b += v->capacity();
+    }
+    for (const auto& u : a.lora_u) b += u.capacity();
+    return b;
+  };
+  size_t total = bytes(work_) + work_out_.capacity();
+  for (const Layer& a : acts_) total += bytes(a);
+  return static_cast<int64_t>(total * sizeof(T));
+}
+
+template <class T>
 double LlamaTrainer<T>::run(const Pass& pass, const int32_t* tokens, const int32_t* targets,
                             int64_t batch, int64_t t, T grad_scale) {
   const std::span<const T> params = pass.params;
@@ -251,27 +297,18 @@ double LlamaTrainer<T>::run(const Pass& pass, const int32_t* tokens, const int32
   const T* emb = p(params, 0);
   for (int64_t r = 0; r < N; ++r) std::copy_n(emb + tokens[r] * C, C, xl_.data() + r * C);
   for (int64_t l = 0; l < s_.layers; ++l) {
-    Layer& a = acts_[static_cast<size_t>(l)];
-    a.x = xl_;
-    a.xn1.resize(n * C), a.rstd1.resize(n), a.q.resize(n * HD), a.k.resize(n * GD);
-    a.v.resize(n * GD), a.probs.resize(static_cast<size_t>(batch * s_.heads * t * t));
-    a.att.resize(n * HD), a.mid.resize(n * C), a.xn2.resize(n * C), a.rstd2.resize(n);
-    a.g.resize(n * F), a.u.resize(n * F), a.h.resize(n * F);
-    rmsnorm_forward(a.x.data(), p(params, block_tensor(l, kAttnNorm)), a.xn1.data(), a.rstd1.data(), N, C, eps);
-    proj_forward(pass, l, kQ, a.xn1.data(), a.q.data(), N, C, HD);
-    proj_forward(pass, l, kK, a.xn1.data(), a.k.data(), N, C, GD);
-    proj_forward(pass, l, kV, a.xn1.data(), a.v.data(), N, C, GD);
-    rope(a.q.data(), pos_.data(), N, s_.heads, D, base, false);
-    rope(a.k.data(), pos_.data(), N, s_.kv_heads, D, base, false);
-    attn(a.q.data(), a.k.data(), a.v.data(), a.att.data(), a.probs.data(), as, pool_);
-    proj_forward(pass, l, kO, a.att.data(), a.mid.data(), N, HD, C);
-    for (size_t i = 0; i < n * C; ++i) a.mid[i] += a.x[i];
-    rmsnorm_forward(a.mid.data(), p(params, block_tensor(l, kFfnNorm)), a.xn2.data(), a.rstd2.data(), N, C, eps);
-    proj_forward(pass, l, kGate, a.xn2.data(), a.g.data(), N, C, F);
-    proj_forward(pass, l, kUp, a.xn2.data(), a.u.data(), N, C, F);
-    swiglu_forward(a.g.data(), a.u.data(), a.h.data(), static_cast<int64_t>(n * F));
-    proj_forward(pass, l, kDown, a.h.data(), xl_.data(), N, F, C);
-    for (size_t i = 0; i < n * C; ++i) xl_[i] += a.mid[i];
+    Layer& kept = acts_[static_cast<size_t>(l)];
+    kept.x = xl_;
+    if (!recompute_) {
+      layer_forward(pass, l, kept, batch, t, xl_.data());
+      continue;
+    }
+    for (auto* v : {&kept.xn1, &kept.rstd1, &kept.q, &kept.k, &kept.v, &kept.probs, &kept.att,
+                    &kept.mid, &kept.xn2, &kept.rstd2, &kept.g, &kept.u, &kept.h}) {
+      std::vector<T>().swap(*v);  // held by work_ now
+    }
+    work_.x = xl_;
+    layer_forward(pass, l, work_, batch, t, xl_.data());
   }
   const size_t out_norm = block_tensor(s_.layers, 0), out_w = out_norm + 1;
   xf_.resize(n * C), rstdf_.resize(n), logits_.resize(n * V);
@@ -289,7 +326,12 @@ double LlamaTrainer<T>::run(const Pass& pass, const int32_t* tokens, const int32
   zero(dx_, n * C);
   rmsnorm_backward(dxn_.data(), xl_.data(), p(params, out_norm), rstdf_.data(), dx_.data(), gp(out_norm), N, C);
   for (int64_t l = s_.layers - 1; l >= 0; --l) {
-    const Layer& a = acts_[static_cast<size_t>(l)];
+    if (recompute_) {  // the layer's activations again, from its kept input
+      work_.x = acts_[static_cast<size_t>(l)].x;
+      work_out_.resize(n * C);
+      layer_forward(pass, l, work_, batch, t, work_out_.data());
+    }
+    const Layer& a = recompute_ ? work_ : acts_[static_cast<size_t>(l)];
     // x_{l+1} = mid + swiglu(xn2 Wg, xn2 Wu) Wd^T, xn2 = rmsnorm(mid).
     dmid_ = dx_;
     zero(dh_, n * F);

@@ -89,6 +89,16 @@ class LlamaTrainer {
   // The logits of the last forward_backward(), [N, V].
   std::span<const T> logits() const { return logits_; }
 
+  // Activation recomputation: the forward pass keeps only each layer's input x_l and the
+  // backward pass recomputes the layer's activations from it (one more forward per layer, about
+  // a third more FLOPs) into one shared set of buffers; the layer activations then take one
+  // layer's worth instead of L. Results are bit-identical either way (the same ops on the same
+  // inputs). Takes effect at the next forward_backward().
+  void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
+  // Bytes held by the layer activation buffers (capacity), after a pass.
+  int64_t activation_bytes() const;
+
  private:
   struct Layer {  // activations of one layer, N rows
     std::vector<T> x, xn1, rstd1, q, k, v, probs, att, mid, xn2, rstd2, g, u, h;
@@ -105,6 +115,8 @@ class LlamaTrainer {
   };
   double run(const Pass& pass, const int32_t* tokens, const int32_t* targets, int64_t batch,
              int64_t t, T grad_scale);
+  // Layer l's forward from a.x into a's activations; its output x_{l+1} into out[N, C].
+  void layer_forward(const Pass& pass, int64_t l, Layer& a, int64_t batch, int64_t t, T* out);
   // y[n, m] = x[n, k] W^T (+ the adapter's update) for block tensor j of layer l.
   void proj_forward(const Pass& pass, int64_t l, int j, const T* x, T* y, int64_t n, int64_t k,
                     int64_t m);
@@ -119,7 +131,10 @@ class LlamaTrainer {
   ThreadPool* pool_;
   std::vector<ParamTensor> layout_;
   int64_t n_params_ = 0;
-  std::vector<Layer> acts_;
+  std::vector<Layer> acts_;  // with recompute_: only each layer's x and LoRA products
+  bool recompute_ = false;
+  Layer work_;               // recompute_: the one layer whose activations are live
+  std::vector<T> work_out_;  // recompute_: the recomputed layer's output (not needed)
   std::vector<T> xl_, xf_, rstdf_, logits_, dlogits_, dx_, dmid_, datt_, dq_, dk_, dv_,
       dh_, dg_, du_, dxn_, lora_tmp_, lora_du_;
   std::vector<int32_t> pos_;

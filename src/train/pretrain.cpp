@@ -121,6 +121,7 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
   TS_RETURN_IF_ERROR(check_run(o, train_tokens, val_tokens));
   const int64_t T = o.shape.context;
   LlamaTrainer<float> trainer(o.shape, pool);
+  trainer.set_recompute(o.recompute);
   if (static_cast<int64_t>(params.size()) != trainer.n_params()) {
     return invalid_argument(fmt::format("pretrain: {} parameters, the shape has {}", params.size(),
                                         trainer.n_params()));
@@ -147,6 +148,7 @@ Result<PretrainReport> finetune_lora(const PretrainOptions& o, const LoraLayout&
   TS_RETURN_IF_ERROR(check_run(o, train_tokens, val_tokens));
   const int64_t T = o.shape.context;
   LlamaTrainer<float> trainer(o.shape, pool);
+  trainer.set_recompute(o.recompute);
   if (static_cast<int64_t>(base.size()) != trainer.n_params() ||
       static_cast<int64_t>(adapters.size()) != lora.n_params ||
       static_cast<int64_t>(lora.index.size()) != o.shape.layers * kLoraTargets) {

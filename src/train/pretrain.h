@@ -35,6 +35,9 @@ struct PretrainOptions {
   int64_t eval_windows = 16; // validation windows of T + 1 tokens (fewer if the split is short)
   double target_loss = 0;    // > 0: the report's time-to-target is the first eval at or below it
   uint64_t seed = 1;
+  // Activation recomputation (LlamaTrainer::set_recompute): less memory, about a third more
+  // FLOPs per step, the same results bit for bit. MFU still counts the model's FLOPs only.
+  bool recompute = false;
 };
 
 struct StepRecord {

@@ -130,6 +130,42 @@ TEST(LlamaTrainer, Float32MatchesFloat64AndRepeatsBitForBit) {
   for (size_t i = 0; i < g32.size(); ++i) EXPECT_NEAR(again[i], 1.5f * g32[i], 1e-6f + 1e-5f * std::abs(g32[i]));
 }
 
+// Activation recomputation changes where activations live, not the arithmetic: loss and every
+// gradient are bit-identical, in float (threaded GEMM) and double, and the kept activations
+// shrink to one layer's worth plus each layer's input.
+TEST(LlamaTrainer, RecomputationIsBitIdenticalAndKeepsLess) {
+  LlamaShape s = tiny_shape();
+  s.layers = 4;
+  const std::vector<double> p64 = random_params(s, 5);
+  const std::vector<float> p32(p64.begin(), p64.end());
+  const Data d;
+  ThreadPool pool(2);
+  LlamaTrainer<float> kept(s, &pool), again(s, &pool);
+  again.set_recompute(true);
+  EXPECT_TRUE(again.recompute());
+  std::vector<float> g1(p32.size(), 0.0f), g2(p32.size(), 0.0f);
+  const double l1 = kept.forward_backward(p32, d.tokens.data(), d.targets.data(), d.batch, d.t, g1);
+  const double l2 = again.forward_backward(p32, d.tokens.data(), d.targets.data(), d.batch, d.t, g2);
+  EXPECT_EQ(l1, l2);
+  EXPECT_EQ(g1, g2);
+  EXPECT_EQ(std::vector<float>(kept.logits().begin(), kept.logits().end()),
+            std::vector<float>(again.logits().begin(), again.logits().end()));
+  EXPECT_LT(again.activation_bytes(), kept.activation_bytes() / 2)
+      << again.activation_bytes() << " vs " << kept.activation_bytes();
+  // Switched on after a pass without it: the same results, and the old buffers are released.
+  kept.set_recompute(true);
+  std::vector<float> g3(p32.size(), 0.0f);
+  EXPECT_EQ(kept.forward_backward(p32, d.tokens.data(), d.targets.data(), d.batch, d.t, g3), l1);
+  EXPECT_EQ(g3, g1);
+  EXPECT_EQ(kept.activation_bytes(), again.activation_bytes());
+  LlamaTrainer<double> ref(s), ref_rc(s);
+  ref_rc.set_recompute(true);
+  std::vector<double> h1(p64.size(), 0.0), h2(p64.size(), 0.0);
+  EXPECT_EQ(ref.forward_backward(p64, d.tokens.data(), d.targets.data(), d.batch, d.t, h1),
+            ref_rc.forward_backward(p64, d.tokens.data(), d.targets.data(), d.batch, d.t, h2));
+  EXPECT_EQ(h1, h2);
+}
+
 TEST(LlamaTrainer, InferenceForwardOfTheCheckpointGivesTheSameLogits) {
   const LlamaShape s = tiny_shape();
   const std::vector<double> p64 = random_params(s, 3);

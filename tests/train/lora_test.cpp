@@ -127,6 +127,21 @@ TEST(LoraLayout, TargetsParseAndLayoutIsContiguous) {
   }
 }
 
+TEST(LoraTrainer, RecomputationGivesTheSameAdapterGradients) {
+  const LlamaShape s = tiny_shape();
+  const LoraLayout lora = all_targets(s, 3, 5.0);
+  const std::vector<double> base64 = random_base(s, 1);
+  const std::vector<float> base(base64.begin(), base64.end());
+  std::vector<float> ad = random_values<float>(lora.n_params, 2, 0.3);
+  const Data d;
+  LlamaTrainer<float> plain(s), rc(s);
+  rc.set_recompute(true);
+  std::vector<float> g1(ad.size(), 0.0f), g2(ad.size(), 0.0f);
+  EXPECT_EQ(plain.forward_backward_lora(base, lora, ad, d.tokens.data(), d.targets.data(), d.batch, d.t, g1),
+            rc.forward_backward_lora(base, lora, ad, d.tokens.data(), d.targets.data(), d.batch, d.t, g2));
+  EXPECT_EQ(g1, g2);
+}
+
 TEST(LoraTrainer, AdapterGradientsMatchFiniteDifferences) {
   const LlamaShape s = tiny_shape();
   const LoraLayout lora = all_targets(s, 3, 5.0);

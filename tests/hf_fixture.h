@@ -96,6 +96,10 @@ inline std::vector<std::string> export_hf(const model::ModelFile& gguf, const st
       {"eos_token_id", 2},
   };
   if (m.contains(arch + ".attention.key_length")) cfg["head_dim"] = geti("attention.key_length");
+  if (gguf.find_tensor("rope_freqs.weight") != nullptr) {  // synth writes Llama 3.1's scaling
+    cfg["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
+                           {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  }
   if (m.contains(arch + ".attention.sliding_window")) {
     cfg["sliding_window"] = geti("attention.sliding_window");
   }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the file-format fuzzers (GGUF, safetensors) and the chat-template interpreter's with clang
-# (libFuzzer + ASan + UBSan) in build/fuzz/, writes their seed corpora and fuzzes the GGUF reader
-# for N seconds (default 60), the safetensors reader and the Jinja interpreter for half that each,
-# structured output's schema compiler and matcher for a third. Exits non-zero when a fuzzer finds a crash,
-# leak, sanitizer report or broken round trip; the input is saved under build/fuzz/fuzz-artifacts/.
+# Builds the file-format fuzzers (GGUF, safetensors, Hugging Face JSON) and the chat-template
+# interpreter's with clang (libFuzzer + ASan + UBSan) in build/fuzz/, writes their seed corpora and
+# fuzzes the GGUF reader for N seconds (default 60), the safetensors reader and the Jinja
+# interpreter for half that each, and the Hugging Face JSON parsers (config.json, shard index,
+# tokenizer.json) for a quarter, structured output's schema compiler and matcher for a third.
+# Exits non-zero when a fuzzer finds a crash, leak, sanitizer
+# report or broken round trip; the input is saved under build/fuzz/fuzz-artifacts/.
 # Usage: scripts/fuzz.sh [seconds]   Env: TESSERA_FUZZ_BUILD_DIR, JOBS (default 2).
 set -euo pipefail
 
@@ -17,7 +19,7 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -DTESSERA_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
 ninja -C "$build" -j "$jobs" gguf_fuzzer gguf_seed_writer safetensors_fuzzer safetensors_seed_writer \
-  jinja_fuzzer json_schema_fuzzer
+  hf_fuzzer hf_seed_writer jinja_fuzzer json_schema_fuzzer
 
 artifacts="$build/fuzz-artifacts/"
 mkdir -p "$artifacts"
@@ -40,6 +42,7 @@ fuzz_one() {
 }
 fuzz_one gguf "$seconds"
 fuzz_one safetensors "$(( (seconds + 1) / 2 ))"
+fuzz_one hf "$(( (seconds + 3) / 4 ))"
 
 # The Jinja interpreter: seeds are the real chat templates of ../shared/templates when present
 # (never committed), plus a small template written here.

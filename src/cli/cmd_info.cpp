@@ -9,6 +9,7 @@
 #include "common.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/format/model_file.h"
+#include "tessera/model/hf_checkpoint.h"
 #include "tessera/model/model_config.h"
 
 namespace tessera::cli {
@@ -26,12 +27,13 @@ std::string format_name(model::FileFormat f, uint32_t version) {
     case model::FileFormat::kGguf: return fmt::format("GGUF v{}", version);
     case model::FileFormat::kLlama2c: return "llama2.c checkpoint";
     case model::FileFormat::kSafetensors: return "safetensors";
+    case model::FileFormat::kHfCheckpoint: return "Hugging Face checkpoint";
   }
   return "unknown";
 }
 
 int run_info(const InfoArgs& a) {
-  auto file = model::open_model_file(a.path);
+  auto file = model::open_model_path(a.path);
   if (!file.is_ok()) return fail(file.status());
   const model::ModelFile& f = *file;
   auto arch = f.metadata.get_string_or("general.architecture", "");
@@ -107,7 +109,7 @@ int run_info(const InfoArgs& a) {
 
 void add_info_command(CLI::App& app, RunFn& run) {
   auto a = std::make_shared<InfoArgs>();
-  CLI::App* cmd = app.add_subcommand("info", "Describe a model file (GGUF or llama2.c)");
+  CLI::App* cmd = app.add_subcommand("info", "Describe a model file (GGUF, llama2.c) or Hugging Face checkpoint directory");
   cmd->add_option("path", a->path, "Model file")->required();
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->add_flag("--tensors", a->tensors, "List every tensor");

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "common.h"
 #include "tessera/model/format/model_file.h"
+#include "tessera/model/hf_checkpoint.h"
 #include "tessera/model/imatrix_file.h"
 #include "tessera/model/quantize.h"
 
@@ -31,7 +32,7 @@ std::string type_names() {
 int run_quantize(const QuantizeArgs& a) {
   auto type = model::find_quant_type(a.type);
   if (!type.is_ok()) return fail(type.status());
-  auto in = model::open_model_file(a.in);
+  auto in = model::open_model_path(a.in);
   if (!in.is_ok()) return fail(in.status());
   if (a.plan) {
     auto plan = model::plan_quantization(*in, *type);

@@ -18,6 +18,7 @@ void add_lora_command(CLI::App& app, RunFn& run);
 void add_prune_command(CLI::App& app, RunFn& run);
 void add_eval_command(CLI::App& app, RunFn& run);
 void add_info_command(CLI::App& app, RunFn& run);
+void add_convert_command(CLI::App& app, RunFn& run);
 void add_demo_command(CLI::App& app, RunFn& run);
 void add_bench_command(CLI::App& app, RunFn& run);
 void add_serve_command(CLI::App& app, RunFn& run);

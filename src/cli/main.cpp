@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_prune_command(app, run);
   tessera::cli::add_eval_command(app, run);
   tessera::cli::add_info_command(app, run);
+  tessera::cli::add_convert_command(app, run);
   tessera::cli::add_demo_command(app, run);
   tessera::cli::add_bench_command(app, run);
   tessera::cli::add_serve_command(app, run);

@@ -4,6 +4,7 @@
 
 #include "tessera/model/format/model_file.h"
 #include "tessera/model/families.h"
+#include "tessera/model/hf_checkpoint.h"
 #include "tessera/model/llama.h"
 
 namespace tessera::model {
@@ -43,7 +44,7 @@ Result<std::unique_ptr<Model>> build_model(std::shared_ptr<const ModelFile> file
 }
 
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOptions& options) {
-  TS_ASSIGN_OR_RETURN(ModelFile f, open_model_file(path));
+  TS_ASSIGN_OR_RETURN(ModelFile f, open_model_path(path));
   auto model = build_model(std::make_shared<const ModelFile>(std::move(f)), options);
   if (!model.is_ok()) return model.status().with_context("loading " + path);
   return model;

@@ -31,7 +31,8 @@ const std::vector<Architecture>& architectures();
 // The architecture called `name`, or nullptr.
 const Architecture* find_architecture(std::string_view name);
 
-// Opens a model file (GGUF or llama2.c) and builds it with the architecture its metadata names.
+// Opens a model file (GGUF, llama2.c) or Hugging Face checkpoint directory (hf_checkpoint.h) and
+// builds it with the architecture its metadata names.
 // Errors: those of open_model_file, kUnsupported for an unknown architecture (naming it and
 // the supported ones), and the builder's.
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOptions& options = {});

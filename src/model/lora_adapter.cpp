@@ -15,6 +15,7 @@
 #include "tessera/model/architecture.h"
 #include "tessera/model/format/gguf_reader.h"
 #include "tessera/model/format/gguf_writer.h"
+#include "tessera/model/format/hf_names.h"
 #include "tessera/model/format/safetensors.h"
 #include "tessera/model/model_config.h"
 
@@ -28,14 +29,6 @@ using kernels::DType;
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
-
-// PEFT module path (after "layers.N.") -> the base tensor's name after "blk.N.".
-constexpr std::pair<std::string_view, std::string_view> kPeftModules[] = {
-    {"self_attn.q_proj", "attn_q"},   {"self_attn.k_proj", "attn_k"},
-    {"self_attn.v_proj", "attn_v"},   {"self_attn.o_proj", "attn_output"},
-    {"mlp.gate_proj", "ffn_gate"},    {"mlp.up_proj", "ffn_up"},
-    {"mlp.down_proj", "ffn_down"},
-};
 
 // A tensor as f32 values in its memory order. Errors: kUnsupported for types without kernels.
 Result<std::vector<float>> to_f32(const TensorInfo& t) {
@@ -154,8 +147,8 @@ Result<std::pair<std::string, bool>> map_peft_name(const std::string& key) {
   }
   const std::string layer(after.substr(0, digits));
   const std::string_view module = after.substr(digits + 1);
-  for (const auto& [peft, gguf] : kPeftModules) {
-    if (module == peft) return std::pair{fmt::format("blk.{}.{}.weight", layer, gguf), is_a};
+  if (const auto gguf = hf_projection_to_gguf(module)) {
+    return std::pair{fmt::format("blk.{}.{}.weight", layer, *gguf), is_a};
   }
   return invalid_argument(fmt::format("tensor '{}': target module '{}' is not supported (q_proj, "
                                       "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj are)",
@@ -169,21 +162,6 @@ std::vector<float> transpose_b(const std::vector<float>& b, int64_t n_out, int64
     for (int64_t k = 0; k < rank; ++k) bt[static_cast<size_t>(k * n_out + o)] = b[static_cast<size_t>(o * rank + k)];
   }
   return bt;
-}
-
-// GGML's adjacent-pair RoPE layout from a checkpoint's half-split one, on the rows of B.
-void permute_rope_rows(std::vector<float>& b, int64_t n_out, int64_t rank, int64_t n_heads) {
-  const int64_t hd = n_out / n_heads, half = hd / 2;
-  std::vector<float> out(b.size());
-  for (int64_t h = 0; h < n_heads; ++h) {
-    for (int64_t i = 0; i < half; ++i) {
-      for (int64_t j = 0; j < 2; ++j) {
-        const int64_t to = h * hd + 2 * i + j, from = h * hd + j * half + i;
-        std::copy_n(b.begin() + from * rank, rank, out.begin() + to * rank);
-      }
-    }
-  }
-  b = std::move(out);
 }
 
 // Fills m from the pair after checking it against the base; B comes back in `b` (n_out x rank)
@@ -277,10 +255,12 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
     // GGUF converters permute q/k rows for normal-RoPE families only; NeoX families keep HF's.
     if ((q || k) && family->rope == RopeStyle::kNormal) {
       const int64_t heads = q ? mc.n_heads : mc.n_kv_heads;
-      if (heads <= 0 || m.n_out % (2 * heads) != 0) {
-        return invalid_argument(fmt::format("'{}': {} rows do not split into {} heads", target, m.n_out, heads));
-      }
-      permute_rope_rows(b, m.n_out, m.rank, heads);
+      std::vector<float> permuted(b.size());
+      const Status s = permute_rope_rows(std::as_bytes(std::span(b)),
+                                         std::as_writable_bytes(std::span(permuted)), m.n_out,
+                                         static_cast<size_t>(m.rank) * sizeof(float), heads);
+      if (!s.is_ok()) return s.with_context(fmt::format("'{}'", target));
+      b = std::move(permuted);
     }
     m.bt = transpose_b(b, m.n_out, m.rank);
     keep_file_dtype(p, m);
@@ -316,7 +296,7 @@ Result<LoraAdapter> load_gguf_lora(const std::string& path, const ModelFile& bas
     if (!a && !b) return invalid_argument(fmt::format("{}: tensor '{}' is not a lora_a/lora_b", path, t.name));
     const std::string target = t.name.substr(0, t.name.size() - 7);
     bool known = false;
-    for (const auto& [peft, gguf] : kPeftModules) {
+    for (const auto& [hf, gguf] : hf_projections()) {
       known = known || (target.rfind("blk.", 0) == 0 && ends_with(target, fmt::format(".{}.weight", gguf)));
     }
     if (!known) {

@@ -119,4 +119,14 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t head_dim,
   return out;
 }
 
+std::vector<float> rope_freq_factors(const RopeConfig& scaled, int64_t head_dim) {
+  RopeConfig plain;
+  plain.freq_base = scaled.freq_base;
+  const std::vector<float> a = rope_inv_freq(plain, head_dim, nullptr);
+  const std::vector<float> b = rope_inv_freq(scaled, head_dim, nullptr);
+  std::vector<float> factors(a.size());
+  for (size_t i = 0; i < a.size(); ++i) factors[i] = a[i] / b[i];
+  return factors;
+}
+
 }  // namespace tessera::model

@@ -51,4 +51,9 @@ Result<ModelConfig> read_model_config(const Metadata& metadata, const std::strin
 std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t head_dim,
                                  const std::vector<float>* freq_factors);
 
+// The rope_freqs.weight tensor that Llama 3 converters write for `scaled` (llama3 scaling):
+// per pair, the unscaled inverse frequency over the scaled one, so that dividing by it applies
+// the scaling to a model whose metadata names none.
+std::vector<float> rope_freq_factors(const RopeConfig& scaled, int64_t head_dim);
+
 }  // namespace tessera::model

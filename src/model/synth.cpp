@@ -54,20 +54,14 @@ Status add(GgufWriter& w, const std::string& name, kernels::DType dtype,
 
 std::vector<float> llama3_freq_factors(const SynthShape& s) {
   // Llama 3.1/3.2 scaling: factor 32, low 1, high 4, original context 8192.
-  RopeConfig plain;
-  plain.freq_base = s.rope_base;
-  RopeConfig scaled = plain;
+  RopeConfig scaled;
+  scaled.freq_base = s.rope_base;
   scaled.scaling = RopeScaling::kLlama3;
   scaled.factor = 32.0;
   scaled.low_freq_factor = 1.0;
   scaled.high_freq_factor = 4.0;
   scaled.original_context = 8192;
-  const int64_t head_dim = s.dim / s.n_heads;
-  std::vector<float> a = rope_inv_freq(plain, head_dim, nullptr);
-  std::vector<float> b = rope_inv_freq(scaled, head_dim, nullptr);
-  std::vector<float> factors(a.size());
-  for (size_t i = 0; i < a.size(); ++i) factors[i] = a[i] / b[i];
-  return factors;
+  return rope_freq_factors(scaled, s.dim / s.n_heads);
 }
 
 void set_hparams(Metadata& m, const SynthShape& s, const std::string& arch, int64_t n_vocab,

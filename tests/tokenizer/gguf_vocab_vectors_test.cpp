@@ -9,7 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "hf_fixture.h"
 #include "tessera/model/format/model_file.h"
+#include "tessera/model/tokenizer/hf_tokenizer_json.h"
 #include "tessera/model/tokenizer/tokenizer.h"
 #include "test_util.h"
 
@@ -112,6 +114,43 @@ TEST_P(VocabVectors, EncodesLikeTheReferenceAndRoundTrips) {
   std::cout << "[ vectors  ] " << GetParam() << ": " << n_pass << "/" << inputs.size()
             << " encode, " << n_round_trip << "/" << inputs.size() << " round trip; "
             << tok.n_vocab() << " tokens built in " << load_ms << " ms\n";
+}
+
+// The same vectors through Hugging Face's form of the vocabulary: the test writes the GGUF
+// vocabulary as the tokenizer.json HF uses for it (hf_fixture.h), and Tessera's tokenizer.json
+// reader turns that back into a tokenizer, which must encode the inputs to the reference ids.
+TEST_P(VocabVectors, EncodesLikeTheReferenceThroughTokenizerJson) {
+  const std::string name = "tokenizers/ggml-vocab-" + GetParam() + ".gguf";
+  TS_SKIP_WITHOUT_SHARED(gguf_path, name);
+  auto file = open_model_file(gguf_path.string());
+  ASSERT_TRUE(file.is_ok()) << file.status().to_string();
+  const std::string json = testing::tokenizer_json_of(file->metadata);
+  if (json.empty()) {
+    GTEST_SKIP() << GetParam() << ": the test has no tokenizer.json form for pre-tokenizer '"
+                 << file->metadata.get_string_or("tokenizer.ggml.pre", "").value() << "'";
+  }
+  HfTokenizerInputs in;
+  in.tokenizer_json = json;
+  auto md = hf_tokenizer_to_gguf(in);
+  ASSERT_TRUE(md.is_ok()) << md.status().to_string();
+  auto tokenizer = make_tokenizer(*md);
+  ASSERT_TRUE(tokenizer.is_ok()) << tokenizer.status().to_string();
+  const auto inputs = read_inputs(gguf_path.string() + ".inp");
+  const auto expected = read_outputs(gguf_path.string() + ".out");
+  ASSERT_EQ(inputs.size(), expected.size());
+  size_t n_pass = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto ids = (*tokenizer)->encode(inputs[i], /*add_special=*/false, /*parse_special=*/false);
+    if (ids == expected[i]) {
+      ++n_pass;
+    } else {
+      ADD_FAILURE() << GetParam() << " (tokenizer.json) input " << i << " '" << show(inputs[i])
+                    << "'\n  expected" << show(expected[i]) << "\n  got     " << show(ids);
+    }
+  }
+  std::cout << "[ vectors  ] " << GetParam() << " via tokenizer.json ("
+            << md->get_string("tokenizer.ggml.model").value() << "): " << n_pass << "/"
+            << inputs.size() << " encode\n";
 }
 
 // gtest names may not contain '-'.

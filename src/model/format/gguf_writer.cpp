@@ -166,8 +166,8 @@ Status write_file(std::FILE* f, std::span<const std::byte> header,
 
 }  // namespace
 
-Status GgufWriter::add_tensor(std::string name, kernels::DType dtype, std::vector<int64_t> shape,
-                              std::span<const std::byte> data) {
+Status GgufWriter::check_tensor(const std::string& name, kernels::DType dtype,
+                                const std::vector<int64_t>& shape, size_t n_data) const {
   if (name.empty() || name.size() > kMaxTensorNameBytes) {
     return invalid_argument(fmt::format("tensor name '{}' must be 1 to {} bytes long", name,
                                         kMaxTensorNameBytes));
@@ -195,13 +195,38 @@ Status GgufWriter::add_tensor(std::string name, kernels::DType dtype, std::vecto
   }
   int64_t n_bytes = 0;
   if (!checked_mul(n_elements / info->block_size, info->block_bytes, &n_bytes) ||
-      static_cast<uint64_t>(n_bytes) != data.size()) {
+      static_cast<uint64_t>(n_bytes) != n_data) {
     return invalid_argument(fmt::format("tensor '{}': {} {} elements take {} bytes, got {}", name,
-                                        n_elements, info->name, n_bytes, data.size()));
+                                        n_elements, info->name, n_bytes, n_data));
   }
-  tensors_.push_back(PendingTensor{std::move(name), dtype, std::move(shape),
-                                   std::vector<std::byte>(data.begin(), data.end())});
   return Status::ok();
+}
+
+Status GgufWriter::add_tensor(std::string name, kernels::DType dtype, std::vector<int64_t> shape,
+                              std::span<const std::byte> data) {
+  TS_RETURN_IF_ERROR(check_tensor(name, dtype, shape, data.size()));
+  PendingTensor t{std::move(name), dtype, std::move(shape),
+                  std::vector<std::byte>(data.begin(), data.end()), {}};
+  t.data = t.owned;
+  tensors_.push_back(std::move(t));
+  return Status::ok();
+}
+
+Status GgufWriter::add_tensor_ref(std::string name, kernels::DType dtype,
+                                  std::vector<int64_t> shape, std::span<const std::byte> data) {
+  TS_RETURN_IF_ERROR(check_tensor(name, dtype, shape, data.size()));
+  tensors_.push_back(PendingTensor{std::move(name), dtype, std::move(shape), {}, data});
+  return Status::ok();
+}
+
+Result<GgufWriter> GgufWriter::referencing(const ModelFile& file) {
+  GgufWriter w;
+  for (const auto& [key, value] : file.metadata.entries()) w.metadata().set(key, value);
+  for (const TensorInfo& t : file.tensors) {
+    std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + std::max(1, t.n_dims));
+    TS_RETURN_IF_ERROR(w.add_tensor_ref(t.name, t.dtype, std::move(shape), {t.data, t.n_bytes}));
+  }
+  return w;
 }
 
 std::vector<std::byte> GgufWriter::serialize() const {

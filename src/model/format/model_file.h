@@ -35,7 +35,9 @@ struct TensorInfo {
   std::string shape_string() const;  // "[2048, 32000]"
 };
 
-enum class FileFormat { kGguf, kLlama2c, kSafetensors };
+// kHfCheckpoint: a Hugging Face checkpoint directory (hf_checkpoint.h), presented as GGUF would
+// present the same model.
+enum class FileFormat { kGguf, kLlama2c, kSafetensors, kHfCheckpoint };
 
 struct ModelFile {
   FileFormat format = FileFormat::kGguf;
@@ -45,6 +47,8 @@ struct ModelFile {
   std::vector<TensorInfo> tensors;
   // Keeps tensor bytes alive: the file mapping and/or buffers made while converting.
   std::shared_ptr<const MappedFile> mapping;
+  // Further mappings tensors point into (the shards of a sharded safetensors checkpoint).
+  std::vector<std::shared_ptr<const MappedFile>> shard_mappings;
   std::vector<std::shared_ptr<const std::vector<std::byte>>> owned_buffers;
 
   // The tensor named `name`, or nullptr.

@@ -165,6 +165,17 @@ Result<PreTokenizer> PreTokenizer::create(std::string_view name) {
       name));
 }
 
+std::string_view PreTokenizer::name_for(const std::vector<std::string>& patterns,
+                                         bool ignore_merges) {
+  for (const Profile& p : profiles()) {
+    if (p.traits.ignore_merges != ignore_merges || p.patterns.size() != patterns.size()) continue;
+    if (std::equal(p.patterns.begin(), p.patterns.end(), patterns.begin())) return p.names[0];
+  }
+  return {};
+}
+
+std::string_view PreTokenizer::gpt2_pattern() { return kGpt2; }
+
 Result<PreTokenizer> PreTokenizer::from_patterns(const std::vector<std::string>& patterns,
                                                  Traits traits) {
   PreTokenizer p;

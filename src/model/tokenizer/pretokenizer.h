@@ -31,6 +31,14 @@ class PreTokenizer {
   // Errors: kUnsupported naming an unknown pre-tokenizer.
   static Result<PreTokenizer> create(std::string_view name);
 
+  // The name (a tokenizer.ggml.pre value) of the first known pre-tokenizer whose expressions are
+  // exactly `patterns` (in order) and whose ignore_merges is `ignore_merges`; "" if none is.
+  // How a HuggingFace tokenizer.json's Split / Digits / ByteLevel steps are given a name.
+  static std::string_view name_for(const std::vector<std::string>& patterns, bool ignore_merges);
+
+  // The GPT-2 expression that HuggingFace's ByteLevel pre-tokenizer applies when use_regex is set.
+  static std::string_view gpt2_pattern();
+
   // A pre-tokenizer from explicit PCRE2 patterns (applied in order).
   // Errors: kInvalidArgument with PCRE2's message and offset for a pattern that does not compile.
   static Result<PreTokenizer> from_patterns(const std::vector<std::string>& patterns,

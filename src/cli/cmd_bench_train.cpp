@@ -26,6 +26,7 @@
 #include "tessera/bench/mllog.h"
 #include "tessera/bench/train_corpus.h"
 #include "tessera/bench/train_report_html.h"
+#include "tessera/train/checkpoint.h"
 #include "tessera/train/pretrain.h"
 
 #ifndef TESSERA_CORPUS_DEFAULT
@@ -36,7 +37,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchTrainArgs {
-  std::string text, vocab, out_dir, mllog_path, chartjs;
+  std::string text, vocab, out_dir, mllog_path, chartjs, save_model;
   int64_t vocab_size = 512;
   train::PretrainOptions o;
   double val_fraction = 0.05;
@@ -187,6 +188,14 @@ int run_bench_train(BenchTrainArgs a) {
   log.end("run_stop", nullptr,
           {{"samples_count", steps_done * global_batch}, {"status", reached ? "success" : "aborted"}});
 
+  if (!a.save_model.empty()) {  // the trained model, for fine-tuning or serving it afterwards
+    const std::string name = fmt::format("tessera-bench-train {}x{}", o.shape.layers, o.shape.dim);
+    if (Status st = train::write_llama_gguf(a.save_model, o.shape, params, &data->vocab, name);
+        !st.is_ok()) {
+      return fail(st.with_context("--save-model " + a.save_model));
+    }
+  }
+
   const double tps = static_cast<double>(report->tokens) / report->seconds;
   const double gflops = tps * flops_per_token / 1e9;
   const double mfu = ceiling.fma_gflops > 0 ? gflops / ceiling.fma_gflops : 0.0;
@@ -309,6 +318,7 @@ void add_bench_train_command(CLI::App* bench, RunFn& run) {
   c->add_option("--fma-gflops", a->fma_gflops, "FMA ceiling for MFU (default: measure as bench machine does)");
   c->add_option("--mllog", a->mllog_path, "Write the :::MLLOG lines here instead of stdout");
   c->add_option("--out,-o", a->out_dir, "Write summary.json, mllog.log and report.html into this folder");
+  c->add_option("--save-model", a->save_model, "Also write the trained model as GGUF (loadable by every command)");
   c->add_option("--chartjs", a->chartjs, "Chart.js UMD file for report.html");
   c->add_flag("--json", a->json, "Print the summary as JSON (the MLLOG lines then go to stderr)");
   c->callback([&run, a] { run = [a] { return run_bench_train(*a); }; });

@@ -60,8 +60,15 @@ bool JsonMatcher::advance(uint8_t c) { return step(c); }
 
 bool JsonMatcher::in_plain_string() const {
   const Frame& f = stack_[static_cast<size_t>(depth_ - 1)];
+  if (f.aux != kPlain) return false;
   // A length-bounded string counts characters: tokens are walked byte by byte there.
-  return f.kind == kString && f.aux == kPlain && !schema_->node(f.node).length_bounded();
+  if (f.kind == kString) return !schema_->node(f.node).length_bounded();
+  // A key no declared property still matches, in an object that takes additional properties
+  // (json_object's keys, say): any plain content keeps it so.
+  if (f.kind == kKey && f.mask == 0 && f.seen == 0 && depth_ >= 2) {
+    return schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node).additional >= 0;
+  }
+  return false;
 }
 
 bool JsonMatcher::closed() const { return depth_ == 1 && stack_[0].phase == 1; }

@@ -48,8 +48,10 @@ class JsonMatcher {
   // True when the value is complete and nothing but whitespace may follow.
   bool closed() const;
 
-  // Inside a value string between characters (not in an escape or a UTF-8 sequence): any bytes
-  // that are plain string content (TokenVocabulary::plain) are accepted here.
+  // Inside a string between characters (not in an escape or a UTF-8 sequence) where any bytes
+  // that are plain string content (TokenVocabulary::plain) are accepted: a value string without
+  // length bounds, or an object key that no declared property matches any more where additional
+  // properties are allowed.
   bool in_plain_string() const;
 
   // Copies the state only (the schema pointer stays shared): cheap, for trying bytes.

@@ -10,7 +10,8 @@
 // call object {"name": ..., "arguments": {...}} (engine/json_schema.h), so it always parses. A
 // named function's (or a lone tool's) `parameters` are enforced with it; with "required" and
 // several tools the name is one of theirs and the arguments any object (the schema subset has no
-// anyOf), then checked against the chosen function's parameters after decoding.
+// anyOf); those arguments are NOT checked against the chosen function's parameters afterwards
+// (arguments_match below can; the server does not call it yet).
 //
 // Syntaxes: kHermes `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, one block per
 // call (Hermes 2/3, Qwen2.5/Qwen3, SmolLM3 and most templates since); kMistral `[TOOL_CALLS]`

@@ -372,7 +372,12 @@ struct Engine::Impl {
   // draft j (accepted) ran at n_computed + j, so each accepted draft's K/V is valid once the
   // token after it is known.
   bool decide_and_emit(size_t i, Sequence& s) {
-    const VerifyResult v = runner.decide(i, s.request.n_logprobs >= 0);
+    // Tokens s may still emit (max_tokens or the context, whichever ends first): structured
+    // output keeps its value completable within them.
+    const int64_t budget =
+        std::min<int64_t>(s.request.max_tokens - s.n_generated(),
+                          opt.ctx_size - static_cast<int64_t>(s.tokens.size()));
+    const VerifyResult v = runner.decide(i, s.request.n_logprobs >= 0, budget);
     const auto n_drafted = static_cast<int32_t>(s.draft.size());
     if (n_drafted > 0) {
       std::lock_guard lk(stats_mu);

@@ -502,3 +502,150 @@ bool JsonMatcher::step(uint8_t c) {
 }
 
 }  // namespace tessera::engine
+
+namespace tessera::engine {
+
+// The first byte of a short value for schema node `node`: the shortest kind the node allows
+// (a number's "0", an unbounded string's "", an empty array or object where nothing is required,
+// then the literals), -2 when the node allows nothing.
+int JsonMatcher::value_start_byte(int32_t node) const {
+  const JsonSchema::Node& n = schema_->node(node);
+  if (!n.literals.empty()) {
+    const auto shortest = std::min_element(
+        n.literals.begin(), n.literals.end(),
+        [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+    return static_cast<uint8_t>((*shortest)[0]);
+  }
+  const uint8_t t = n.types;
+  bool any_required = false;
+  for (const auto& p : n.properties) any_required |= p.required;
+  if (t & (JsonSchema::kInteger | JsonSchema::kNumber)) return '0';
+  if ((t & JsonSchema::kString) && n.min_length == 0) return '"';
+  if ((t & JsonSchema::kArray) && n.min_items == 0) return '[';
+  if ((t & JsonSchema::kObject) && !any_required) return '{';
+  if (t & JsonSchema::kBoolean) return 't';
+  if (t & JsonSchema::kNull) return 'n';
+  if (t & JsonSchema::kString) return '"';
+  if (t & JsonSchema::kArray) return '[';
+  if (t & JsonSchema::kObject) return '{';
+  return -2;
+}
+
+// The next byte of closing_bytes(): -1 when the value is complete, -2 when no rule applies.
+int JsonMatcher::closing_byte() const {
+  if (complete()) return -1;
+  const Frame& f = stack_[static_cast<size_t>(depth_ - 1)];
+  // Inside a string's escape or UTF-8 character: a byte that finishes it.
+  const auto inside_escape_or_character = [&f]() -> int {
+    switch (f.aux) {
+      case kEscape:
+        return 'n';
+      case kUnicode:
+        return '0';
+      case kUtf8:
+        return f.phase == 1 ? 0xA0 : f.phase == 3 ? 0x90 : 0x80;
+      default:
+        return -2;
+    }
+  };
+  // A finished number or literal ends at its parent's next byte.
+  const auto parent_byte = [&]() {
+    JsonMatcher p(schema_);
+    p.assign_state(*this);
+    --p.depth_;
+    p.child_done();
+    return p.closing_byte();
+  };
+  switch (f.kind) {
+    case kRoot:
+      return f.phase == 1 ? -1 : -2;
+    case kValue:
+      return value_start_byte(f.node);
+    case kString:
+      if (f.aux == kPlain) {
+        const JsonSchema::Node& sn = schema_->node(f.node);
+        return sn.length_bounded() && f.count < sn.min_length ? 'a' : '"';
+      }
+      return inside_escape_or_character();
+    case kKey: {
+      // Finish a declared key still matching (a required one first, then the shortest), else end
+      // an additional property's key.
+      const JsonSchema::Node& n = schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node);
+      int best = -1;
+      for (size_t i = 0; i < n.properties.size(); ++i) {
+        if (!(f.mask >> i & 1)) continue;
+        const auto& p = n.properties[i];
+        if (best < 0) {
+          best = static_cast<int>(i);
+          continue;
+        }
+        const auto& b = n.properties[static_cast<size_t>(best)];
+        if ((p.required && !b.required) ||
+            (p.required == b.required && p.key.size() < b.key.size())) {
+          best = static_cast<int>(i);
+        }
+      }
+      if (best >= 0) {
+        const std::string& k = n.properties[static_cast<size_t>(best)].key;
+        return static_cast<size_t>(f.count) < k.size() ? static_cast<uint8_t>(k[f.count]) : '"';
+      }
+      if (f.aux != kPlain) return inside_escape_or_character();
+      int32_t property = -1;
+      return key_complete(f, &property) ? '"' : 'x';
+    }
+    case kNumber:
+      return number_complete(f) ? parent_byte() : '0';
+    case kLiteral: {
+      if (literal_complete(f)) return parent_byte();
+      int best = -1;
+      for (int i = 0; i < literal_count(f); ++i) {
+        if (!(f.mask >> i & 1) || static_cast<int32_t>(literal_text(f, i).size()) <= f.count) continue;
+        if (best < 0 || literal_text(f, i).size() < literal_text(f, best).size()) best = i;
+      }
+      return best < 0 ? -2 : static_cast<uint8_t>(literal_text(f, best)[f.count]);
+    }
+    case kObject: {
+      const bool missing = !object_may_close(f);
+      switch (f.phase) {
+        case kOpen:
+          return missing ? '"' : '}';
+        case kColon:
+          return ':';
+        case kAfter:
+          return missing ? ',' : '}';
+        case kComma:
+          return '"';
+        default:
+          return -2;
+      }
+    }
+    case kArray: {
+      const JsonSchema::Node& n = schema_->node(f.node);
+      switch (f.phase) {
+        case kOpen:
+          return n.min_items == 0 ? ']' : value_start_byte(n.items);
+        case kAfter:
+          return f.count >= n.min_items ? ']' : ',';
+        case kComma:
+          return value_start_byte(n.items);
+        default:
+          return -2;
+      }
+    }
+  }
+  return -2;
+}
+
+std::optional<std::string> JsonMatcher::closing_bytes(size_t max_bytes) const {
+  JsonMatcher m(schema_);
+  m.assign_state(*this);
+  std::string out;
+  for (;;) {
+    const int b = m.closing_byte();
+    if (b == -1) return out;
+    if (b < 0 || out.size() >= max_bytes || !m.advance(static_cast<uint8_t>(b))) return std::nullopt;
+    out.push_back(static_cast<char>(b));
+  }
+}
+
+}  // namespace tessera::engine

@@ -17,6 +17,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "tessera/engine/json_schema.h"
@@ -57,6 +59,14 @@ class JsonMatcher {
   // Copies the state only (the schema pointer stays shared): cheap, for trying bytes.
   void assign_state(const JsonMatcher& other);
 
+  // Bytes that complete the value from here, short but not necessarily the shortest (close the
+  // open string, finish a number or literal, the missing required properties with minimal
+  // values, minItems minimal items, closing brackets): feeding them leaves complete() true.
+  // Empty when complete() already; nullopt when no completion of at most `max_bytes` was found
+  // (a minItems or minLength beyond it, say). Every byte is checked by the acceptor, so a
+  // returned completion is always accepted. Cost: a few matcher steps per byte returned.
+  std::optional<std::string> closing_bytes(size_t max_bytes = 4096) const;
+
  private:
   enum Kind : uint8_t { kRoot, kValue, kObject, kKey, kArray, kString, kNumber, kLiteral };
   struct Frame {
@@ -85,6 +95,8 @@ class JsonMatcher {
   void child_done();
   bool push(const Frame& f);
   std::string_view literal_text(const Frame& f, int i) const;
+  int closing_byte() const;
+  int value_start_byte(int32_t node) const;
   int literal_count(const Frame& f) const;
 
   std::shared_ptr<const JsonSchema> schema_;

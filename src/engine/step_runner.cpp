@@ -49,7 +49,7 @@ std::span<float> StepRunner::row(int64_t logits_row) {
   return {logits_.data() + static_cast<size_t>(logits_row) * n_vocab, n_vocab};
 }
 
-VerifyResult StepRunner::decide(size_t i, bool keep_raw) {
+VerifyResult StepRunner::decide(size_t i, bool keep_raw, int64_t budget) {
   TS_CHECK(seqs_ != nullptr && i < seqs_->size() && first_logits_[i] >= 0);
   Sequence& s = *(*seqs_)[i].seq;
   const int64_t first = first_logits_[i];
@@ -62,8 +62,9 @@ VerifyResult StepRunner::decide(size_t i, bool keep_raw) {
   if (s.constraint) {
     // Structured output (never drafted): only tokens that continue the value may be sampled.
     TS_CHECK(s.draft.empty());
-    s.constraint->mask(row(first));
-    const int32_t t = s.sampler.sample(row(first), s.tokens);
+        s.constraint->mask(row(first), budget);
+    const int32_t t =
+        s.constraint->keep_completable(s.sampler.sample(row(first), s.tokens), budget);
     s.constraint->accept(t);
     return {0, t};
   }

@@ -117,8 +117,70 @@ JsonTokenConstraint::JsonTokenConstraint(const StructuredOutput& spec)
   allowed_.assign(static_cast<size_t>(spec_.vocab->n_vocab()), 0);
 }
 
-int64_t JsonTokenConstraint::mask(std::span<float> logits) {
+std::optional<JsonTokenConstraint::Closing> JsonTokenConstraint::closing_from(
+    const JsonMatcher& m) const {
+  const std::optional<std::string> bytes = m.closing_bytes();
+  if (!bytes) return std::nullopt;
+  const TokenVocabulary::Trie& trie = spec_.vocab->all();
+  Closing c;
+  size_t at = 0;
+  while (at < bytes->size()) {
+    // The longest piece that starts the rest: walk the trie along it.
+    uint32_t node = 0;
+    size_t best_len = 0;
+    int32_t best = -1;
+    for (size_t i = at; i < bytes->size(); ++i) {
+      const TokenVocabulary::Node& n = trie.nodes[node];
+      uint32_t child = 0;
+      bool found = false;
+      for (uint32_t e = 0; e < n.n_edges; ++e) {
+        const TokenVocabulary::Edge& edge = trie.edges[n.first_edge + e];
+        if (edge.byte == static_cast<uint8_t>((*bytes)[i])) {
+          child = edge.child;
+          found = true;
+          break;
+        }
+      }
+      if (!found) break;
+      node = child;
+      if (trie.nodes[node].n_tokens > 0) {
+        best_len = i + 1 - at;
+        best = trie.tokens[trie.nodes[node].first_token];
+      }
+    }
+    if (best < 0) return std::nullopt;
+    if (c.first < 0) c.first = best;
+    ++c.n_tokens;
+    at += best_len;
+  }
+  return c;
+}
+
+int32_t JsonTokenConstraint::keep_completable(int32_t token, int64_t budget) const {
+  if (budget < 0) return token;
   const TokenVocabulary& v = *spec_.vocab;
+  if (token < 0 || token >= v.n_vocab()) return token;
+  const std::optional<Closing> now = closing();
+  if (!now || now->n_tokens == 0) return token;
+  JsonMatcher after(spec_.schema);
+  after.assign_state(matcher_);
+  const std::string& p = v.piece(token);
+  if (p.empty() || !after.feed(p)) return token;  // an end token, or one the mask refused
+  const std::optional<Closing> then = closing_from(after);
+  if (then && then->n_tokens <= budget - 1) return token;
+  return now->first;
+}
+
+int64_t JsonTokenConstraint::mask(std::span<float> logits, int64_t budget) {
+  const TokenVocabulary& v = *spec_.vocab;
+  if (budget >= 0) {
+    if (const std::optional<Closing> c = closing(); c && c->n_tokens > 0 && c->n_tokens >= budget) {
+      for (size_t i = 0; i < logits.size(); ++i) {
+        if (static_cast<int32_t>(i) != c->first) logits[i] = -std::numeric_limits<float>::infinity();
+      }
+      return 1;
+    }
+  }
   std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});
   int64_t n_allowed = 0;
   const bool in_string = matcher_.in_plain_string();

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -89,7 +90,27 @@ class JsonTokenConstraint {
   // past the vocabulary's, a padded output, are never allowed); returns
   // how many may. When none may (a vocabulary that cannot continue the value), end tokens are
   // allowed so the sequence can stop.
-  int64_t mask(std::span<float> logits);
+  //
+  // `budget`: how many tokens may still come, this one included (the request's max_tokens or the
+  // context, whichever ends first; negative: unbounded). When the fastest completion of the value
+  // (closing()) needs the whole budget, only its next token is allowed, so a value that can be
+  // completed within max_tokens is: the output parses and validates instead of stopping at the
+  // length limit inside a string.
+  int64_t mask(std::span<float> logits, int64_t budget = -1);
+  // After sampling `token` from a row masked with the same `budget`: `token` when the value can
+  // still be completed in the budget left after it, else the fastest completion's next token
+  // (a token that opens a nested object with required properties, say, may need more than is left).
+  int32_t keep_completable(int32_t token, int64_t budget) const;
+
+  // The fastest completion from the current state: JsonMatcher::closing_bytes split greedily into
+  // the longest vocabulary pieces. n_tokens 0 when complete(); nullopt when unknown (no closing
+  // bytes found, or a byte no token starts with).
+  struct Closing {
+    int64_t n_tokens = 0;
+    int32_t first = -1;  // the first token; -1 when n_tokens is 0
+  };
+  std::optional<Closing> closing() const { return closing_from(matcher_); }
+
   // Advances past `token`'s bytes. False when they do not continue the value (the state is then
   // unchanged); an end token is accepted when the value is complete.
   bool accept(int32_t token);
@@ -98,6 +119,8 @@ class JsonTokenConstraint {
   bool complete() const { return matcher_.complete(); }
 
  private:
+  std::optional<Closing> closing_from(const JsonMatcher& m) const;
+
   StructuredOutput spec_;
   JsonMatcher matcher_;
   std::vector<JsonMatcher> levels_;   // DFS scratch: the state after each prefix length

@@ -669,9 +669,18 @@ Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error
   TS_RETURN_IF_ERROR(check_known_fields(f, doc, kChatOnly));
   ChatRequest r;
   // Tools and calls are rendered by the template (tojson shows their key order): read those
-  // from a key-ordered parse of the same body.
-  ojson ordered = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (ordered.is_discarded() || !ordered.is_object()) return internal_error("body parsed twice differently");
+  // from a key-ordered parse of the same body, made only when the body has them.
+  bool keep_order = doc.contains("tools");
+  if (auto m = doc.find("messages"); m != doc.end() && m->is_array()) {
+    for (const json& turn : *m) keep_order |= turn.is_object() && turn.contains("tool_calls");
+  }
+  ojson ordered = ojson::object();
+  if (keep_order) {
+    ordered = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (ordered.is_discarded() || !ordered.is_object()) {
+      return internal_error("body parsed twice differently");
+    }
+  }
   const ojson* ordered_messages = ordered.contains("messages") ? &ordered["messages"] : nullptr;
   TS_RETURN_IF_ERROR(read_messages(f, ordered_messages, &r));
   TS_RETURN_IF_ERROR(read_common(f, &r.params));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -234,6 +235,17 @@ TEST(JsonMatcherTest, RandomWalksAlwaysEndInValidDocuments) {
         const uint8_t b = from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
         ASSERT_TRUE(m.feed(b));
         out.push_back(static_cast<char>(b));
+        // From every prefix the closing bytes complete a document that parses and validates.
+        if (step % 3 == 0) {
+          const std::optional<std::string> close = m.closing_bytes();
+          ASSERT_TRUE(close.has_value()) << "no closing bytes after: " << out;
+          JsonMatcher done(s);
+          done.assign_state(m);
+          ASSERT_TRUE(done.feed(*close) && done.complete()) << out << " + " << *close;
+          json cv;
+          ASSERT_NO_THROW(cv = json::parse(out + *close)) << out << " + " << *close;
+          EXPECT_TRUE(valid(cv, sj)) << out << " + " << *close << "\nschema " << text;
+        }
       }
       if (!m.complete()) continue;
       ++closed;
@@ -276,6 +288,99 @@ TEST(JsonTokenConstraintTest, MasksExactlyTheTokensThatContinue) {
   json v;
   ASSERT_NO_THROW(v = json::parse(out)) << out;
   EXPECT_TRUE(v["a"].is_number_integer()) << out;
+}
+
+// Closing bytes: short completions from hand-picked states, each complete and valid.
+TEST(JsonMatcherTest, ClosingBytesCompleteTheValue) {
+  const auto s = compile(R"({"type": "object", "properties": {
+      "name": {"type": "string", "minLength": 2}, "n": {"type": "number"},
+      "tags": {"type": "array", "items": {"enum": ["long", "ab", 3]}, "minItems": 2},
+      "kind": {"const": "cat"}, "opt": {"type": "boolean"}},
+      "required": ["name", "n", "tags", "kind"], "additionalProperties": false})");
+  // Required properties first, the shortest key first (ties in the schema's order, which
+  // nlohmann's parse makes alphabetical); minimal values ("0", minLength 'a's, minItems of the
+  // shortest enum value).
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", R"({"n":0,"kind":"cat","name":"aa","tags":[3,3]})"},
+      {R"({"name": "x)", R"(a","n":0,"kind":"cat","tags":[3,3]})"},
+      {R"({"n": -)", R"(0,"kind":"cat","name":"aa","tags":[3,3]})"},
+      {R"({"n": 1.)", R"(0,"kind":"cat","name":"aa","tags":[3,3]})"},
+      {R"({"n": 12, "tags": ["lo)", R"(ng",3],"kind":"cat","name":"aa"})"},
+      {R"({"kind": "cat", "name": "\u00)", R"(00a","n":0,"tags":[3,3]})"},
+      {R"({"op)", R"(t":true,"n":0,"kind":"cat","name":"aa","tags":[3,3]})"},
+      {R"({"name": "ab", "n": 1, "tags": ["ab", 3], "kind": "c)", R"(at"})"},
+      {R"({"name": "ab", "n": 1, "tags": ["ab", 3], "kind": "cat")", "}"},
+  };
+  for (const auto& [prefix, want] : cases) {
+    JsonMatcher m(s);
+    ASSERT_TRUE(m.feed(prefix)) << prefix;
+    const std::optional<std::string> got = m.closing_bytes();
+    ASSERT_TRUE(got.has_value()) << prefix;
+    EXPECT_EQ(*got, want) << prefix;
+  }
+  JsonMatcher done(s);
+  ASSERT_TRUE(done.feed(R"({"name": "ab", "n": 1, "tags": ["ab", 3], "kind": "cat"})"));
+  EXPECT_EQ(done.closing_bytes(), std::optional<std::string>(""));
+  // A UTF-8 character cut after its lead byte is finished with continuation bytes.
+  const auto any = compile("{}");
+  JsonMatcher u(any);
+  ASSERT_TRUE(u.feed("[\"\xe0"));
+  EXPECT_EQ(u.closing_bytes(), std::optional<std::string>("\xa0\x80\"]"));
+  // A minimum beyond the byte limit: no completion.
+  const auto big = compile(R"({"type": "array", "items": {"type": "integer"}, "minItems": 5000})");
+  EXPECT_FALSE(JsonMatcher(big).closing_bytes().has_value());
+}
+
+// Within a token budget the constraint closes the value in time: adversarial logits that keep a
+// string open still end in a complete document by the last token the budget allows; and a token
+// whose completion would no longer fit is replaced by the fastest completion's next token.
+TEST(JsonTokenConstraintTest, ClosesWithinTheTokenBudget) {
+  const std::vector<std::string> pieces = {"",    "{",   "}", "\"", "a", "\":", " ", "1",
+                                           "x",   "\"}", "{\"", "\"a\":", "xyz", ":", "b", "0",
+                                           ","};
+  const auto id = [&pieces](const char* p) {
+    return static_cast<int32_t>(std::find(pieces.begin(), pieces.end(), std::string(p)) -
+                                pieces.begin());
+  };
+  auto vocab = std::make_shared<TokenVocabulary>(pieces, std::vector<int32_t>{0});
+  const auto schema = compile(R"({"type": "object", "properties": {
+      "a": {"type": "string"}, "b": {"type": "object", "properties": {"a": {"type": "integer"}},
+      "required": ["a"], "additionalProperties": false}},
+      "required": ["a"], "additionalProperties": false})");
+  {
+    // {"a":""} greedily: {" a ": " "}
+    const auto c = JsonTokenConstraint({schema, vocab}).closing();
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->n_tokens, 5);
+    EXPECT_EQ(c->first, id("{\""));
+  }
+  for (int64_t max_tokens : {5, 6, 9, 20, 50}) {
+    JsonTokenConstraint c({schema, vocab});
+    std::string out;
+    for (int64_t used = 0; used < max_tokens && !c.closed(); ++used) {
+      std::vector<float> l(pieces.size(), 0.0f);
+      l[static_cast<size_t>(id("xyz"))] = 5.0f;  // keeps the string open whenever allowed
+      l[static_cast<size_t>(id("x"))] = 4.0f;
+      const int64_t budget = max_tokens - used;
+      ASSERT_GT(c.mask(l, budget), 0);
+      const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+      const int32_t t = c.keep_completable(best, budget);
+      ASSERT_TRUE(c.accept(t)) << pieces[static_cast<size_t>(t)];
+      out += pieces[static_cast<size_t>(t)];
+    }
+    EXPECT_TRUE(c.closed()) << max_tokens << ": " << out;
+    json v;
+    ASSERT_NO_THROW(v = json::parse(out)) << out;
+    EXPECT_TRUE(v["a"].is_string()) << out;
+    if (max_tokens == 50) EXPECT_NE(out.find("xyz"), std::string::npos) << out;
+  }
+  // After {"a":"x" a ',' commits to a key: "b":{"a":0}} is 9 more tokens, '}' only 1.
+  JsonTokenConstraint c({schema, vocab});
+  for (const char* p : {"{\"", "a", "\":", "\"", "x", "\""}) ASSERT_TRUE(c.accept(id(p))) << p;
+  EXPECT_EQ(c.keep_completable(id(","), 5), id("}"));
+  EXPECT_EQ(c.keep_completable(id(","), 10), id(","));
+  EXPECT_EQ(c.keep_completable(id(" "), 2), id(" "));
+  EXPECT_EQ(c.keep_completable(id(","), -1), id(","));  // unbounded
 }
 
 // The mask equals brute force (each token's bytes fed to a copy of the matcher; end tokens when
@@ -380,8 +485,8 @@ json random_schema(std::mt19937& rng, int depth) {
 }
 
 // Must-show of structured output: 200 seeded requests with varied schemas, on a trained model
-// (stories260K: it writes quotes, so free-text strings mostly close), give text that parses and
-// validates against its schema (the plain validator above); see below for free strings.
+// (stories260K), give text that parses and validates against its schema (the plain validator
+// above), with room and within a tight token budget.
 TEST(StructuredOutputOnATrainedModel, TwoHundredSeededSchemasAllValidate) {
   TS_SKIP_WITHOUT_SHARED(model_path, "models/stories260K.bin");
   TS_SKIP_WITHOUT_SHARED(tok_path, "models/stories260K-tok512.bin");
@@ -401,10 +506,7 @@ TEST(StructuredOutputOnATrainedModel, TwoHundredSeededSchemasAllValidate) {
   std::mt19937 rng(2026);
   constexpr int kRequests = 200;
   std::vector<json> schemas;
-  std::vector<std::string> text(kRequests);
-  std::vector<FinishReason> finish(kRequests, FinishReason::kError);
-  const std::vector<std::string> prompts = {"Once upon a time", "Lily had a red ball.", "Tom said",
-                                            "The cat and the dog"};
+  std::vector<std::shared_ptr<StructuredOutput>> specs;
   for (int i = 0; i < kRequests; ++i) {
     // The root is an object, as OpenAI's structured outputs require (a bare string at the root
     // is a story: it wrote 800 tokens of one here).
@@ -419,50 +521,82 @@ TEST(StructuredOutputOnATrainedModel, TwoHundredSeededSchemasAllValidate) {
     auto spec = std::make_shared<StructuredOutput>();
     spec->schema = *compiled;
     spec->vocab = vocab;
-    Request r;
-    r.prompt = tokenizer->encode(prompts[static_cast<size_t>(i) % prompts.size()], true, false);
-    r.sampling.temperature = 0.8f;
-    r.sampling.seed = static_cast<uint64_t>(i);
-    r.max_tokens = 400;
-    r.structured = spec;
-    ASSERT_TRUE((*e)->submit(r, [&text, &finish, i](Event&& ev) {
-                     if (auto* t = std::get_if<TokenEvent>(&ev.body)) {
-                       text[static_cast<size_t>(i)] += t->text;
-                     } else {
-                       const auto& f = std::get<FinishEvent>(ev.body);
-                       text[static_cast<size_t>(i)] += f.text;
-                       finish[static_cast<size_t>(i)] = f.reason;
-                     }
-                   }).is_ok());
+    specs.push_back(spec);
   }
-  while ((*e)->step()) {
-  }
-  // A free-text string has no end the mask can force (the subset has no maxLength): a story model
-  // may write one until the limit. Such an output must be a valid prefix stopped inside a string;
-  // every other one finishes "stop" with a document that parses and validates.
-  int strings = 0, cut_in_string = 0, bounded = 0;
+  const std::vector<std::string> prompts = {"Once upon a time", "Lily had a red ball.", "Tom said",
+                                            "The cat and the dog"};
+  // Every request with max_tokens: the texts and finish reasons.
+  const auto run = [&](int32_t max_tokens, std::vector<std::string>& text,
+                       std::vector<FinishReason>& finish) {
+    text.assign(kRequests, "");
+    finish.assign(kRequests, FinishReason::kError);
+    for (int i = 0; i < kRequests; ++i) {
+      Request r;
+      r.prompt = tokenizer->encode(prompts[static_cast<size_t>(i) % prompts.size()], true, false);
+      r.sampling.temperature = 0.8f;
+      r.sampling.seed = static_cast<uint64_t>(i);
+      r.max_tokens = max_tokens;
+      r.structured = specs[static_cast<size_t>(i)];
+      ASSERT_TRUE((*e)->submit(r, [&text, &finish, i](Event&& ev) {
+                       if (auto* t = std::get_if<TokenEvent>(&ev.body)) {
+                         text[static_cast<size_t>(i)] += t->text;
+                       } else {
+                         const auto& f = std::get<FinishEvent>(ev.body);
+                         text[static_cast<size_t>(i)] += f.text;
+                         finish[static_cast<size_t>(i)] = f.reason;
+                       }
+                     }).is_ok());
+    }
+    while ((*e)->step()) {
+    }
+  };
+  // With room (400 tokens) every output finishes "stop" with a document that parses and
+  // validates: a free-text string the story model would write on is closed when the value's
+  // fastest completion needs the tokens left (JsonTokenConstraint's budget).
+  std::vector<std::string> text;
+  std::vector<FinishReason> finish;
+  run(400, text, finish);
+  int strings = 0, bounded = 0, valid_docs = 0;
   for (int i = 0; i < kRequests; ++i) {
     const std::string& t = text[static_cast<size_t>(i)];
     const json& schema = schemas[static_cast<size_t>(i)];
     bounded += schema.dump().find("maxLength") != std::string::npos ? 1 : 0;
-    if (finish[static_cast<size_t>(i)] == FinishReason::kLength) {
-      JsonMatcher prefix(*JsonSchema::compile(schema));
-      EXPECT_TRUE(prefix.feed(t)) << schema.dump() << "\n" << t;
-      EXPECT_TRUE(prefix.in_plain_string()) << schema.dump() << "\n" << t;
-      ++cut_in_string;
-      continue;
-    }
+    strings += schema.dump().find("\"string\"") != std::string::npos ? 1 : 0;
     EXPECT_EQ(finish[static_cast<size_t>(i)], FinishReason::kStop) << schema.dump() << "\n" << t;
     json v;
     ASSERT_NO_THROW(v = json::parse(t)) << t;
     EXPECT_TRUE(valid(v, schema)) << schema.dump() << "\n" << t;
-    strings += schema.dump().find("\"string\"") != std::string::npos ? 1 : 0;
+    valid_docs += valid(v, schema) ? 1 : 0;
   }
-  EXPECT_LE(cut_in_string, kRequests / 50) << "outputs stopped by the token limit inside a string";
   EXPECT_GT(strings, kRequests / 4);  // the schemas are varied: many hold strings
-  std::printf("structured output on stories260K: %d of %d closed and validate (%d schemas with "
-              "strings, %d with a maxLength), %d stopped by the limit inside a free string\n",
-              kRequests - cut_in_string, kRequests, strings, bounded, cut_in_string);
+  // A tight budget: every request whose schema's fastest document fits in 40 tokens still ends
+  // "stop" with a valid document (many of them forced shut); the others, which cannot, end
+  // "length" as a valid prefix.
+  constexpr int32_t kTight = 40;
+  run(kTight, text, finish);
+  int fits = 0, tight_valid = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    const std::string& t = text[static_cast<size_t>(i)];
+    const json& schema = schemas[static_cast<size_t>(i)];
+    const auto need = JsonTokenConstraint(*specs[static_cast<size_t>(i)]).closing();
+    ASSERT_TRUE(need.has_value()) << schema.dump();
+    if (need->n_tokens > kTight) {
+      JsonMatcher prefix(specs[static_cast<size_t>(i)]->schema);
+      EXPECT_TRUE(prefix.feed(t)) << schema.dump() << "\n" << t;
+      continue;
+    }
+    ++fits;
+    EXPECT_EQ(finish[static_cast<size_t>(i)], FinishReason::kStop) << schema.dump() << "\n" << t;
+    json v;
+    ASSERT_NO_THROW(v = json::parse(t)) << t;
+    EXPECT_TRUE(valid(v, schema)) << schema.dump() << "\n" << t;
+    tight_valid += valid(v, schema) ? 1 : 0;
+  }
+  EXPECT_GT(fits, kRequests / 2);
+  std::printf("structured output on stories260K: %d of %d finish 'stop' and validate with 400 "
+              "tokens (%d schemas with strings, %d with a maxLength); with %d tokens %d of the %d "
+              "whose fastest document fits do\n",
+              valid_docs, kRequests, strings, bounded, kTight, tight_valid, fits);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Structured output's per-step cost: JsonTokenConstraint::mask over a real vocabulary, at three
-// points of a JSON document (a structural position, inside a string, inside a number). The
+// Structured output's per-step cost: JsonTokenConstraint::mask (with a token budget) over a real
+// vocabulary, at three points of a JSON document (a structural position, inside a string, inside
+// a number), and the fastest completion alone. The
 // vocabulary comes from a GGUF (TESSERA_VOCAB, default ../shared/tokenizers/ggml-vocab-llama-spm.gguf);
 // without it the benchmarks are skipped.
 //   build/release/microbench/structured_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -59,7 +60,8 @@ void mask_at(benchmark::State& state, const char* prefix) {
   std::vector<float> logits(static_cast<size_t>(vocab->n_vocab()));
   int64_t allowed = 0;
   for (auto _ : state) {
-    allowed = c.mask(logits);
+    // With a token budget (as the engine calls it) the fastest completion is computed too.
+    allowed = c.mask(logits, 1000);
     benchmark::DoNotOptimize(logits.data());
   }
   state.counters["allowed"] = static_cast<double>(allowed);
@@ -73,6 +75,37 @@ void BM_MaskInsideNumber(benchmark::State& s) { mask_at(s, "{\"age\": 4"); }
 BENCHMARK(BM_MaskAtObjectStart)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskInsideString)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskInsideNumber)->Unit(benchmark::kMicrosecond);
+
+// The fastest completion alone (closing bytes + the greedy split into vocabulary pieces), which
+// mask() with a budget and keep_completable() each compute once per step.
+void BM_ClosingInsideString(benchmark::State& state) {
+  static std::string why;
+  static const auto vocab = vocabulary(&why);
+  if (!vocab) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  auto schema = engine::JsonSchema::compile(nlohmann::json::parse(
+      R"({"type": "object", "properties": {"name": {"type": "string"},
+          "age": {"type": "number"}}, "required": ["name", "age"]})"));
+  engine::JsonTokenConstraint c({*schema, vocab});
+  for (const char ch : std::string("{\"name\": \"Al")) {
+    for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
+      if (vocab->piece(id) == std::string(1, ch)) {
+        c.accept(id);
+        break;
+      }
+    }
+  }
+  int64_t n = 0;
+  for (auto _ : state) {
+    const auto closing = c.closing();
+    n = closing ? closing->n_tokens : -1;
+    benchmark::DoNotOptimize(n);
+  }
+  state.counters["closing_tokens"] = static_cast<double>(n);
+}
+BENCHMARK(BM_ClosingInsideString)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -17,7 +17,12 @@
 // call (Hermes 2/3, Qwen2.5/Qwen3, SmolLM3 and most templates since); kMistral `[TOOL_CALLS]`
 // then a JSON array of calls; kJson the whole output one call object or an array of them, with
 // "arguments" or "parameters" (Llama 3.1's JSON calls, optionally after <|python_tag|>; also the
-// fallback when a marker is missing, e.g. because it is a special token the detokenizer drops).
+// fallback when a marker is missing, e.g. because it is a special token the detokenizer drops);
+// kFunctionTag `<function=NAME>{...}</function>` (Llama 3.1's custom-tool format, functionary
+// v3.1); kXmlFunction `<tool_call><function=NAME><parameter=KEY>VALUE</parameter>...</function>
+// </tool_call>` (Qwen3-Coder, Qwen3.5, Nemotron 3: a value is a string where the parameter is
+// declared one, else the JSON it spells, else a string); kFunctools `functools[{...}, ...]`
+// (FireFunction v2).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -51,7 +56,7 @@ struct ToolRequest {
   const ToolFunction* find(std::string_view name) const;
 };
 
-enum class ToolCallSyntax { kJson, kHermes, kMistral };
+enum class ToolCallSyntax { kJson, kHermes, kMistral, kFunctionTag, kXmlFunction, kFunctools };
 std::string_view tool_call_syntax_name(ToolCallSyntax s);
 
 // The syntax a template's instructions and few-shot renderings use; kJson when no marker is

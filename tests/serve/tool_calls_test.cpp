@@ -149,6 +149,75 @@ std::string read_text(const std::filesystem::path& p) {
   return ss.str();
 }
 
+TEST(ToolCalls, FunctionTagBlocks) {
+  const ToolRequest tools = weather_tools();
+  auto p = parse_tool_calls(
+      "Checking.<function=get_weather>{\"city\": \"Rome\"}</function><function=get_time>{}</function>",
+      ToolCallSyntax::kFunctionTag, tools);
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Rome"})");
+  EXPECT_EQ(p.calls[1].name, "get_time");
+  EXPECT_EQ(p.content, "Checking.");
+  // Unclosed last block; an undeclared function and a non-object body stay text.
+  auto q = parse_tool_calls("<function=get_weather>{\"city\": \"Oslo\"}", ToolCallSyntax::kFunctionTag, tools);
+  ASSERT_EQ(q.calls.size(), 1u);
+  EXPECT_EQ(q.content, "");
+  for (const char* bad : {"<function=nope>{}</function>", "<function=get_time>[1]</function>",
+                          "<function=get_time {}</function>"}) {
+    auto r = parse_tool_calls(bad, ToolCallSyntax::kFunctionTag, tools);
+    EXPECT_TRUE(r.calls.empty()) << bad;
+    EXPECT_EQ(r.content, bad);
+  }
+  // No block at all: the JSON fallback.
+  auto j = parse_tool_calls(R"({"name": "get_time", "arguments": {}})", ToolCallSyntax::kFunctionTag, tools);
+  EXPECT_EQ(j.calls.size(), 1u);
+}
+
+TEST(ToolCalls, XmlFunctionBlocksConvertValuesByTheDeclaredTypes) {
+  ToolRequest tools = weather_tools();
+  tools.functions.push_back({"book", ojson::parse(R"({"type": "object", "properties": {
+      "name": {"type": "string"}, "seats": {"type": "integer"}, "vip": {"type": "boolean"},
+      "tags": {"type": "array"}, "note": {}}})")});
+  auto p = parse_tool_calls(
+      "I'll book it.\n<tool_call>\n<function=book>\n<parameter=name>\n42\n</parameter>\n"
+      "<parameter=seats>\n3\n</parameter>\n<parameter=vip>\ntrue\n</parameter>\n"
+      "<parameter=tags>\n[\"a\", \"b\"]\n</parameter>\n<parameter=note>\nwindow seat,\nplease\n"
+      "</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n"
+      "<parameter=city>\nSão Paulo\n</parameter>\n</function>\n</tool_call>",
+      ToolCallSyntax::kXmlFunction, tools);
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "book");
+  // "42" stays a string (declared one); 3, true and the array are JSON; free text a string.
+  EXPECT_EQ(p.calls[0].arguments,
+            R"({"name":"42","seats":3,"vip":true,"tags":["a","b"],"note":"window seat,\nplease"})");
+  EXPECT_EQ(p.calls[1].arguments, R"({"city":"São Paulo"})");
+  EXPECT_EQ(p.content, "I'll book it.");
+  // A stray text between parameters, or a repeated parameter, is no call.
+  for (const char* bad : {"<function=get_weather>\nhello<parameter=city>\nx\n</parameter>\n</function>",
+                          "<function=get_weather><parameter=city>a</parameter><parameter=city>b</parameter></function>"}) {
+    auto r = parse_tool_calls(bad, ToolCallSyntax::kXmlFunction, tools);
+    EXPECT_TRUE(r.calls.empty()) << bad;
+  }
+  // Cut off inside a parameter (no closing tags): still the call it spells.
+  auto cut = parse_tool_calls("<tool_call>\n<function=get_weather>\n<parameter=city>\nLima",
+                              ToolCallSyntax::kXmlFunction, tools);
+  ASSERT_EQ(cut.calls.size(), 1u);
+  EXPECT_EQ(cut.calls[0].arguments, R"({"city":"Lima"})");
+}
+
+TEST(ToolCalls, FunctoolsList) {
+  const ToolRequest tools = weather_tools();
+  auto p = parse_tool_calls(
+      "Sure. functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Kyiv\"}}, "
+      "{\"name\": \"get_time\", \"arguments\": {}}]",
+      ToolCallSyntax::kFunctools, tools);
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.content, "Sure.");
+  auto bad = parse_tool_calls("functools[{\"name\": \"nope\"}]", ToolCallSyntax::kFunctools, tools);
+  EXPECT_TRUE(bad.calls.empty());
+}
+
 TEST(ToolCalls, RealTemplatesSyntaxAndToolSupport) {
   TS_SKIP_WITHOUT_SHARED(dir, "templates");
   struct Case {
@@ -160,6 +229,12 @@ TEST(ToolCalls, RealTemplatesSyntaxAndToolSupport) {
                         Case{"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", true, ToolCallSyntax::kHermes},
                         Case{"Mistral-Small-3.2-24B-Instruct-2506.jinja", true, ToolCallSyntax::kMistral},
                         Case{"meta-llama-Llama-3.1-8B-Instruct.jinja", true, ToolCallSyntax::kJson},
+                        Case{"meetkai-functionary-medium-v3.1.jinja", true, ToolCallSyntax::kFunctionTag},
+                        Case{"Qwen3-Coder.jinja", true, ToolCallSyntax::kXmlFunction},
+                        Case{"Qwen3.5-4B.jinja", true, ToolCallSyntax::kXmlFunction},
+                        Case{"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", true, ToolCallSyntax::kXmlFunction},
+                        Case{"fireworks-ai-llama-3-firefunction-v2.jinja", false, ToolCallSyntax::kFunctools},
+                        Case{"Qwen-Qwen3-0.6B.jinja", true, ToolCallSyntax::kHermes},
                         Case{"google-gemma-2-2b-it.jinja", false, ToolCallSyntax::kJson}}) {
     const auto path = dir / c.file;
     if (!std::filesystem::exists(path)) continue;

@@ -49,6 +49,7 @@ CpuFeatures detect() {
     f.avx512bw = bit(b, 30);
     f.avx512vl = bit(b, 31);
     f.avx512_vnni = bit(c, 11);
+    f.avx512_vbmi = bit(c, 1);
     f.avx512_vbmi2 = bit(c, 6);
   }
   if (max_subleaf >= 1) {
@@ -84,6 +85,7 @@ std::string cpu_flags_string() {
   add(f.avx512bw, "avx512bw");
   add(f.avx512vl, "avx512vl");
   add(f.avx512_vnni, "avx512_vnni");
+  add(f.avx512_vbmi, "avx512_vbmi");
   add(f.avx512_vbmi2, "avx512_vbmi2");
   add(f.avx_vnni, "avx_vnni");
   add(f.avx512_bf16, "avx512_bf16");

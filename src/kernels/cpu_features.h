@@ -17,6 +17,7 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512_vnni = false;
+  bool avx512_vbmi = false;   // vpermb, vpmultishiftqb (Ice Lake, Zen 4): the 2:4 gather kernel
   bool avx512_vbmi2 = false;  // vpexpandb/w, vpcompressb/w (Ice Lake, Zen 4); reported only
   bool avx_vnni = false;  // VEX-encoded VNNI on 256-bit registers (Alder Lake, Zen 5)
   bool avx512_bf16 = false;

@@ -56,6 +56,7 @@ KernelTable make_scalar_table() {
   t.q4_kx16_gemm = scalar::q4_kx16_q8_k_gemm;
   t.q8_0x16_gemm = scalar::q8_0x16_q8_0_gemm;
   t.f16x16_gemm = scalar::f16x16_f32_gemm;
+  t.q8_0_2of4x16_gemm = scalar::q8_0_2of4x16_q8_0_gemm;
   return t;
 }
 
@@ -91,6 +92,7 @@ KernelTable make_active_table() {
     install_avx2_kquant_low_rows(t);
     install_avx2_iquant_rows(t);
     install_avx2_sparse_rows(t);
+    t.q8_0_2of4x16_gemm = nullptr;  // no AVX2 gather kernel: the rows' pshufb vec_dot stays
     t.isa = "avx2";
   }
   if (cap >= IsaLevel::kAvx512 && cpu.has_avx512_set()) {
@@ -99,6 +101,8 @@ KernelTable make_active_table() {
     install_avx512_kquant_low_rows(t);
     install_avx512_iquant_rows(t);
     install_avx512_sparse_rows(t);
+    // Without VBMI (Skylake-X, Cascade Lake) Q8_0_2of4 stays in rows with the shuffle vec_dot.
+    if (cpu.avx512_vbmi) t.q8_0_2of4x16_gemm = avx512vbmi::q8_0_2of4x16_q8_0_gemm;
     t.isa = "avx512";
   }
   return t;

@@ -13,6 +13,7 @@
 #include "tessera/kernels/packed_q4_0.h"
 #include "tessera/kernels/packed_q4_k.h"
 #include "tessera/kernels/packed_q8_0.h"
+#include "tessera/kernels/packed_q8_0_2of4.h"
 
 namespace tessera::kernels {
 
@@ -63,6 +64,7 @@ struct KernelTable {
   Q4_Kx16GemmFn q4_kx16_gemm = nullptr;  // the same for Q4_K (packed_q4_k.h)
   Q4_0x16GemmFn q8_0x16_gemm = nullptr;  // and Q8_0 (packed_q8_0.h)
   Q4_0x16GemmFn f16x16_gemm = nullptr;   // and F16 (packed_f16.h; f32 tokens)
+  Q4_0x16GemmFn q8_0_2of4x16_gemm = nullptr;  // and Q8_0_2of4 (packed_q8_0_2of4.h; AVX-512 VBMI)
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

@@ -52,6 +52,10 @@ PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
     return {q8_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_x128,
             table.q8_0x16_gemm != nullptr ? table.q8_0x16_gemm : scalar::q8_0x16_q8_0_gemm};
   }
+  if (w.layout == MatrixLayout::kQ8_0_2of4x16) {  // reads only d_x of the terms
+    return {q8_0_2of4x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms,
+            table.q8_0_2of4x16_gemm != nullptr ? table.q8_0_2of4x16_gemm : scalar::q8_0_2of4x16_q8_0_gemm};
+  }
   TS_CHECK(w.layout == MatrixLayout::kQ4_Kx16);
   return {q4_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 4, q8_k_min_pairs,
           table.q4_kx16_gemm != nullptr ? table.q4_kx16_gemm : scalar::q4_kx16_q8_k_gemm};
@@ -157,6 +161,7 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
     case MatrixLayout::kQ4_Kx16: return static_cast<size_t>(n_groups) * q4_kx16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ8_0x16: return static_cast<size_t>(n_groups) * q8_0x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kF16x16: return static_cast<size_t>(n_groups) * f16x16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kQ8_0_2of4x16: return static_cast<size_t>(n_groups) * q8_0_2of4x16_group_bytes(w.n_cols) + tail;
   }
   return 0;
 }
@@ -169,6 +174,7 @@ MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   if (w.dtype == DType::kQ4_K && table.q4_kx16_gemm != nullptr) return MatrixLayout::kQ4_Kx16;
   if (w.dtype == DType::kQ8_0 && table.q8_0x16_gemm != nullptr) return MatrixLayout::kQ8_0x16;
   if (w.dtype == DType::kF16 && table.f16x16_gemm != nullptr) return MatrixLayout::kF16x16;
+  if (w.dtype == DType::kQ8_0_2of4 && table.q8_0_2of4x16_gemm != nullptr) return MatrixLayout::kQ8_0_2of4x16;
   return MatrixLayout::kRows;
 }
 
@@ -199,6 +205,11 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst, T
       TS_CHECK(w.dtype == DType::kQ8_0);
       pack = pack_q8_0x16;
       group_bytes = q8_0x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kQ8_0_2of4x16:
+      TS_CHECK(w.dtype == DType::kQ8_0_2of4);
+      pack = pack_q8_0_2of4x16;
+      group_bytes = q8_0_2of4x16_group_bytes(w.n_cols);
       break;
     case MatrixLayout::kQ4_Kx16:
       TS_CHECK(w.dtype == DType::kQ4_K);
@@ -345,6 +356,8 @@ void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
       f16x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && q8_0) {
       q8_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && w.layout == MatrixLayout::kQ8_0_2of4x16) {
+      q8_0_2of4x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups) {
       q4_kx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else {

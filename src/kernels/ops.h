@@ -24,6 +24,7 @@ enum class MatrixLayout : uint8_t {
   kQ4_Kx16,  // the same for Q4_K (packed_q4_k.h)
   kQ8_0x16,  // and Q8_0 (packed_q8_0.h)
   kF16x16,   // and F16 (packed_f16.h)
+  kQ8_0_2of4x16,  // and Q8_0_2of4 (packed_q8_0_2of4.h)
 };
 
 // A weight matrix [R, C] in `dtype`. row_bytes is the bytes of one row in the GGUF layout (also
@@ -42,8 +43,8 @@ struct MatrixRef {
 size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout);
 
 // The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 / kQ4_Kx16 / kQ8_0x16 /
-// kF16x16 for Q4_0 / Q4_K / Q8_0 / F16 matrices of at least 16 rows where the table has the packed kernel, else
-// kRows.
+// kF16x16 / kQ8_0_2of4x16 for Q4_0 / Q4_K / Q8_0 / F16 / Q8_0_2of4 matrices of at least 16 rows
+// where the table has the packed kernel, else kRows.
 MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w);
 // Writes `w` (kRows) in `layout` to `dst` (matrix_bytes(w, layout), not overlapping w); returns the
 // reference to the copy. kRows copies as is. With a pool, the row groups are split over its

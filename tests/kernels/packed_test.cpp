@@ -39,6 +39,7 @@ struct Format {
   Q4_0x16GemmFn scalar_gemm;
   Q4_0x16GemmFn avx512_gemm;
   std::vector<int64_t> sizes;  // column counts: one block, odd block counts, long rows
+  bool needs_vbmi = false;     // the SIMD kernel needs AVX-512 VBMI besides the avx512 set
 };
 
 const Format kFormats[] = {
@@ -54,6 +55,10 @@ const Format kFormats[] = {
     {"f16", DType::kF16, MatrixLayout::kF16x16, 0, pack_f16x16, f16x16_row_to_float,
      f16x16_group_bytes, nullptr, 0, scalar::f16x16_f32_gemm, avx512::f16x16_f32_gemm,
      {1, 3, 4, 7, 64, 576, 2051}},
+    // 2:4: header d + mask kept, the kept quants of the last row random (-128 included).
+    {"q8_0_2of4", DType::kQ8_0_2of4, MatrixLayout::kQ8_0_2of4x16, 6, pack_q8_0_2of4x16,
+     q8_0_2of4x16_row_to_float, q8_0_2of4x16_group_bytes, q8_0_block_terms, 2,
+     scalar::q8_0_2of4x16_q8_0_gemm, avx512vbmi::q8_0_2of4x16_q8_0_gemm, {32, 64, 96, 5632}, true},
 };
 
 std::vector<float> normal(size_t n, uint64_t seed) {
@@ -145,8 +150,8 @@ TEST_P(PackedTest, ScalarGemmMatchesTheRowDot) {
 }
 
 TEST_P(PackedTest, SimdGemmIsBitIdenticalToTheReference) {
-  if (!cpu_features().has_avx512_set()) {
-    GTEST_SKIP() << "CPU lacks the avx512 kernel set (has: " << cpu_flags_string() << ")";
+  if (!cpu_features().has_avx512_set() || (f().needs_vbmi && !cpu_features().avx512_vbmi)) {
+    GTEST_SKIP() << "CPU lacks the kernel's set (has: " << cpu_flags_string() << ")";
   }
   for (int64_t n : f().sizes) {
     const int64_t R = 48, T = 19, stride = R + 5;
@@ -260,6 +265,11 @@ TEST(PackedMatmul, PreferredLayout) {
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ4_K, nullptr, 64, 256, 144}), MatrixLayout::kQ4_Kx16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF16, nullptr, 64, 64, 128}), MatrixLayout::kF16x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF32, nullptr, 64, 64, 256}), MatrixLayout::kRows);
+  EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0_2of4, nullptr, 64, 64, 44}), MatrixLayout::kQ8_0_2of4x16);
+  // The gather kernel needs VBMI: an AVX-512 table without it, and the AVX2 table, keep 2:4 rows.
+  const std::string isa = kernel_table().isa;
+  if (isa == "avx2") EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm, nullptr);
+  if (isa == "avx512") EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm != nullptr, cpu_features().avx512_vbmi);
   KernelTable no_kernel = s;
   no_kernel.q4_0x16_gemm = nullptr;
   EXPECT_EQ(preferred_layout(no_kernel, MatrixRef{DType::kQ4_0, nullptr, 64, 64, 36}), MatrixLayout::kRows);

@@ -6,7 +6,7 @@
 # per family x dtype x shard count and prompt; prints a table and exits 1 on any mismatch.
 #
 #   scripts/hf-vs-llamacpp.sh LLAMA_BIN_DIR|none
-# env: TESSERA (default build/release/bin/tessera), N (tokens, 24), FAMILIES ("llama mistral
+# env: TESSERA (default build/release/tessera), N (tokens, 24), FAMILIES ("llama mistral
 # qwen2 qwen3"), DTYPES ("f32 f16 bf16"), SHARDS ("1 2"), or CASES ("llama:f32:1 qwen2:bf16:2 ...",
 # instead of their product), KEEP=DIR (keep the files there).
 # With "none" only dir vs gguf is compared (the ctest hf_script_dir_vs_gguf runs that).
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama_bin="${1:?usage: scripts/hf-vs-llamacpp.sh LLAMA_BIN_DIR|none}"
-tessera="${TESSERA:-build/release/bin/tessera}"
+tessera="${TESSERA:-build/release/tessera}"
 n="${N:-24}"
 families="${FAMILIES:-llama mistral qwen2 qwen3}"
 dtypes="${DTYPES:-f32 f16 bf16}"

@@ -31,7 +31,7 @@ permutes; the weights are random so any matrix is a valid HF one, and loaders mu
 permutation for the directory and its GGUF to agree with llama.cpp.
 
 Weights: normal, seeded (--seed), scaled so greedy decoding varies from token to token (embeddings
-std 1, projections 1/sqrt(fan_in) x 1.5, lm_head 0.35 so logits have a spread of a few units,
+std 1, 0.05 when tied to the output, projections 1/sqrt(fan_in) x 1.5, lm_head 0.35 so logits have a spread of a few units,
 norm weights 1 +- 0.1). F16 and BF16 values are rounded to nearest even from the f32 draws.
 """
 import argparse
@@ -315,7 +315,8 @@ def main():
     rng = random.Random(a.seed)
     t = Tensors(rng, {"f32": "F32", "f16": "F16", "bf16": "BF16"}[a.dtype])
     proj = lambda fan_in: 1.5 / math.sqrt(fan_in)
-    t.normal("model.embed_tokens.weight", [n_vocab, d], 1.0)
+    # Tied output (qwen2): small embeddings, so the logits follow the blocks, not the input token.
+    t.normal("model.embed_tokens.weight", [n_vocab, d], 0.05 if tied else 1.0)
     for i in range(L):
         p = "model.layers.%d." % i
         t.normal(p + "input_layernorm.weight", [d], 0.1, 1.0)

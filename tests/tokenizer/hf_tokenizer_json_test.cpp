@@ -185,9 +185,9 @@ TEST(HfTokenizerJson, RefusesWhatItCannotRunByName) {
     ASSERT_FALSE(md.is_ok()) << needle;
     EXPECT_NE(md.status().message().find(needle), std::string::npos) << md.status().message();
   };
-  json unigram = byte_level(byte_level_step(true));
-  unigram["model"]["type"] = "Unigram";
-  refused(unigram, "Unigram");
+  json wordpiece = byte_level(byte_level_step(true));
+  wordpiece["model"]["type"] = "WordPiece";
+  refused(wordpiece, "WordPiece");
   refused(byte_level({{"type", "Sequence"},
                       {"pretokenizers", {split("[a-z]+"), byte_level_step(false)}}}),
           "'[a-z]+'");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -135,7 +136,7 @@ Result<std::vector<std::string>> byte_level_patterns(const Json& pre) {
 // any other normalizer / pre-tokenizer combination.
 Result<bool> spm_space_prefix(const Json* normalizer, const Json* pre) {
   if (normalizer != nullptr) {
-    if (pre != nullptr) return refuse("a normalizer together with a pre-tokenizer is not supported with byte_fallback BPE");
+    if (pre != nullptr) return refuse("a normalizer together with a pre-tokenizer is not supported with a SentencePiece-style (byte_fallback BPE or Unigram) tokenizer");
     std::vector<const Json*> steps;
     if (type_of(*normalizer) == "Sequence") {
       const Json* list = member(*normalizer, "normalizers");
@@ -162,11 +163,11 @@ Result<bool> spm_space_prefix(const Json* normalizer, const Json* pre) {
                                   "Replace \" \" -> \"\u2581\" are)", type));
       }
     }
-    if (!replace) return refuse("a byte_fallback BPE whose normalizer does not turn spaces into \u2581");
+    if (!replace) return refuse("a SentencePiece-style tokenizer whose normalizer does not turn spaces into \u2581");
     return prefix;
   }
   if (pre == nullptr || type_of(*pre) != "Metaspace") {
-    return refuse(fmt::format("byte_fallback BPE with pre-tokenizer '{}' is not supported "
+    return refuse(fmt::format("a SentencePiece-style tokenizer (byte_fallback BPE or Unigram) with pre-tokenizer '{}' is not supported "
                               "(Metaspace is)", pre == nullptr ? "none" : type_of(*pre)));
   }
   const Json* repl = member(*pre, "replacement");
@@ -186,6 +187,54 @@ Result<bool> spm_space_prefix(const Json* normalizer, const Json* pre) {
     return s != "never";
   }
   return bool_member(*pre, "add_prefix_space", true);
+}
+
+// SentencePiece's byte-fallback spelling "<0xXX>".
+bool is_byte_piece(std::string_view text) {
+  return text.size() == 6 && text.substr(0, 3) == "<0x" && text[5] == '>' &&
+         std::isxdigit(static_cast<unsigned char>(text[3])) &&
+         std::isxdigit(static_cast<unsigned char>(text[4]));
+}
+
+// A Unigram model's space handling: that of spm_space_prefix, where a splitting Metaspace is
+// also accepted when no piece holds a "▁" after its first character (then Viterbi over the
+// whole text, as GGUF's unigram tokenizer runs it, equals Viterbi word by word). A Precompiled
+// normalizer (SentencePiece's charsmap) is refused by name.
+Result<bool> unigram_space_prefix(const Json* normalizer, const Json* pre, const Json& vocab) {
+  if (normalizer != nullptr) {
+    std::vector<const Json*> steps{normalizer};
+    if (type_of(*normalizer) == "Sequence") {
+      const Json* list = member(*normalizer, "normalizers");
+      if (list == nullptr || !list->is_array()) return bad("a Sequence normalizer has no list");
+      steps.clear();
+      for (const Json& s : *list) steps.push_back(&s);
+    }
+    for (const Json* s : steps) {
+      if (type_of(*s) == "Precompiled") {
+        return refuse("a Unigram model with a Precompiled normalizer (SentencePiece's "
+                      "precompiled_charsmap) is not supported");
+      }
+    }
+    if (pre == nullptr) return spm_space_prefix(normalizer, nullptr);
+    return refuse(fmt::format("a Unigram model with normalizer '{}' and pre-tokenizer '{}' is not "
+                              "supported (a Metaspace pre-tokenizer alone, or a Prepend/Replace "
+                              "normalizer alone, is)", type_of(*normalizer), type_of(*pre)));
+  }
+  if (pre != nullptr && type_of(*pre) == "Metaspace" && bool_member(*pre, "split", true)) {
+    for (size_t i = 0; i < vocab.size(); ++i) {
+      const Json& e = vocab[i];
+      if (!e.is_array() || e.empty() || !e[0].is_string()) continue;  // reported later
+      const std::string& piece = e[0].get_ref<const std::string&>();
+      if (piece.find(kSpmSpace, 1) != std::string::npos) {
+        return refuse(fmt::format("a splitting Metaspace pre-tokenizer with the piece '{}', which "
+                                  "holds \u2581 after its start, is not supported", piece));
+      }
+    }
+    Json unsplit = *pre;
+    unsplit["split"] = false;
+    return spm_space_prefix(nullptr, &unsplit);
+  }
+  return spm_space_prefix(nullptr, pre);
 }
 
 // The id of a tokenizer_config.json *_token entry ("<s>" or {"content": "<s>", ...}).
@@ -242,15 +291,17 @@ Result<Metadata> hf_tokenizer_to_gguf(const HfTokenizerInputs& in) {
   const Json* model = member(j, "model");
   if (model == nullptr || !model->is_object()) return bad("no 'model' object");
   const std::string model_type = type_of(*model);
-  if (model_type != "BPE") {
-    return refuse(fmt::format("tokenizer model '{}' is not supported (BPE is; Unigram, WordPiece "
-                              "and WordLevel are not yet)", model_type.empty() ? "?" : model_type));
+  if (model_type != "BPE" && model_type != "Unigram") {
+    return refuse(fmt::format("tokenizer model '{}' is not supported (BPE and Unigram are; "
+                              "WordPiece and WordLevel are not yet)",
+                              model_type.empty() ? "?" : model_type));
   }
+  const bool unigram = model_type == "Unigram";
   const bool byte_fallback = bool_member(*model, "byte_fallback", false);
   const bool ignore_merges = bool_member(*model, "ignore_merges", false);
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const Json* v = member(*model, key);
-    if (v != nullptr && !(v->is_string() && v->get<std::string>().empty())) {
+    if (!unigram && v != nullptr && !(v->is_string() && v->get<std::string>().empty())) {
       return refuse(fmt::format("BPE '{}' is not supported", key));
     }
   }
@@ -259,7 +310,15 @@ Result<Metadata> hf_tokenizer_to_gguf(const HfTokenizerInputs& in) {
 
   Metadata md;
   bool spm = false;
-  if (byte_fallback) {
+  if (unigram) {
+    const Json* vocab = member(*model, "vocab");
+    if (vocab == nullptr || !vocab->is_array()) return bad("a Unigram model.vocab must be a list");
+    TS_ASSIGN_OR_RETURN(const bool prefix, unigram_space_prefix(normalizer, pre, *vocab));
+    md.set("tokenizer.ggml.model", GgufValue::string("t5"));
+    md.set("tokenizer.ggml.add_space_prefix", GgufValue::boolean(prefix));
+    md.set("tokenizer.ggml.remove_extra_whitespaces", GgufValue::boolean(false));
+    spm = true;
+  } else if (byte_fallback) {
     if (ignore_merges) return refuse("byte_fallback BPE with ignore_merges is not supported");
     TS_ASSIGN_OR_RETURN(const bool prefix, spm_space_prefix(normalizer, pre));
     md.set("tokenizer.ggml.model", GgufValue::string("llama"));
@@ -287,17 +346,35 @@ Result<Metadata> hf_tokenizer_to_gguf(const HfTokenizerInputs& in) {
   // The token table: the model's vocabulary, then the added tokens.
   Table t;
   const Json* vocab = member(*model, "vocab");
+  std::vector<float> unigram_scores;  // by id
+  if (unigram) {
+    if (vocab->empty()) return bad("model.vocab is empty");
+    for (size_t i = 0; i < vocab->size(); ++i) {
+      const Json& e = (*vocab)[i];
+      if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number() ||
+          e[0].get_ref<const std::string&>().empty() || !std::isfinite(e[1].get<double>())) {
+        return bad(fmt::format("model.vocab[{}] is {}, expected [\"piece\", score]", i,
+                               e.dump().substr(0, 80)));
+      }
+      const std::string& text = e[0].get_ref<const std::string&>();
+      TS_RETURN_IF_ERROR(put(t, static_cast<int64_t>(i), text,
+                             byte_fallback && is_byte_piece(text) ? kByte : kNormal, false));
+      unigram_scores.push_back(static_cast<float>(e[1].get<double>()));
+    }
+    if (const Json* unk = member(*model, "unk_id")) {
+      if (!unk->is_number_integer() || unk->get<int64_t>() < 0 ||
+          unk->get<int64_t>() >= static_cast<int64_t>(vocab->size())) {
+        return bad(fmt::format("model.unk_id {} is not an id of the vocabulary", unk->dump()));
+      }
+    }
+  } else {
   if (vocab == nullptr || !vocab->is_object() || vocab->empty()) return bad("model.vocab must be a non-empty object");
   for (const auto& [text, id] : vocab->items()) {
     if (!id.is_number_integer()) return bad(fmt::format("vocab['{}'] is not an integer id", text));
     if (text.empty()) return bad("the vocabulary has an empty token");
-    int32_t type = kNormal;
-    if (spm && text.size() == 6 && text.rfind("<0x", 0) == 0 && text[5] == '>' &&
-        std::isxdigit(static_cast<unsigned char>(text[3])) &&
-        std::isxdigit(static_cast<unsigned char>(text[4]))) {
-      type = kByte;
-    }
+    const int32_t type = spm && is_byte_piece(text) ? kByte : kNormal;
     TS_RETURN_IF_ERROR(put(t, id.get<int64_t>(), text, type, false));
+  }
   }
   if (const Json* added = member(j, "added_tokens")) {
     if (!added->is_array()) return bad("'added_tokens' is not a list");
@@ -313,7 +390,12 @@ Result<Metadata> hf_tokenizer_to_gguf(const HfTokenizerInputs& in) {
       TS_RETURN_IF_ERROR(put(t, id->get<int64_t>(), content->get<std::string>(), type, true));
     }
   }
-  if (const Json* unk = member(*model, "unk_token")) {
+  if (const Json* unk = unigram ? member(*model, "unk_id") : nullptr) {
+    const auto id = static_cast<size_t>(unk->get<int64_t>());  // checked above
+    t.types[id] = kUnknown;
+    md.set("tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(id)));
+  }
+  if (const Json* unk = unigram ? nullptr : member(*model, "unk_token")) {
     if (!unk->is_string()) return bad("model.unk_token is not a string");
     const auto it = t.ids.find(unk->get<std::string>());
     if (it != t.ids.end()) {
@@ -334,8 +416,10 @@ Result<Metadata> hf_tokenizer_to_gguf(const HfTokenizerInputs& in) {
     if (!t.present[static_cast<size_t>(i)]) t.tokens[static_cast<size_t>(i)] = fmt::format("[PAD{}]", i);
   }
 
-  // Merges: as GGUF strings for byte-level BPE; as scores for the SentencePiece form.
-  const Json* merges = member(*model, "merges");
+  // Merges: as GGUF strings for byte-level BPE; as scores for the SentencePiece form. Unigram
+  // has its scores (0 for the padding rows and added tokens past the vocabulary).
+  static const Json kNoMerges = Json::array();
+  const Json* merges = unigram ? &kNoMerges : member(*model, "merges");
   if (merges == nullptr || !merges->is_array()) return bad("model.merges must be a list");
   std::vector<std::string> merge_strings;
   std::vector<float> scores;
@@ -348,6 +432,10 @@ Result<Metadata> hf_tokenizer_to_gguf(const HfTokenizerInputs& in) {
                                            ? static_cast<float>(-(n_merges + static_cast<double>(i)))
                                            : 0.0f;
     }
+  }
+  if (unigram) {
+    scores = unigram_scores;
+    scores.resize(static_cast<size_t>(n_total), 0.0f);
   }
   std::vector<bool> merged(spm ? static_cast<size_t>(n_total) : 0, false);
   for (size_t r = 0; r < merges->size(); ++r) {

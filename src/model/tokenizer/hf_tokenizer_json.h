@@ -9,8 +9,11 @@
 //    a Metaspace pre-tokenizer without splitting): "llama", whose merge-by-score encoding equals
 //    BPE by merge rank when each token's score is minus the rank of its first merge (tokens no
 //    merge produces score below every merge).
-//  - anything else (Unigram, WordPiece, WordLevel models, other normalizers or pre-tokenizers)
-//    is refused by name.
+//  - Unigram ([piece, score] vocabulary, unk_id, byte_fallback; spaces as U+2581 as above, a
+//    splitting Metaspace accepted when no piece holds U+2581 past its start): "t5", run by the
+//    Viterbi UgmTokenizer (ugm_tokenizer.h). A Precompiled normalizer is refused by name.
+//  - anything else (WordPiece, WordLevel models, other normalizers or pre-tokenizers) is
+//    refused by name.
 // Added tokens extend the vocabulary; special ones are control tokens, others user-defined.
 // Holes in the id range and the rows past the tokenizer up to the model's embedding rows are
 // "[PAD<id>]" unused tokens (as llama.cpp's converter pads). BOS/EOS/UNK/PAD come from
@@ -46,7 +49,7 @@ constexpr uint64_t kMaxTokenizerJsonBytes = 256u << 20;
 
 // Errors: kCorruptData (invalid JSON, a malformed model/vocab/merges/added token, conflicting
 // ids, more tokens than n_vocab_rows), kUnsupported (a model, normalizer or pre-tokenizer
-// outside the two kinds above, naming it); messages say "tokenizer.json: ...".
+// outside the kinds above, naming it); messages say "tokenizer.json: ...".
 Result<Metadata> hf_tokenizer_to_gguf(const HfTokenizerInputs& in);
 
 }  // namespace tessera::model

@@ -13,7 +13,7 @@
 
 namespace tessera::model {
 
-class SpmTokenizer final : public VocabTokenizer {
+class SpmTokenizer : public VocabTokenizer {
  public:
   // Builds the tokenizer from tokenizer.ggml.* metadata. Defaults: BOS 1, EOS 2, unknown 0,
   // add BOS, no EOS, add space prefix. Errors as read_vocab / read_special_tokens.

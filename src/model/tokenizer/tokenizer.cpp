@@ -5,6 +5,7 @@
 #include "tessera/model/tokenizer/bpe_tokenizer.h"
 #include "tessera/model/tokenizer/llama2c_tokenizer.h"
 #include "tessera/model/tokenizer/spm_tokenizer.h"
+#include "tessera/model/tokenizer/ugm_tokenizer.h"
 
 namespace tessera::model {
 
@@ -24,9 +25,10 @@ Result<std::unique_ptr<Tokenizer>> make_tokenizer(const Metadata& metadata) {
   Result<std::unique_ptr<Tokenizer>> tokenizer =
       model == "llama"  ? SpmTokenizer::create(metadata)
       : model == "gpt2" ? BpeTokenizer::create(metadata)
+      : model == "t5"   ? UgmTokenizer::create(metadata)
                         : Result<std::unique_ptr<Tokenizer>>(unsupported(fmt::format(
                               "tokenizer model '{}' ({}) is not supported; expected 'llama' "
-                              "(SentencePiece) or 'gpt2' (byte-level BPE)",
+                              "(SentencePiece BPE), 'gpt2' (byte-level BPE) or 't5' (unigram)",
                               model, kModelKey)));
   if (!tokenizer.is_ok()) return tokenizer.status().with_context("building the tokenizer");
   return tokenizer;

@@ -6,7 +6,9 @@
 //           bwd_dx  dx[N,K] += dy[N,M] W[M,K]
 //           bwd_dw  dW[M,K] += dy[N,M]^T x[N,K]
 //     impl: avx512 | avx2 (the GEMM's micro-kernel rows) | loops (fixed_dot / axpy rows over the
-//           pool, split as train::ops did before the GEMM)
+//           pool, split as train::ops did before the GEMM) | bf16 (kernels/gemm_bf16.h's
+//           active row as `--compute bf16` runs it: W pre-rounded to bf16, x and dy rounded
+//           while packed, f32 accumulation)
 // FLOP/s counts 2 per multiply-add (2 N K M per call). Every record's context names the commit,
 // compiler, CPU flags and active ISA.
 //   build/release/microbench/gemm_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
@@ -19,6 +21,7 @@
 
 #include "tessera/base/thread_pool.h"
 #include "tessera/kernels/cpu_features.h"
+#include "tessera/kernels/gemm_bf16.h"
 #include "tessera/kernels/gemm_f32.h"
 #include "tessera/kernels/kernel_table.h"
 
@@ -123,6 +126,38 @@ void bm_gemm(benchmark::State& state, Form f, Shape s, int threads, GemmF32Kerne
                          benchmark::Counter::kIsRate);
 }
 
+void bm_gemm_bf16(benchmark::State& state, Form f, Shape s, int threads) {
+  const auto x = random_floats(static_cast<size_t>(s.n * s.k), 1);
+  const auto w = random_floats(static_cast<size_t>(s.m * s.k), 2);
+  const auto dy = random_floats(static_cast<size_t>(s.n * s.m), 3);
+  std::vector<uint16_t> wb(w.size());
+  round_to_bf16(w.data(), static_cast<int64_t>(w.size()), wb.data());
+  const int64_t n = s.n, k = s.k, m = s.m;
+  std::vector<float> out(static_cast<size_t>(f == Form::kFwd ? n * m : f == Form::kBwdDx ? n * k : m * k));
+  std::unique_ptr<ThreadPool> pool = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
+  for (auto _ : state) {
+    switch (f) {
+      case Form::kFwd:
+        gemm_bf16(n, m, k, {x.data(), nullptr, k, 1}, {nullptr, wb.data(), 1, k}, out.data(), m,
+                  false, pool.get());
+        break;
+      case Form::kBwdDx:
+        gemm_bf16(n, k, m, {dy.data(), nullptr, m, 1}, {nullptr, wb.data(), k, 1}, out.data(), k,
+                  true, pool.get());
+        break;
+      case Form::kBwdDw:
+        gemm_bf16(m, k, n, {dy.data(), nullptr, 1, m}, {x.data(), nullptr, k, 1}, out.data(), k,
+                  true, pool.get());
+        break;
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(n * k * m) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   struct Impl {
     std::string name;
@@ -145,6 +180,12 @@ void register_all() {
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         }
+        const std::string name = std::string("gemm/") + form_name(f) + "/bf16/N" +
+                                 std::to_string(s.n) + "xK" + std::to_string(s.k) + "xM" +
+                                 std::to_string(s.m) + "/T" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), bm_gemm_bf16, f, s, threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
       }
     }
   }

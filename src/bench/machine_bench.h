@@ -30,4 +30,9 @@ struct MachineBenchOptions {
 
 MachineCeilings measure_machine(const MachineBenchOptions& options);
 
+// Peak BF16 dot-product throughput (kernels::probe_bf16_dot: vdpbf16ps chains on every thread,
+// 4 operations per f32 lane), the ceiling `--compute bf16` training's MFU is against: the best of
+// `reps` passes after a warm-up, GFLOP/s; 0 (and *isa "none") where the CPU lacks AVX-512 BF16.
+double measure_bf16_gflops(int threads, int reps, std::string* isa);
+
 }  // namespace tessera::bench

@@ -43,6 +43,8 @@ struct BenchTrainArgs {
   double val_fraction = 0.05;
   double target = 0;            // 0: the corpus' default
   double fma_gflops = 0;        // 0: measure
+  double bf16_gflops = 0;       // --compute bf16: the BF16 dot ceiling; 0: measure
+  std::string compute = "f32";  // f32 or bf16 (sets o.bf16)
   int threads = 0;
   bool synthetic = false;
   bool full = false;            // keep training after the target is reached
@@ -118,6 +120,7 @@ int run_bench_train(BenchTrainArgs a) {
   o.shape.vocab = data->n_vocab;
   if (Status s = train::validate(o.shape); !s.is_ok()) return fail(s);
   o.target_loss = a.target > 0 ? a.target : (synthetic ? kSyntheticTarget : kBrownTarget);
+  o.bf16 = a.compute == "bf16";
 
   // The FMA ceiling, as `bench machine` measures it (a small read buffer: only FMA is used).
   bench::MachineCeilings ceiling;
@@ -131,6 +134,23 @@ int run_bench_train(BenchTrainArgs a) {
     mo.reps = 3;
     ceiling = bench::measure_machine(mo);
   }
+  // With --compute bf16 MFU is against the BF16 dot ceiling (vdpbf16ps chains, measured the same
+  // way) where the CPU has one; without AVX-512 BF16 the GEMM runs f32 FMAs in the scalar row,
+  // and the FMA ceiling stays the one.
+  double bf16_ceiling = 0;
+  std::string bf16_isa = "none";
+  if (o.bf16) {
+    if (a.bf16_gflops > 0) {
+      bf16_ceiling = a.bf16_gflops;
+      bf16_isa = "given";
+    } else {
+      bf16_ceiling = bench::measure_bf16_gflops(pool.size(), 3, &bf16_isa);
+    }
+  }
+  const bool mfu_vs_bf16 = o.bf16 && bf16_ceiling > 0;
+  const double mfu_ceiling = mfu_vs_bf16 ? bf16_ceiling : ceiling.fma_gflops;
+  const std::string mfu_ceiling_name =
+      mfu_vs_bf16 ? "bf16 dot (" + bf16_isa + ")" : "f32 FMA (" + ceiling.fma_isa + ")";
 
   const int64_t T = o.shape.context, global_batch = o.batch * o.accum;
   const int64_t eval_windows =
@@ -148,6 +168,8 @@ int run_bench_train(BenchTrainArgs a) {
   log.event("opt_adamw_epsilon", o.adamw.eps);
   log.event("opt_adamw_weight_decay", o.adamw.weight_decay);
   log.event("opt_gradient_clip_norm", o.clip);
+  log.event("compute_precision", a.compute,
+            {{"mfu_ceiling", mfu_ceiling_name}, {"mfu_ceiling_gflops", mfu_ceiling}});
   log.event("train_samples", static_cast<int64_t>(data->train().size()) / (T + 1));
   log.event("eval_samples", eval_windows);
   log.event("target_accuracy", o.target_loss, {{"metric", "validation loss, nats per token (lower is better)"}});
@@ -198,7 +220,7 @@ int run_bench_train(BenchTrainArgs a) {
 
   const double tps = static_cast<double>(report->tokens) / report->seconds;
   const double gflops = tps * flops_per_token / 1e9;
-  const double mfu = ceiling.fma_gflops > 0 ? gflops / ceiling.fma_gflops : 0.0;
+  const double mfu = mfu_ceiling > 0 ? gflops / mfu_ceiling : 0.0;
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& r : report->steps) {
     nlohmann::json s = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
@@ -227,6 +249,10 @@ int run_bench_train(BenchTrainArgs a) {
       {"achieved_gflops", gflops},
       {"fma_ceiling_gflops", ceiling.fma_gflops},
       {"fma_isa", ceiling.fma_isa},
+      {"compute", a.compute},
+      {"bf16_ceiling_gflops", bf16_ceiling},
+      {"mfu_ceiling", mfu_ceiling_name},
+      {"mfu_ceiling_gflops", mfu_ceiling},
       {"mfu", mfu},
       {"target_loss", o.target_loss},
       {"target_step", report->target_step},
@@ -259,15 +285,16 @@ int run_bench_train(BenchTrainArgs a) {
   std::printf(
       "bench train: %s on %s; %lld tokens per step\n"
       "  %s after %lld steps (%.1f s training, %.1f s evaluating): validation loss %.4f, target %.3f %s\n"
-      "  %.1f tokens/s, %.2f GFLOP/s achieved (%.0f FLOP per token), FMA ceiling %.1f GFLOP/s (%s): "
-      "MFU %.2f%%\n",
+      "  %.1f tokens/s, %.2f GFLOP/s achieved (%.0f FLOP per token, %s compute), ceiling %.1f "
+      "GFLOP/s (%s): MFU %.2f%%\n",
       summary["model"].get<std::string>().c_str(), corpus->second.c_str(),
       static_cast<long long>(tokens_per_step), reached ? "reached the target" : "did not reach the target",
       static_cast<long long>(steps_done), report->seconds, report->eval_seconds, report->final_val_loss,
       o.target_loss,
       reached ? fmt::format("at step {} ({:.1f} s of training)", report->target_step,
                             report->target_seconds).c_str() : "",
-      tps, gflops, flops_per_token, ceiling.fma_gflops, ceiling.fma_isa.c_str(), 100.0 * mfu);
+      tps, gflops, flops_per_token, a.compute.c_str(), mfu_ceiling, mfu_ceiling_name.c_str(),
+      100.0 * mfu);
   return 0;  // not reaching the target is a result (run_stop status "aborted"), not an error
 }
 
@@ -316,6 +343,13 @@ void add_bench_train_command(CLI::App* bench, RunFn& run) {
   c->add_option("--seed", o.seed, "Seed (initialization, data order, synthetic corpus)")->capture_default_str();
   c->add_option("--threads,-t", a->threads, "Threads (default: all cores)");
   c->add_option("--fma-gflops", a->fma_gflops, "FMA ceiling for MFU (default: measure as bench machine does)");
+  c->add_option("--compute", a->compute,
+                "Matmul precision: f32 or bf16 (as tessera train --compute; MFU then against the "
+                "measured BF16 dot ceiling)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+  c->add_option("--bf16-gflops", a->bf16_gflops,
+                "BF16 dot ceiling for MFU with --compute bf16 (default: measure)");
   c->add_option("--mllog", a->mllog_path, "Write the :::MLLOG lines here instead of stdout");
   c->add_option("--out,-o", a->out_dir, "Write summary.json, mllog.log and report.html into this folder");
   c->add_option("--save-model", a->save_model, "Also write the trained model as GGUF (loadable by every command)");

@@ -15,6 +15,7 @@
 #include "train_lora.h"
 #include "train_progress.h"
 #include "tessera/base/thread_pool.h"
+#include "tessera/kernels/gemm_bf16.h"
 #include "tessera/model/format/model_file.h"
 #include "tessera/model/format/safetensors.h"
 #include "tessera/train/checkpoint.h"
@@ -34,6 +35,7 @@ struct TrainArgs {
   int threads = 0;
   bool json = false;
   bool quiet = false;
+  std::string compute = "f32";  // --compute: f32 or bf16 (sets o.bf16)
   LoraTrainOptions lora;  // --lora: fine-tune adapters on --base instead
 };
 
@@ -75,6 +77,12 @@ Status write_data_order_npy(const std::string& path, std::span<const int64_t> st
 }
 
 int run_train(TrainArgs a) {
+  a.o.bf16 = a.compute == "bf16";
+  if (a.o.bf16 && a.lora.enabled) return fail("--compute bf16 is for pretraining; --lora computes in f32");
+  if (a.o.bf16 && !a.quiet && !kernels::gemm_bf16_is_accelerated()) {
+    std::fprintf(stderr, "tessera train: this CPU (or TESSERA_ISA/TESSERA_FORCE_SCALAR) has no "
+                         "AVX-512 BF16: --compute bf16 runs the scalar bf16 GEMM (slow, same bits)\n");
+  }
   if (a.lora.enabled) {
     if (!a.resume.empty() || a.save_state || a.stop_at_step > 0 || !a.init_out.empty() ||
         !a.data_order_out.empty()) {
@@ -123,13 +131,14 @@ int run_train(TrainArgs a) {
     std::fprintf(stderr,
                  "tessera train: %zu tokens of '%s' (%zu train / %zu validation, tokenized in "
                  "%.1f s); model: dim %lld, %lld layers, %lld heads (%lld kv), ffn %lld, vocab "
-                 "%lld, context %lld: %.2f M parameters; %lld tokens per step, %d threads\n",
+                 "%lld, context %lld: %.2f M parameters; %lld tokens per step, %d threads, %s "
+                 "compute\n",
                  tokens.size(), a.text.c_str(), train_split.size(), val_split.size(), tokenize_s,
                  static_cast<long long>(a.o.shape.dim), static_cast<long long>(a.o.shape.layers),
                  static_cast<long long>(a.o.shape.heads), static_cast<long long>(a.o.shape.kv_heads),
                  static_cast<long long>(a.o.shape.ffn), static_cast<long long>(a.o.shape.vocab),
                  static_cast<long long>(a.o.shape.context), static_cast<double>(n_params) / 1e6,
-                 static_cast<long long>(tokens_per_step), pool.size());
+                 static_cast<long long>(tokens_per_step), pool.size(), a.compute.c_str());
   }
   std::vector<int64_t> window_starts;
   train::PretrainHooks hooks;
@@ -177,6 +186,7 @@ int run_train(TrainArgs a) {
                         {"achieved_gflops", gflops},
                         {"final_val_loss", report->final_val_loss},
                         {"threads", pool.size()},
+                        {"compute", a.compute},
                         {"seed", a.o.seed},
                         {"first_step", first_step},
                         {"last_step", state.step},
@@ -242,6 +252,12 @@ void add_train_command(CLI::App& app, RunFn& run) {
   cmd->add_flag("--recompute", o.recompute,
                 "Activation recomputation: keep only each layer's input, recompute the rest in "
                 "the backward pass (less memory, ~1/3 more compute, identical results)");
+  cmd->add_option("--compute", args->compute,
+                  "Matmul precision: f32, or bf16 (f32 master weights and AdamW state, weights "
+                  "rounded to bf16 once per step, bf16 GEMM inputs with f32 accumulation; the rest "
+                  "in f32)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("--threads,-t", args->threads, "Threads (default: all cores)");
   cmd->add_option("--init-out", args->init_out,
                   "Also write the initial parameters as safetensors (GGUF names, [rows, columns])");

@@ -52,4 +52,11 @@ FmaProbe probe_fma(int64_t iterations) {
   return probe_fma_scalar(iterations);
 }
 
+FmaProbe probe_bf16_dot(int64_t iterations) {
+  if (!cpu_features().has_avx512_set() || !cpu_features().avx512_bf16) return {0.0, 0.0, "none"};
+  double flops = 0;
+  const double r = probe_bf16_dot_avx512(iterations, &flops);
+  return {r, flops, "avx512_bf16"};
+}
+
 }  // namespace tessera::kernels

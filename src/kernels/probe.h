@@ -19,5 +19,9 @@ struct FmaProbe {
 };
 // Runs `iterations` rounds of independent FMA chains in registers (no memory traffic).
 FmaProbe probe_fma(int64_t iterations);
+// The same with AVX-512 BF16 dot products (vdpbf16ps: per f32 lane two bf16 products and two
+// adds, counted as 4 operations), the ceiling of gemm_bf16.h; isa "avx512_bf16". Where the CPU
+// lacks it: nothing runs, flops 0, isa "none".
+FmaProbe probe_bf16_dot(int64_t iterations);
 
 }  // namespace tessera::kernels

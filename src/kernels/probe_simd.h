@@ -10,5 +10,6 @@ float probe_read_avx2(const float* data, int64_t n);
 double probe_fma_avx2(int64_t iterations, double* flops);
 float probe_read_avx512(const float* data, int64_t n);
 double probe_fma_avx512(int64_t iterations, double* flops);
+double probe_bf16_dot_avx512(int64_t iterations, double* flops);
 
 }  // namespace tessera::kernels

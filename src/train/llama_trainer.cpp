@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <type_traits>
+
+#include "tessera/base/check.h"
+#include "tessera/kernels/gemm_bf16.h"
 
 #include "tessera/train/lora_layout.h"
 #include "tessera/train/ops.h"
@@ -192,9 +196,56 @@ double LlamaTrainer<T>::forward_backward_lora(std::span<const T> base, const Lor
 }
 
 template <class T>
+void LlamaTrainer<T>::set_bf16_compute(bool on) {
+  TS_CHECK((!on || std::is_same_v<T, float>));
+  bf16_ = on;
+  bf16_ready_ = false;
+  if (!on) std::vector<uint16_t>().swap(w_bf16_);
+}
+
+template <class T>
+void LlamaTrainer<T>::round_weights(std::span<const T> params) {
+  if constexpr (std::is_same_v<T, float>) {
+    TS_CHECK(bf16_ && static_cast<int64_t>(params.size()) == n_params_);
+    w_bf16_.resize(static_cast<size_t>(n_params_));
+    for (const ParamTensor& t : layout_) {  // the matrices the GEMMs read (not the embedding)
+      if (!t.matrix || t.name == "token_embd.weight") continue;
+      kernels::round_to_bf16(params.data() + t.offset, t.size, w_bf16_.data() + t.offset);
+    }
+    bf16_ready_ = true;
+  }
+}
+
+template <class T>
+void LlamaTrainer<T>::mm_w(const Pass& pass, size_t tensor, const T* x, T* y, int64_t n,
+                           int64_t k, int64_t m) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16_ && pass.lora == nullptr) {
+      TS_CHECK(bf16_ready_);
+      matmul_forward_bf16(x, w_bf16_.data() + layout_[tensor].offset, y, n, k, m, pool_);
+      return;
+    }
+  }
+  mm(x, p(pass.params, tensor), y, n, k, m, pool_);
+}
+
+template <class T>
+void LlamaTrainer<T>::mm_back_w(const Pass& pass, size_t tensor, const T* dy, const T* x, T* dx,
+                                T* dw, int64_t n, int64_t k, int64_t m) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16_ && pass.lora == nullptr) {
+      TS_CHECK(bf16_ready_);
+      matmul_backward_bf16(dy, x, w_bf16_.data() + layout_[tensor].offset, dx, dw, n, k, m, pool_);
+      return;
+    }
+  }
+  mm_back(dy, x, p(pass.params, tensor), dx, dw, n, k, m, pool_);
+}
+
+template <class T>
 void LlamaTrainer<T>::proj_forward(const Pass& pass, int64_t l, int j, const T* x, T* y,
                                    int64_t n, int64_t k, int64_t m) {
-  mm(x, p(pass.params, block_tensor(l, j)), y, n, k, m, pool_);
+  mm_w(pass, block_tensor(l, j), x, y, n, k, m);
   const LoraTarget target = lora_target_of(j);
   const LoraTensor* a = pass.lora != nullptr ? pass.lora->find(l, target) : nullptr;
   if (a == nullptr) return;
@@ -214,7 +265,7 @@ template <class T>
 void LlamaTrainer<T>::proj_backward(const Pass& pass, int64_t l, int j, const T* dy, const T* x,
                                     T* dx, int64_t n, int64_t k, int64_t m) {
   T* dw = pass.grads.empty() ? nullptr : p(pass.grads, block_tensor(l, j));
-  mm_back(dy, x, p(pass.params, block_tensor(l, j)), dx, dw, n, k, m, pool_);
+  mm_back_w(pass, block_tensor(l, j), dy, x, dx, dw, n, k, m);
   const LoraTarget target = lora_target_of(j);
   const LoraTensor* a = pass.lora != nullptr ? pass.lora->find(l, target) : nullptr;
   if (a == nullptr) return;
@@ -313,7 +364,7 @@ double LlamaTrainer<T>::run(const Pass& pass, const int32_t* tokens, const int32
   const size_t out_norm = block_tensor(s_.layers, 0), out_w = out_norm + 1;
   xf_.resize(n * C), rstdf_.resize(n), logits_.resize(n * V);
   rmsnorm_forward(xl_.data(), p(params, out_norm), xf_.data(), rstdf_.data(), N, C, eps);
-  mm(xf_.data(), p(params, out_w), logits_.data(), N, C, V, pool_);
+  mm_w(pass, out_w, xf_.data(), logits_.data(), N, C, V);
   const bool backward = !grads.empty() || !pass.adapter_grads.empty();
   if (backward) zero(dlogits_, n * V);
   const double loss = xent(logits_.data(), targets, N, V, backward ? dlogits_.data() : nullptr,
@@ -322,7 +373,7 @@ double LlamaTrainer<T>::run(const Pass& pass, const int32_t* tokens, const int32
 
   // Backward: dx_ is d loss / d x_l going down the layers.
   zero(dxn_, n * C);
-  mm_back(dlogits_.data(), xf_.data(), p(params, out_w), dxn_.data(), gp(out_w), N, C, V, pool_);
+  mm_back_w(pass, out_w, dlogits_.data(), xf_.data(), dxn_.data(), gp(out_w), N, C, V);
   zero(dx_, n * C);
   rmsnorm_backward(dxn_.data(), xl_.data(), p(params, out_norm), rstdf_.data(), dx_.data(), gp(out_norm), N, C);
   for (int64_t l = s_.layers - 1; l >= 0; --l) {

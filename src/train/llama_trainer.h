@@ -96,6 +96,17 @@ class LlamaTrainer {
   // inputs). Takes effect at the next forward_backward().
   void set_recompute(bool on) { recompute_ = on; }
   bool recompute() const { return recompute_; }
+  // BF16 compute (T = float only; `tessera train --compute bf16`): the projections and the output
+  // matmul run on the bf16 GEMM (kernels/gemm_bf16.h) against a bf16 copy of their weights, with
+  // activations and gradients rounded to bf16 at the GEMM inputs and every sum, gradient and
+  // everything else (embedding, norms, RoPE, attention, softmax, loss) in f32. The copy is the one
+  // made by the last round_weights(): call it after every change of the parameters (once per
+  // optimizer step, not per micro-batch). The LoRA pass always computes in f32.
+  void set_bf16_compute(bool on);
+  bool bf16_compute() const { return bf16_; }
+  // Rounds the matmul weights of `params` (n_params() elements) to the bf16 copy.
+  void round_weights(std::span<const T> params);
+
   // Bytes held by the layer activation buffers (capacity), after a pass.
   int64_t activation_bytes() const;
 
@@ -124,6 +135,10 @@ class LlamaTrainer {
   // pass.adapter_grads is.
   void proj_backward(const Pass& pass, int64_t l, int j, const T* dy, const T* x, T* dx,
                      int64_t n, int64_t k, int64_t m);
+  // The base's matmul with tensor `tensor` as W: bf16 when bf16_ (and not a LoRA pass), else f32.
+  void mm_w(const Pass& pass, size_t tensor, const T* x, T* y, int64_t n, int64_t k, int64_t m);
+  void mm_back_w(const Pass& pass, size_t tensor, const T* dy, const T* x, T* dx, T* dw,
+                 int64_t n, int64_t k, int64_t m);
   const T* p(std::span<const T> params, size_t tensor) const;
   T* p(std::span<T> params, size_t tensor) const;
 
@@ -138,6 +153,9 @@ class LlamaTrainer {
   std::vector<T> xl_, xf_, rstdf_, logits_, dlogits_, dx_, dmid_, datt_, dq_, dk_, dv_,
       dh_, dg_, du_, dxn_, lora_tmp_, lora_du_;
   std::vector<int32_t> pos_;
+  bool bf16_ = false;
+  bool bf16_ready_ = false;           // round_weights() has run since set_bf16_compute(true)
+  std::vector<uint16_t> w_bf16_;      // the matmul weights rounded to bf16, params' layout
 };
 
 extern template class LlamaTrainer<float>;

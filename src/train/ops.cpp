@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "tessera/kernels/gemm_bf16.h"
 #include "tessera/kernels/gemm_f32.h"
 
 namespace tessera::train {
@@ -263,6 +264,20 @@ void matmul_backward(const float* dy, const float* x, const float* w, float* dx,
   // dx[N,K] += dy[N,M] W[M,K]; dw[M,K] += (dy[N,M])^T x[N,K]: A(o, r) = dy[r * M + o].
   if (dx != nullptr) kernels::gemm_f32(n, k, m, {dy, m, 1}, {w, k, 1}, dx, k, true, pool);
   if (dw != nullptr) kernels::gemm_f32(m, k, n, {dy, 1, m}, {x, k, 1}, dw, k, true, pool);
+}
+
+void matmul_forward_bf16(const float* x, const uint16_t* w, float* y, int64_t n, int64_t k,
+                         int64_t m, ThreadPool* pool) {
+  kernels::gemm_bf16(n, m, k, {x, nullptr, k, 1}, {nullptr, w, 1, k}, y, m, false, pool);
+}
+void matmul_backward_bf16(const float* dy, const float* x, const uint16_t* w, float* dx,
+                          float* dw, int64_t n, int64_t k, int64_t m, ThreadPool* pool) {
+  if (dx != nullptr) {
+    kernels::gemm_bf16(n, k, m, {dy, nullptr, m, 1}, {nullptr, w, k, 1}, dx, k, true, pool);
+  }
+  if (dw != nullptr) {
+    kernels::gemm_bf16(m, k, n, {dy, nullptr, 1, m}, {x, nullptr, k, 1}, dw, k, true, pool);
+  }
 }
 
 void rmsnorm_forward(const double* x, const double* w, double* y, double* rstd, int64_t n,

@@ -31,6 +31,14 @@ void matmul_backward(const double* dy, const double* x, const double* w, double*
 void matmul_backward(const float* dy, const float* x, const float* w, float* dx, float* dw,
                      int64_t n, int64_t k, int64_t m, ThreadPool* pool);
 
+// The same two with BF16 compute (kernels/gemm_bf16.h): W is given as bf16 bits (rounded once
+// per optimizer step by the caller), x and dy are rounded to bf16 as the GEMM packs them, and
+// every sum accumulates in f32 (dx, dw added to as above). Deterministic for any thread count.
+void matmul_forward_bf16(const float* x, const uint16_t* w, float* y, int64_t n, int64_t k,
+                         int64_t m, ThreadPool* pool);
+void matmul_backward_bf16(const float* dy, const float* x, const uint16_t* w, float* dx,
+                          float* dw, int64_t n, int64_t k, int64_t m, ThreadPool* pool);
+
 // y[n,:] = x[n,:] * rstd[n] * w, rstd[n] = 1 / sqrt(mean(x[n,:]^2) + eps); rstd[N] is saved for
 // the backward pass.
 void rmsnorm_forward(const double* x, const double* w, double* y, double* rstd, int64_t n,

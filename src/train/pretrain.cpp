@@ -91,7 +91,8 @@ Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> par
                                   std::vector<uint8_t> mask, const ForwardBackward& fb,
                                   std::span<const int32_t> train_tokens,
                                   std::span<const int32_t> val_tokens, const PretrainHooks& hooks,
-                                  PretrainReport report);
+                                  PretrainReport report,
+                                  const std::function<void()>& after_update = {});
 
 }  // namespace
 
@@ -126,6 +127,10 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
     return invalid_argument(fmt::format("pretrain: {} parameters, the shape has {}", params.size(),
                                         trainer.n_params()));
   }
+  trainer.set_bf16_compute(o.bf16);
+  // The bf16 weight copy follows the f32 masters: made now and after every optimizer step.
+  std::function<void()> after_update;
+  if (o.bf16) after_update = [&] { trainer.round_weights(params); };
   std::vector<uint8_t> mask(params.size(), 0);
   for (const ParamTensor& t : trainer.layout()) {
     if (t.matrix && t.name != "token_embd.weight") std::fill_n(mask.begin() + t.offset, t.size, 1);
@@ -137,7 +142,7 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
     return trainer.forward_backward(params, in, out, b, T, grads, scale);
   };
   return train_loop(o, params, std::move(mask), fb, train_tokens, val_tokens, hooks,
-                    std::move(report));
+                    std::move(report), after_update);
 }
 
 Result<PretrainReport> finetune_lora(const PretrainOptions& o, const LoraLayout& lora,
@@ -146,6 +151,7 @@ Result<PretrainReport> finetune_lora(const PretrainOptions& o, const LoraLayout&
                                      std::span<const int32_t> val_tokens, ThreadPool* pool,
                                      const PretrainHooks& hooks) {
   TS_RETURN_IF_ERROR(check_run(o, train_tokens, val_tokens));
+  if (o.bf16) return invalid_argument("finetune_lora: bf16 compute is for pretraining only");
   const int64_t T = o.shape.context;
   LlamaTrainer<float> trainer(o.shape, pool);
   trainer.set_recompute(o.recompute);
@@ -175,7 +181,8 @@ Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> par
                                   std::vector<uint8_t> mask, const ForwardBackward& fb,
                                   std::span<const int32_t> train_tokens,
                                   std::span<const int32_t> val_tokens, const PretrainHooks& hooks,
-                                  PretrainReport report) {
+                                  PretrainReport report,
+                                  const std::function<void()>& after_update) {
   const int64_t T = o.shape.context, B = o.batch;
   const auto n_params = static_cast<int64_t>(params.size());
   AdamW opt(n_params, o.adamw, std::move(mask));
@@ -202,6 +209,7 @@ Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> par
     }
     first_step = st.step;
   }
+  if (after_update) after_update();
 
   double trained_s = 0.0;
   for (int64_t step = first_step; step < o.steps; ++step) {
@@ -223,6 +231,7 @@ Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> par
     r.grad_norm = clip_global_norm(grads, o.clip);
     r.lr = warmup_cosine_lr(step, o.warmup, o.steps, o.lr, o.min_lr_ratio);
     opt.step(params, grads, r.lr);
+    if (after_update) after_update();
     trained_s += now_s() - t0;
     report.tokens += B * T * o.accum;
     r.seconds = trained_s;

@@ -38,6 +38,11 @@ struct PretrainOptions {
   // Activation recomputation (LlamaTrainer::set_recompute): less memory, about a third more
   // FLOPs per step, the same results bit for bit. MFU still counts the model's FLOPs only.
   bool recompute = false;
+  // BF16 compute (LlamaTrainer::set_bf16_compute): f32 master weights and AdamW state, the matmul
+  // weights rounded to bf16 once per optimizer step, the matmuls on the bf16 GEMM with f32
+  // accumulation. Deterministic as f32 is (seed, thread count, ISA). pretrain only: finetune_lora
+  // refuses it.
+  bool bf16 = false;
 };
 
 struct StepRecord {

@@ -15,6 +15,9 @@
 #   scripts/imatrix-quality.sh /path/to/llama.cpp/build/bin [work-dir]
 # (BROWN=path overrides scripts/fetch-corpus.sh.) Needs a release build, llama-imatrix and
 # llama-quantize built outside the repository, /usr/bin/python3 with numpy. About 15 min on 2 cores.
+#   3. the same table for a model trained here (tessera train) whose rows are whole 256-blocks,
+#      so q4_k/q5_k/q6_k/q2_k/q3_k/iq4_xs are themselves rather than their 32-block fallbacks.
+# ONLY=1|2|3 runs one section (3 needs no llama.cpp; pass any directory); TYPES="..." limits them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:?usage: $0 /path/to/llama.cpp/build/bin [work-dir]}"
@@ -29,8 +32,10 @@ head -c 2000000 "$brown" >"$dir/eval.txt"
 head -c 4000000 "$brown" | tail -c 1000000 >"$dir/calib.txt"
 gguf_py="$(dirname "$(dirname "$bin")")/gguf-py"
 
-kl_row() {  # kl_row FILE LOGITS TOKENIZER -> "dPPL | KL | p99 | top;unrounded mean KL"
-  "$T" eval kl --base-logits "$2" --tokenizer "$3" -m "$1" -f "$dir/eval.txt" -t "$threads" \
+kl_row() {  # kl_row FILE LOGITS [--tokenizer TOK] -> "dPPL | KL | p99 | top;unrounded mean KL"
+  local f=$1 logits=$2
+  shift 2
+  "$T" eval kl --base-logits "$logits" "$@" -m "$f" -f "$dir/eval.txt" -t "$threads" \
     --json 2>/dev/null | python3 -c "
 import json, sys
 j = json.load(sys.stdin)
@@ -38,31 +43,38 @@ print('%+.3f | %.4f | %.3f | %.1f%%;%r' % (j['delta_perplexity'], j['mean_kl'], 
                                           100 * j['top1_agreement'], j['mean_kl']))"
 }
 
-echo "== 1. quality tables without / with imatrix"
-for m in stories260K:256:100 aidreams260K:128:200; do
-  IFS=: read -r name ctx chunks <<<"$m"
-  src=../shared/models/$name.bin
-  tok=../shared/models/$name-tok512.bin
+# table NAME MODEL CTX CHUNKS [--tokenizer TOK]: the quality table of section 1 for one model.
+table() {
+  local name=$1 src=$2 ctx=$3 chunks=$4
+  shift 4
+  local params
   params=$("$T" info "$src" --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['parameters'])")
-  "$T" eval imatrix -m "$src" --tokenizer "$tok" -f "$dir/calib.txt" -c "$ctx" --chunks 200 \
+  "$T" eval imatrix -m "$src" "$@" -f "$dir/calib.txt" -c "$ctx" --chunks 200 \
     -t "$threads" -o "$dir/$name.imatrix" 2>/dev/null
-  "$T" eval perplexity -m "$src" --tokenizer "$tok" -f "$dir/eval.txt" -c "$ctx" --chunks "$chunks" \
+  "$T" eval perplexity -m "$src" "$@" -f "$dir/eval.txt" -c "$ctx" --chunks "$chunks" \
     -t "$threads" --save-logits "$dir/$name.logits" 2>/dev/null | tail -1
   echo "$name (-c $ctx --chunks $chunks; imatrix: 200 chunks of $ctx tokens of the calibration part)"
   echo "| type | file | bits/weight | ΔPPL | mean KL | p99 KL | same top | ΔPPL imatrix | mean KL imatrix | p99 KL imatrix | same top imatrix | KL change |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-  for ty in q8_0 q6_k q5_k_m q5_k_s q5_1 q5_0 q4_k_m q4_k_s q4_1 iq4_nl iq4_xs q4_0 q3_k_l q3_k_m q3_k_s q2_k; do
+  for ty in ${TYPES:-q8_0 q6_k q5_k_m q5_k_s q5_1 q5_0 q4_k_m q4_k_s q4_1 iq4_nl iq4_xs q4_0 q3_k_l q3_k_m q3_k_s q2_k}; do
     "$T" quantize "$src" "$dir/$name-$ty.gguf" --type "$ty" >/dev/null 2>&1
     "$T" quantize "$src" "$dir/$name-$ty-im.gguf" --type "$ty" --imatrix "$dir/$name.imatrix" >/dev/null 2>&1
-    plain=$(kl_row "$dir/$name-$ty.gguf" "$dir/$name.logits" "$tok")
-    weighted=$(kl_row "$dir/$name-$ty-im.gguf" "$dir/$name.logits" "$tok")
+    plain=$(kl_row "$dir/$name-$ty.gguf" "$dir/$name.logits" "$@")
+    weighted=$(kl_row "$dir/$name-$ty-im.gguf" "$dir/$name.logits" "$@")
     size=$(stat -c %s "$dir/$name-$ty.gguf")
     change=$(python3 -c "print('%+.1f%%' % (100 * (${weighted#*;} / ${plain#*;} - 1)))")
     printf '| %s | %.0f kB | %s | %s | %s | %s |\n' "$ty" "$(bc -l <<<"$size / 1024")" \
       "$(python3 -c "print('%.2f' % (8 * $size / $params))")" "${plain%;*}" "${weighted%;*}" "$change"
   done
-done
+}
 
+if [ -z "${ONLY:-}" ] || [ "$ONLY" = 1 ]; then
+echo "== 1. quality tables without / with imatrix"
+table stories260K ../shared/models/stories260K.bin 256 100 --tokenizer ../shared/models/stories260K-tok512.bin
+table aidreams260K ../shared/models/aidreams260K.bin 128 200 --tokenizer ../shared/models/aidreams260K-tok512.bin
+fi
+
+if [ -z "${ONLY:-}" ] || [ "$ONLY" = 2 ]; then
 echo "== 2. llama.cpp side by side on stories260K as GGUF"
 GGUF_PY="$gguf_py" /usr/bin/python3 ../shared/tools/mk_embedded.py "$dir/stories.gguf" >/dev/null
 "$T" eval imatrix -m "$dir/stories.gguf" -f "$dir/calib.txt" -c 256 --chunks 100 -t "$threads" \
@@ -96,3 +108,16 @@ grep -o "loaded [0-9]* importance matrix entries.*" "$dir/llama-quantize-im.log"
 for f in ll-q4_k_m ll-q4_k_m-im st-q4_k_m st-q4_k_m-im st-q4_k_m-llim; do
   echo "$f: $("$T" eval kl --base-logits "$dir/st.logits" -m "$dir/$f.gguf" -f "$dir/eval.txt" -t "$threads" 2>/dev/null | grep Mean)"
 done
+fi
+
+if [ -z "${ONLY:-}" ] || [ "$ONLY" = 3 ]; then
+echo "== 3. a model trained on Brown whose rows are whole 256-value blocks (the k-quants themselves)"
+# Trained by `tessera train` on Brown from byte 4,000,001 on (disjoint from the evaluation and
+# calibration parts); dim 256 and ffn 768, so every matrix row is whole Q4_K/Q5_K/Q6_K blocks and
+# no type falls back. About 10 min of training on 2 cores.
+tail -c +4000001 "$brown" >"$dir/train.txt"
+[ -f "$dir/brown256.gguf" ] || "$T" train -f "$dir/train.txt" -o "$dir/brown256.gguf" --dim 256 \
+  --layers 4 --heads 4 --kv-heads 4 --ffn 768 --ctx 256 --vocab-size 512 -b 8 --steps "${STEPS:-400}" \
+  --eval-every 100 -t "$threads" -q | tail -2
+table brown256 "$dir/brown256.gguf" 256 100
+fi

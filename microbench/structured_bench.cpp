@@ -37,6 +37,19 @@ std::shared_ptr<const engine::TokenVocabulary> vocabulary(std::string* why) {
   return engine::make_token_vocabulary(**tok);
 }
 
+// Advances `c` through `prefix` byte by byte (as single-byte tokens would).
+void advance(engine::JsonTokenConstraint& c, const engine::TokenVocabulary& vocab,
+             const char* prefix) {
+  for (const char* p = prefix; *p != '\0'; ++p) {
+    for (int32_t id = 0; id < vocab.n_vocab(); ++id) {
+      if (vocab.piece(id) == std::string(1, *p)) {
+        c.accept(id);
+        break;
+      }
+    }
+  }
+}
+
 void mask_at(benchmark::State& state, const char* prefix) {
   static std::string why;
   static const auto vocab = vocabulary(&why);
@@ -48,15 +61,7 @@ void mask_at(benchmark::State& state, const char* prefix) {
       R"({"type": "object", "properties": {"name": {"type": "string"},
           "age": {"type": "number"}}, "required": ["name", "age"]})"));
   engine::JsonTokenConstraint c({*schema, vocab});
-  for (const char* p = prefix; *p != '\0'; ++p) {
-    // Advance through the prefix byte by byte (as single-byte tokens would).
-    for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
-      if (vocab->piece(id) == std::string(1, *p)) {
-        c.accept(id);
-        break;
-      }
-    }
-  }
+  advance(c, *vocab, prefix);
   std::vector<float> logits(static_cast<size_t>(vocab->n_vocab()));
   int64_t allowed = 0;
   for (auto _ : state) {
@@ -89,14 +94,7 @@ void BM_ClosingInsideString(benchmark::State& state) {
       R"({"type": "object", "properties": {"name": {"type": "string"},
           "age": {"type": "number"}}, "required": ["name", "age"]})"));
   engine::JsonTokenConstraint c({*schema, vocab});
-  for (const char ch : std::string("{\"name\": \"Al")) {
-    for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
-      if (vocab->piece(id) == std::string(1, ch)) {
-        c.accept(id);
-        break;
-      }
-    }
-  }
+  advance(c, *vocab, "{\"name\": \"Al");
   int64_t n = 0;
   for (auto _ : state) {
     const auto closing = c.closing();

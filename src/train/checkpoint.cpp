@@ -32,6 +32,10 @@ std::vector<std::pair<std::string, GgufValue>> run_options(const PretrainOptions
   return kv;
 }
 
+// The matmul precision of the run (--compute): a bf16 run continued in f32 would be another run.
+constexpr const char* kComputeKey = "tessera.train.compute";
+std::string compute_name(const PretrainOptions& o) { return o.bf16 ? "bf16" : "f32"; }
+
 }  // namespace
 
 Status write_llama_gguf(const std::string& path, const LlamaShape& s,
@@ -111,6 +115,7 @@ Status write_train_state(const std::string& path, const TrainState& st, const Pr
   m.set("tessera.train.step", GgufValue::u64(static_cast<uint64_t>(st.step)));
   m.set("tessera.train.rng", GgufValue::string(st.rng));
   for (auto& [key, value] : run_options(o)) m.set(key, value);
+  m.set(kComputeKey, GgufValue::string(compute_name(o)));
   for (auto [name, moment] : {std::pair{"adamw.m", &st.m}, {"adamw.v", &st.v}}) {
     const auto* bytes = reinterpret_cast<const std::byte*>(moment->data());
     TS_RETURN_IF_ERROR(w.add_tensor(name, kernels::DType::kF32,
@@ -140,6 +145,14 @@ Result<TrainState> read_train_state(const std::string& path, const PretrainOptio
           "{}: the saved run has {} = {}, this run {}: resume with the options of the run that "
           "wrote the checkpoint", path, key, text(got), text(&want)));
     }
+  }
+  // A state from before the key existed was written by an f32 run.
+  const auto saved = m.get_string(kComputeKey);
+  const std::string saved_compute = saved.is_ok() ? std::string(*saved) : "f32";
+  if (saved_compute != compute_name(o)) {
+    return invalid_argument(fmt::format(
+        "{}: the saved run computed in {}, this run in {}: resume with --compute {}", path,
+        saved_compute, compute_name(o), saved_compute));
   }
   TrainState st;
   auto step = m.get_int("tessera.train.step");

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "tessera/base/thread_pool.h"
+
 namespace tessera::train {
 
 struct AdamWOptions {
@@ -23,8 +25,10 @@ class AdamW {
   // One step at learning rate lr, t = steps() + 1:
   //   p -= lr * wd * p (where decayed);  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
   //   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
-  // Preconditions: params and grads have n elements.
-  void step(std::span<float> params, std::span<const float> grads, double lr);
+  // Split over `pool` when given (the result does not depend on it). Preconditions: params and
+  // grads have n elements.
+  void step(std::span<float> params, std::span<const float> grads, double lr,
+            ThreadPool* pool = nullptr);
 
   int64_t steps() const { return t_; }
   // The moments, for checkpoints (and tests); set_state restores them with the step count.

@@ -85,13 +85,13 @@ Status check_run(const PretrainOptions& o, std::span<const int32_t> train_tokens
   return Status::ok();
 }
 
-// The loop itself over `trainable` (the parameters AdamW steps; decay where mask is 1), the
-// model's pass `fb`; report.flops_per_token is the caller's.
+// The loop itself over `trainable` (the parameters AdamW steps, over `pool`; decay where mask is
+// 1), the model's pass `fb`; report.flops_per_token is the caller's.
 Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> params,
                                   std::vector<uint8_t> mask, const ForwardBackward& fb,
                                   std::span<const int32_t> train_tokens,
                                   std::span<const int32_t> val_tokens, const PretrainHooks& hooks,
-                                  PretrainReport report,
+                                  ThreadPool* pool, PretrainReport report,
                                   const std::function<void()>& after_update = {});
 
 }  // namespace
@@ -141,7 +141,7 @@ Result<PretrainReport> pretrain(const PretrainOptions& o, std::span<float> param
                                  std::span<float> grads, float scale) {
     return trainer.forward_backward(params, in, out, b, T, grads, scale);
   };
-  return train_loop(o, params, std::move(mask), fb, train_tokens, val_tokens, hooks,
+  return train_loop(o, params, std::move(mask), fb, train_tokens, val_tokens, hooks, pool,
                     std::move(report), after_update);
 }
 
@@ -172,7 +172,7 @@ Result<PretrainReport> finetune_lora(const PretrainOptions& o, const LoraLayout&
     report.initial_val_loss = evaluate_windows(fb, T, val_tokens, o.eval_windows, o.batch);
   }
   return train_loop(o, adapters, std::vector<uint8_t>(adapters.size(), 1), fb, train_tokens,
-                    val_tokens, hooks, std::move(report));
+                    val_tokens, hooks, pool, std::move(report));
 }
 
 namespace {
@@ -181,7 +181,7 @@ Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> par
                                   std::vector<uint8_t> mask, const ForwardBackward& fb,
                                   std::span<const int32_t> train_tokens,
                                   std::span<const int32_t> val_tokens, const PretrainHooks& hooks,
-                                  PretrainReport report,
+                                  ThreadPool* pool, PretrainReport report,
                                   const std::function<void()>& after_update) {
   const int64_t T = o.shape.context, B = o.batch;
   const auto n_params = static_cast<int64_t>(params.size());
@@ -230,7 +230,7 @@ Result<PretrainReport> train_loop(const PretrainOptions& o, std::span<float> par
     r.loss = loss / static_cast<double>(o.accum);
     r.grad_norm = clip_global_norm(grads, o.clip);
     r.lr = warmup_cosine_lr(step, o.warmup, o.steps, o.lr, o.min_lr_ratio);
-    opt.step(params, grads, r.lr);
+    opt.step(params, grads, r.lr, pool);
     if (after_update) after_update();
     trained_s += now_s() - t0;
     report.tokens += B * T * o.accum;

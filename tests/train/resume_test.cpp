@@ -102,6 +102,19 @@ TEST(Resume, RefusesAStateOfAnotherRun) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().to_string().find("tessera.train.lr"), std::string::npos) << r.status().to_string();
   EXPECT_FALSE(read_llama_gguf_params(path, o.shape).is_ok());  // not a model of this shape
+
+  // The matmul precision is part of the run: a bf16 state does not continue in f32, nor back.
+  o.lr /= 2;
+  ASSERT_TRUE(read_train_state(path, o).is_ok());
+  o.bf16 = true;
+  r = read_train_state(path, o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().to_string().find("computed in f32, this run in bf16"), std::string::npos)
+      << r.status().to_string();
+  ASSERT_TRUE(write_train_state(path, st, o).is_ok());
+  EXPECT_TRUE(read_train_state(path, o).is_ok());
+  o.bf16 = false;
+  EXPECT_FALSE(read_train_state(path, o).is_ok());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
@@ -280,8 +281,15 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
     std::fputs(line.c_str(), stdout);
     std::fflush(stdout);
   });
+  std::optional<engine::Pooling> pooling_override;
+  if (!a.embedding_pooling.empty()) {
+    auto pooling = engine::parse_pooling(a.embedding_pooling);
+    if (!pooling.is_ok()) return fail(pooling.status().with_context("--embedding-pooling"));
+    pooling_override = *pooling;
+  }
   for (const std::string& name : fleet->names()) {
     serve::ModelEntry entry = serve::fleet_entry(fleet, name);
+    if (pooling_override) entry.pooling = *pooling_override;
     if (fleet->opened(name).is_ok()) {
       entry.chat = make_chat_renderer(fleet->metadata(name), fleet->shared_tokenizer(name),
                                       a.chat_override);

@@ -307,6 +307,50 @@ Result<RequestId> FleetManager::submit(const std::string& name, engine::Request 
   });
 }
 
+void FleetManager::embed(const std::string& name, std::vector<int32_t> tokens,
+                         engine::Pooling pooling, engine::Engine::EmbedCallback done) {
+  const int32_t m = index(name);
+  if (m < 0) return done(not_found("no fleet model named " + name));
+  if (runs_on(m) != m) {
+    return done(Status(ErrorCode::kUnsupported,
+                       name + " is an adapter: embeddings come from base models only"));
+  }
+  if (stopped_.load()) return done(Status(ErrorCode::kUnavailable, "the fleet is stopping"));
+  if (Status st = opened(name); !st.is_ok()) return done(st);
+  // What the engine would refuse, refused now (before a cold start is spent on it).
+  const int64_t vocab = host_->model_ptr(m)->config().n_vocab;
+  if (tokens.empty()) return done(invalid_argument("nothing to embed: the input has no tokens"));
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= vocab) {
+      return done(invalid_argument(
+          fmt::format("token id {} is outside the vocabulary [0, {})", t, vocab)));
+    }
+  }
+  if (static_cast<int64_t>(tokens.size()) > context_length(name)) {
+    return done(invalid_argument(fmt::format("the input has {} tokens; at most {} (the context)",
+                                             tokens.size(), context_length(name))));
+  }
+  const RequestId id = next_id_.fetch_add(1);
+  engine::Engine::EmbedCallback refused_done = done;  // the host drops its copy on refusal
+  Status why;
+  const bool refused = locked([&] {
+    host_->stash_embedding(m, id, std::move(tokens), pooling, std::move(done), clock_->now_ns());
+    if (controller_->submit(m, id, &why) == Admission::kRefused) {
+      host_->forget(id);
+      return true;
+    }
+    return false;
+  });
+  if (refused) refused_done(why);
+}
+
+int64_t FleetManager::embedding_width(const std::string& name) const {
+  const int32_t m = index(name);
+  if (m < 0 || runs_on(m) != m) return 0;
+  std::shared_ptr<model::Model> model = host_->model_ptr(m);
+  return model ? model->config().dim : 0;
+}
+
 void FleetManager::cancel(const std::string& name, RequestId id) {
   const int32_t m = index(name);
   if (m < 0) return;

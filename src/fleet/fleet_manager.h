@@ -175,6 +175,18 @@ class FleetManager {
                                    engine::EventSink sink);
   // Cancels a queued or running request; unknown or finished ids are ignored.
   void cancel(const std::string& name, engine::RequestId id);
+  // As engine::Engine::embed, for model `name`, admitted like a request: run at once when the
+  // model is Active, else queued while the control thread brings it up (a cold start), with the
+  // same deadline and failure answers; it counts as a request of the model (arrivals, in flight,
+  // idle time, the TTFT SLO up to the result). `done` runs once: on an engine thread, or on
+  // this thread for errors found at once (kNotFound, kUnavailable when stopped or while the model
+  // is Failed, kInvalidArgument for tokens the model cannot take, kUnsupported for an adapter:
+  // embeddings come from base models).
+  void embed(const std::string& name, std::vector<int32_t> tokens, engine::Pooling pooling,
+             engine::Engine::EmbedCallback done);
+  // Floats per embedding of model `name` (its hidden width): 0 for unknown names, adapters and
+  // models whose file did not open.
+  int64_t embedding_width(const std::string& name) const;
 
   // The engine's stats while Active; zeros otherwise (and for unknown names, and for adapters:
   // they run on their base's engine, whose stats are the base's).

@@ -348,7 +348,17 @@ std::vector<std::function<void()>> LiveModelHost::take_deferred() {
 
 void LiveModelHost::stash(ModelIndex m, RequestId id, engine::Request request, EventSink sink,
                           int64_t submit_ns) {
-  payloads_[id] = Payload{m, std::move(request), std::move(sink), submit_ns};
+  payloads_[id] = Payload{m, std::move(request), std::move(sink), submit_ns, std::nullopt};
+}
+
+void LiveModelHost::stash_embedding(ModelIndex m, RequestId id, std::vector<int32_t> tokens,
+                                    engine::Pooling pooling, engine::Engine::EmbedCallback done,
+                                    int64_t submit_ns) {
+  Payload p;
+  p.model = m;
+  p.submit_ns = submit_ns;
+  p.embed = EmbedJob{std::move(tokens), pooling, std::move(done)};
+  payloads_[id] = std::move(p);
 }
 
 void LiveModelHost::forget(RequestId id) { payloads_.erase(id); }
@@ -358,6 +368,11 @@ Status LiveModelHost::dispatch(ModelIndex m, RequestId id) {
   TS_CHECK_MSG(it != payloads_.end(), "LiveModelHost::dispatch: unknown request");
   std::shared_ptr<engine::Engine> e = engine(m);
   if (!e) return Status(ErrorCode::kUnavailable, "the model is not active");
+  if (it->second.embed) {
+    Payload p = std::move(it->second);
+    payloads_.erase(it);
+    return dispatch_embedding(m, id, *e, std::move(p));
+  }
   Payload& p = it->second;
   p.request.adapter_id = model(m).adapter_id;  // -1 for a base
   {
@@ -378,9 +393,66 @@ Status LiveModelHost::dispatch(ModelIndex m, RequestId id) {
   return Status();
 }
 
+Status LiveModelHost::dispatch_embedding(ModelIndex m, RequestId id, engine::Engine& e,
+                                         Payload p) {
+  // The result may come at once (Engine::embed reports some errors on this thread, which holds
+  // the controller's lock): then `done` is deferred past the lock; else it runs on the engine's
+  // thread. `call` tells the two apart.
+  struct Call {
+    std::mutex mu;
+    bool returned = false;
+    std::optional<Result<std::vector<float>>> early;
+  };
+  auto call = std::make_shared<Call>();
+  auto done = std::make_shared<engine::Engine::EmbedCallback>(std::move(p.embed->done));
+  const int64_t slo_ns = model(m).engine_options.ttft_slo_ns;
+  {
+    std::lock_guard<std::mutex> ids(ids_mu_);
+    running_[id] = {m, 0};  // no engine id: an embedding cannot be cancelled
+  }
+  e.embed(std::move(p.embed->tokens), p.embed->pooling,
+          [this, m, id, submit_ns = p.submit_ns, slo_ns, call,
+           done](Result<std::vector<float>> r) {
+            {
+              std::lock_guard<std::mutex> ids(ids_mu_);
+              running_.erase(id);
+            }
+            const int64_t now = options_.clock->now_ns();
+            record_finished(m, id, now, r.is_ok() && now - submit_ns <= slo_ns);
+            {
+              std::lock_guard<std::mutex> lock(call->mu);
+              if (!call->returned) {
+                call->early = std::move(r);
+                return;
+              }
+            }
+            (*done)(std::move(r));
+          });
+  std::lock_guard<std::mutex> lock(call->mu);
+  call->returned = true;
+  if (call->early) {
+    deferred_.push_back([done, r = std::move(*call->early)]() mutable { (*done)(std::move(r)); });
+  }
+  return Status();
+}
+
+void LiveModelHost::record_finished(ModelIndex m, RequestId id, int64_t at_ns, bool slo_met) {
+  {
+    std::lock_guard<std::mutex> lock(finished_mu_);
+    finished_.push_back({m, id, at_ns, slo_met});
+  }
+  if (options_.on_finished) options_.on_finished();
+}
+
 void LiveModelHost::reject(ModelIndex /*m*/, RequestId id, const Status& why) {
   auto it = payloads_.find(id);
   if (it == payloads_.end()) return;
+  if (it->second.embed) {
+    engine::Engine::EmbedCallback done = std::move(it->second.embed->done);
+    payloads_.erase(it);
+    deferred_.push_back([done = std::move(done), why] { done(why); });
+    return;
+  }
   EventSink sink = std::move(it->second.sink);
   payloads_.erase(it);
   deferred_.push_back([sink = std::move(sink), id, why] { sink(Event{id, finish_with(why)}); });
@@ -416,11 +488,7 @@ EventSink LiveModelHost::wrap_sink(ModelIndex m, RequestId fleet_id, int64_t sub
       const auto& f = std::get<FinishEvent>(ev.body);
       const bool ok = f.reason == FinishReason::kStop || f.reason == FinishReason::kLength;
       const int64_t ttft = (first_ns < 0 ? now : first_ns) - submit_ns;
-      {
-        std::lock_guard<std::mutex> lock(finished_mu_);
-        finished_.push_back({m, fleet_id, now, ok && ttft <= slo_ns});
-      }
-      if (options_.on_finished) options_.on_finished();
+      record_finished(m, fleet_id, now, ok && ttft <= slo_ns);
     }
     sink(std::move(ev));
   };

@@ -102,6 +102,12 @@ class LiveModelHost final : public ModelHost {
   // The request's payload, before the controller admits it.
   void stash(ModelIndex m, engine::RequestId id, engine::Request request, engine::EventSink sink,
              int64_t submit_ns);
+  // An embedding's payload likewise: dispatched as Engine::embed on the model's engine, `done`
+  // called once (on an engine thread, or deferred past the controller's lock when refused);
+  // it counts as a request of the model (arrival, in flight, TTFT SLO up to its result).
+  void stash_embedding(ModelIndex m, engine::RequestId id, std::vector<int32_t> tokens,
+                       engine::Pooling pooling, engine::Engine::EmbedCallback done,
+                       int64_t submit_ns);
   void forget(engine::RequestId id);  // a refused request: its sink is never called
 
   std::optional<std::pair<ModelIndex, Move>> take_move();
@@ -119,11 +125,17 @@ class LiveModelHost final : public ModelHost {
   std::vector<std::shared_ptr<engine::Engine>> take_engines();
 
  private:
+  struct EmbedJob {
+    std::vector<int32_t> tokens;
+    engine::Pooling pooling = engine::Pooling::kMean;
+    engine::Engine::EmbedCallback done;
+  };
   struct Payload {
     ModelIndex model = 0;
     engine::Request request;
     engine::EventSink sink;
     int64_t submit_ns = 0;
+    std::optional<EmbedJob> embed;  // set: an embedding, not a generation
   };
   struct Finished {
     ModelIndex model;
@@ -138,6 +150,9 @@ class LiveModelHost final : public ModelHost {
   void cancel_all_running(int32_t adapter_id, engine::Engine& e);
   engine::EventSink wrap_sink(ModelIndex m, engine::RequestId id, int64_t submit_ns,
                               engine::EventSink sink);
+  Status dispatch_embedding(ModelIndex m, engine::RequestId id, engine::Engine& e, Payload p);
+  // Records a request's finish for the controller (drain_finished) and wakes the control thread.
+  void record_finished(ModelIndex m, engine::RequestId id, int64_t at_ns, bool slo_met);
 
   LiveHostOptions options_;
   FleetController* controller_ = nullptr;

@@ -23,6 +23,12 @@ class FleetBackend final : public ModelBackend {
   const model::Tokenizer& tokenizer() const override { return fleet_->tokenizer(name_); }
   int64_t context_length() const override { return fleet_->context_length(name_); }
   Status ready() const override { return fleet_->opened(name_); }
+  int64_t embedding_width() const override { return fleet_->embedding_width(name_); }
+  // Admitted like a request: a suspended or unloaded model is brought up for it.
+  void embed(std::vector<int32_t> tokens, engine::Pooling pooling,
+             engine::Engine::EmbedCallback done) override {
+    fleet_->embed(name_, std::move(tokens), pooling, std::move(done));
+  }
 
  private:
   std::shared_ptr<fleet::FleetManager> fleet_;
@@ -56,6 +62,7 @@ ModelEntry fleet_entry(std::shared_ptr<fleet::FleetManager> fleet, const std::st
     e.base = st->parent;
     e.adapter = adapter_name(name, st->parent);
   }
+  if (fleet->opened(name).is_ok()) e.pooling = engine::pooling_from_metadata(fleet->metadata(name));
   std::weak_ptr<fleet::FleetManager> weak = fleet;
   e.state = [weak, name]() -> std::string {
     auto f = weak.lock();

@@ -1,7 +1,8 @@
 // fleet_backend(): ModelBackend over one model of a fleet::FleetManager, so the OpenAI routes
 // serve fleet-managed models unchanged (a request for a suspended model queues and resumes it;
-// stats of a model that is not Active are zeros). fleet_entry() builds the ModelEntry with the
-// lifecycle state (for /v1/models) and the admin actions; attach_fleet_metrics() exports
+// stats of a model that is not Active are zeros; an embedding is admitted like a request, so it
+// brings a suspended model up too). fleet_entry() builds the ModelEntry with the lifecycle state
+// (for /v1/models), the embedding pooling of the model's metadata and the admin actions; attach_fleet_metrics() exports
 //   tessera_model_state{model,state}     gauge, 1 for the current state, 0 for the others
 //   tessera_model_resumes_total{model}   counter of completed resumes (Resuming -> Active)
 //   tessera_model_resume_seconds{model}  histogram of resume durations

@@ -190,6 +190,15 @@ TEST_F(ServerFleetLoraTest, AnAdapterSuspendedByTheIdlePolicyGivesTheSameTextAft
   ASSERT_EQ(poem.status, 200) << poem.body;
   ASSERT_EQ(base.status, 200) << base.body;
   ASSERT_NE(text_of(sql), text_of(base)) << "the adapter must change the greedy text";
+  // Embeddings come from the base model; an adapter's are refused by name (not the base's).
+  auto emb = c.request("POST", "/v1/embeddings",
+                       nlohmann::json({{"model", "tiny:sql"}, {"input", "hi"}}).dump());
+  EXPECT_EQ(emb.status, 400) << emb.body;
+  EXPECT_NE(emb.body.find("adapter"), std::string::npos) << emb.body;
+  EXPECT_EQ(c.request("POST", "/v1/embeddings",
+                      nlohmann::json({{"model", "tiny"}, {"input", "hi"}}).dump())
+                .status,
+            200);
   ASSERT_NE(text_of(poem), text_of(sql));
 
   // Everything idle past the keep-alive: the adapters go first, then the base.

@@ -128,6 +128,49 @@ TEST_F(ServerFleetTest, SuspendedModelResumesOnRequestWithIdenticalOutput) {
   EXPECT_NE(metrics.body.find("# TYPE tessera_model_cold_starts_total counter"), std::string::npos);
 }
 
+// /v1/embeddings for fleet models: admitted like a completion, so a suspended model is brought up
+// for it (a cold start) and answers the same vector it gave while active; a model that cannot
+// come up answers 503.
+TEST_F(ServerFleetTest, EmbeddingsResumeASuspendedModelAndGiveTheSameVector) {
+  start();
+  TestClient c(server_->port());
+  auto embed = [&](const std::string& model) {
+    auto r = c.request("POST", "/v1/embeddings",
+                       json({{"model", model}, {"input", {"the cat sat", "a dog ran"}}}).dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::vector<std::vector<float>> v;
+    if (r.status != 200) return v;
+    const json j = json::parse(r.body);
+    EXPECT_EQ(j["model"], model);
+    for (const auto& d : j["data"]) v.push_back(d["embedding"].get<std::vector<float>>());
+    return v;
+  };
+  const auto before = embed("alpha");
+  ASSERT_EQ(before.size(), 2u);
+  EXPECT_EQ(static_cast<int64_t>(before[0].size()), model::find_synth_shape("tiny")->dim);
+  double n2 = 0;
+  for (float x : before[0]) n2 += double{x} * x;
+  EXPECT_NEAR(n2, 1.0, 1e-4);
+  EXPECT_NE(before[0], before[1]);
+  EXPECT_NE(embed("beta")[0], before[0]);  // another model, another vector
+
+  ASSERT_EQ(c.request("POST", "/admin/models/alpha/suspend").status, 200);
+  EXPECT_EQ(state_of(c, "alpha"), "suspended");
+  EXPECT_EQ(embed("alpha"), before);
+  EXPECT_EQ(state_of(c, "alpha"), "active");
+  auto st = fleet_->status("alpha");
+  ASSERT_TRUE(st.is_ok());
+  EXPECT_EQ(st->cold_starts, 2);  // each input is one embedding of the model; both waited
+  EXPECT_EQ(st->in_flight, 0);
+
+  // Bad input is refused before a cold start is spent on it.
+  ASSERT_EQ(c.request("POST", "/admin/models/alpha/suspend").status, 200);
+  auto bad = c.request("POST", "/v1/embeddings",
+                       json({{"model", "alpha"}, {"input", std::vector<int>(300, 5)}}).dump());
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(state_of(c, "alpha"), "suspended");
+}
+
 TEST_F(ServerFleetTest, ModelThatCannotComeUpAnswers503WithRetryAfter) {
   fleet::FleetOptions fo;
   fo.active_budget_bytes = 4096;  // neither model fits
@@ -137,6 +180,8 @@ TEST_F(ServerFleetTest, ModelThatCannotComeUpAnswers503WithRetryAfter) {
   auto r = c.request("POST", "/v1/completions", completion("beta"));
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_NE(r.headers.find("Retry-After"), r.headers.end());
+  auto emb = c.request("POST", "/v1/embeddings", json({{"model", "beta"}, {"input", "hi"}}).dump());
+  EXPECT_EQ(emb.status, 503) << emb.body;
 }
 
 // A model whose file is truncated does not stop the fleet: it is listed as failed with its error,
@@ -170,6 +215,8 @@ TEST_F(ServerFleetTest, ATruncatedModelIsListedFailedAndTheOtherServes) {
                               {"messages", {{{"role", "user"}, {"content", "hi"}}}}})
                             .dump());
   EXPECT_EQ(chat.status, 503) << chat.body;
+  auto emb = c.request("POST", "/v1/embeddings", json({{"model", "beta"}, {"input", "hi"}}).dump());
+  EXPECT_EQ(emb.status, 503) << emb.body;
   auto ok = c.request("POST", "/v1/completions", completion("alpha"));
   EXPECT_EQ(ok.status, 200) << ok.body;
   auto admin = json::parse(c.request("GET", "/admin/models").body);

@@ -21,8 +21,13 @@
 // kFunctionTag `<function=NAME>{...}</function>` (Llama 3.1's custom-tool format, functionary
 // v3.1); kXmlFunction `<tool_call><function=NAME><parameter=KEY>VALUE</parameter>...</function>
 // </tool_call>` (Qwen3-Coder, Qwen3.5, Nemotron 3: a value is a string where the parameter is
-// declared one, else the JSON it spells, else a string); kFunctools `functools[{...}, ...]`
-// (FireFunction v2).
+// declared one, else the JSON it spells, else a string; Seed-OSS wraps the same in
+// <seed:tool_call>); kFunctools `functools[{...}, ...]` (FireFunction v2); kDeepSeek, kDsml,
+// kKimi, kArgKey, kToolCallsTag, kGranite, kCommandR, kPythonic, kGemma4, kFunctionNameAttr and
+// kGigaChat as the enum says (their exact forms in tool_calls.cpp). Every template in
+// ../shared/templates that renders calls is checked round trip: its rendering of two calls (one
+// where it allows only one) parses back into them (tool_calls_test.cpp); MiniMax M3's calls are
+// not parsed (they stay text).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -56,7 +61,25 @@ struct ToolRequest {
   const ToolFunction* find(std::string_view name) const;
 };
 
-enum class ToolCallSyntax { kJson, kHermes, kMistral, kFunctionTag, kXmlFunction, kFunctools };
+enum class ToolCallSyntax {
+  kJson,
+  kHermes,
+  kMistral,
+  kFunctionTag,
+  kXmlFunction,
+  kFunctools,
+  kDeepSeek,      // DeepSeek V3 / R1 / V3.1 <｜tool▁call▁begin｜> blocks
+  kDsml,          // DeepSeek V3.2 / V4 <｜DSML｜invoke> blocks
+  kKimi,          // Kimi K2 <|tool_call_begin|> blocks
+  kArgKey,        // GLM 4.5-4.7, Laguna: <tool_call>NAME<arg_key>..</arg_key><arg_value>..
+  kToolCallsTag,  // Apriel: <tool_calls>[...]</tool_calls>
+  kGranite,       // Granite 3.x: <|tool_call|>[...]
+  kCommandR,      // Command R: Action: ```json [{"tool_name": ..., "parameters": ...}] ```
+  kPythonic,      // LFM2: <|tool_call_start|>[name(key='value', ...)]<|tool_call_end|>
+  kGemma4,        // Gemma 4: <|tool_call>call:name{key:<|"|>value<|"|>}<tool_call|>
+  kFunctionNameAttr,  // MiniCPM 5: <function name=".."><param name="..">..</param></function>
+  kGigaChat,      // GigaChat 3: <|function_call|>{...} (3.1) or function call<|role_sep|>{...}
+};
 std::string_view tool_call_syntax_name(ToolCallSyntax s);
 
 // The syntax a template's instructions and few-shot renderings use; kJson when no marker is

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "tessera/engine/json_matcher.h"
@@ -218,6 +221,96 @@ TEST(ToolCalls, FunctoolsList) {
   EXPECT_TRUE(bad.calls.empty());
 }
 
+// The syntaxes of DeepSeek, Kimi, GLM, Apriel, Granite, Command R, LFM2 and Gemma 4 on hand-made
+// outputs: text around the calls is content, a block naming an undeclared function stays text,
+// an unclosed last block (stopped at EOS) still counts.
+TEST(ToolCalls, MoreFamiliesSyntaxes) {
+  const ToolRequest tools = weather_tools();
+  struct Case {
+    ToolCallSyntax syntax;
+    std::string text;
+    std::vector<std::string> names;
+    std::string first_args;
+    std::string content;
+  };
+  const std::vector<Case> cases = {
+      {ToolCallSyntax::kDeepSeek,
+       "Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n"
+       "```json\n{\"city\": \"Oslo\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+       "get_time\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+       {"get_weather", "get_time"}, R"({"city":"Oslo"})", "Let me check."},
+      {ToolCallSyntax::kDeepSeek,
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Oslo\"}",
+       {"get_weather"}, R"({"city":"Oslo"})", ""},
+      {ToolCallSyntax::kDsml,
+       "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter "
+       "name=\"city\" string=\"true\">New York</｜DSML｜parameter>\n<｜DSML｜parameter name=\"unit\" "
+       "string=\"false\">\"f\"</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+       {"get_weather"}, R"({"city":"New York","unit":"f"})", ""},
+      {ToolCallSyntax::kKimi,
+       "ok <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+       "<|tool_call_argument_begin|>{\"city\": \"Rome\"}<|tool_call_end|><|tool_call_begin|>"
+       "functions.nope:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+       {"get_weather"}, R"({"city":"Rome"})",
+       "ok <|tool_call_begin|>functions.nope:1<|tool_call_argument_begin|>{}<|tool_call_end|>"},
+      {ToolCallSyntax::kArgKey,
+       "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>42</arg_value>\n</tool_call>",
+       {"get_weather"}, R"({"city":"42"})", ""},  // declared a string: stays one
+      {ToolCallSyntax::kToolCallsTag,
+       "Sure.\n<tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls>",
+       {"get_time"}, "{}", "Sure."},
+      {ToolCallSyntax::kGranite, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Bern\"}}]",
+       {"get_weather"}, R"({"city":"Bern"})", ""},
+      {ToolCallSyntax::kCommandR,
+       "I will look it up.\nAction: ```json\n[{\"tool_name\": \"get_weather\", \"parameters\": "
+       "{\"city\": \"Lima\"}}]\n```",
+       {"get_weather"}, R"({"city":"Lima"})", "I will look it up."},
+      {ToolCallSyntax::kPythonic,
+       "<|tool_call_start|>[get_weather(city='It\\'s here', unit=\"c\"), get_time()]<|tool_call_end|>done",
+       {"get_weather", "get_time"}, R"({"city":"It's here","unit":"c"})", "done"},
+      {ToolCallSyntax::kGemma4,
+       "<|tool_call>call:get_weather{city:<|\"|>São Paulo, {x}<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|>",
+       {"get_weather"}, R"({"city":"São Paulo, {x}","unit":"c"})", ""},
+  };
+  for (const Case& c : cases) {
+    const ParsedToolOutput p = parse_tool_calls(c.text, c.syntax, tools);
+    ASSERT_EQ(p.calls.size(), c.names.size()) << tool_call_syntax_name(c.syntax) << ": " << c.text;
+    for (size_t i = 0; i < c.names.size(); ++i) EXPECT_EQ(p.calls[i].name, c.names[i]);
+    EXPECT_EQ(p.calls[0].arguments, c.first_args) << tool_call_syntax_name(c.syntax);
+    EXPECT_EQ(p.content, c.content) << tool_call_syntax_name(c.syntax);
+  }
+  // Model output is untrusted: truncations and mutations of every case, parsed in every syntax,
+  // never crash (the sanitizer builds run this) and never invent an undeclared function.
+  std::mt19937 rng(3);
+  for (const Case& c : cases) {
+    for (int i = 0; i < 300; ++i) {
+      std::string t = c.text;
+      std::uniform_int_distribution<size_t> at(0, t.size());
+      if (i % 3 == 0) {
+        t.resize(at(rng));  // stopped anywhere
+      } else if (i % 3 == 1) {
+        t.erase(std::min(at(rng), t.size() - 1), 1);
+      } else {
+        const size_t a = at(rng), b = at(rng);
+        t.insert(a, t.substr(b, 7));  // a piece repeated elsewhere
+      }
+      for (int s = 0; s <= static_cast<int>(ToolCallSyntax::kGigaChat); ++s) {
+        const ParsedToolOutput p = parse_tool_calls(t, static_cast<ToolCallSyntax>(s), tools);
+        for (const ToolCall& call : p.calls) {
+          ASSERT_NE(tools.find(call.name), nullptr) << t;
+          ASSERT_TRUE(ojson::parse(call.arguments).is_object()) << t;
+        }
+      }
+    }
+  }
+  // No block: the JSON fallback; a malformed block stays text.
+  EXPECT_EQ(parse_tool_calls("plain text", ToolCallSyntax::kKimi, tools).content, "plain text");
+  const auto bad = parse_tool_calls("<|tool_call_start|>[get_weather(city=)]<|tool_call_end|>",
+                                    ToolCallSyntax::kPythonic, tools);
+  EXPECT_TRUE(bad.calls.empty());
+  EXPECT_EQ(bad.content, "<|tool_call_start|>[get_weather(city=)]<|tool_call_end|>");
+}
+
 TEST(ToolCalls, RealTemplatesSyntaxAndToolSupport) {
   TS_SKIP_WITHOUT_SHARED(dir, "templates");
   struct Case {
@@ -235,13 +328,112 @@ TEST(ToolCalls, RealTemplatesSyntaxAndToolSupport) {
                         Case{"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", true, ToolCallSyntax::kXmlFunction},
                         Case{"fireworks-ai-llama-3-firefunction-v2.jinja", false, ToolCallSyntax::kFunctools},
                         Case{"Qwen-Qwen3-0.6B.jinja", true, ToolCallSyntax::kHermes},
-                        Case{"google-gemma-2-2b-it.jinja", false, ToolCallSyntax::kJson}}) {
+                        Case{"google-gemma-2-2b-it.jinja", false, ToolCallSyntax::kJson},
+                        Case{"deepseek-ai-DeepSeek-V3.1.jinja", false, ToolCallSyntax::kDeepSeek},
+                        Case{"deepseek-ai-DeepSeek-V3.2.jinja", true, ToolCallSyntax::kDsml},
+                        Case{"deepseek-ai-DeepSeek-V4.jinja", true, ToolCallSyntax::kDsml},
+                        Case{"moonshotai-Kimi-K2.jinja", true, ToolCallSyntax::kKimi},
+                        Case{"GLM-4.7-Flash.jinja", true, ToolCallSyntax::kArgKey},
+                        Case{"Apriel-1.6-15b-Thinker-fixed.jinja", true, ToolCallSyntax::kToolCallsTag},
+                        Case{"ibm-granite-granite-3.3-2B-Instruct.jinja", true, ToolCallSyntax::kGranite},
+                        Case{"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", true, ToolCallSyntax::kCommandR},
+                        Case{"LFM2.5-8B-A1B.jinja", true, ToolCallSyntax::kPythonic},
+                        Case{"google-gemma-4-31B-it.jinja", true, ToolCallSyntax::kGemma4},
+                        Case{"ByteDance-Seed-OSS.jinja", true, ToolCallSyntax::kXmlFunction}}) {
     const auto path = dir / c.file;
     if (!std::filesystem::exists(path)) continue;
     const std::string src = read_text(path);
     EXPECT_EQ(template_reads_tools(src), c.reads_tools) << c.file;
     EXPECT_EQ(detect_tool_call_syntax(src), c.syntax) << c.file;
   }
+}
+
+// Every real template that renders tools and calls, round trip: the assistant turn the template
+// renders for two calls (what a model trained on it writes) parses back, in the syntax detected
+// from the template, into the same two calls. The assistant's text is the full rendering less
+// the part it shares with the rendering of the conversation before it with the generation prompt.
+TEST(ToolCalls, EveryRealTemplatesRenderedCallsParseBack) {
+  TS_SKIP_WITHOUT_SHARED(dir, "templates");
+  ToolRequest tools = weather_tools();
+  // Every field some template reads: descriptions, parameters (even empty ones).
+  tools.tools[1]["function"]["description"] = "The time now";
+  tools.tools[1]["function"]["parameters"] = ojson::parse(R"({"type": "object", "properties": {}})");
+  std::vector<ChatMessage> before = {{"system", "You are helpful."},
+                                     {"user", "Weather in Paris, and the time?"}};
+  // Call ids of nine letters and digits (what Mistral's templates insist on).
+  const ojson two_calls = ojson::parse(
+      R"([{"id": "call00001", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"unit\": \"c\"}"}},
+          {"id": "call00002", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}])");
+  // Templates that refuse or drop a second call (Llama 3.x, GigaChat) are checked with one.
+  const std::vector<std::string> unsupported = {
+      "MiniMax-M3.jinja",  // calls in namespace tokens (]<]minimax[>[...): not parsed, stay text
+  };
+  std::tm now{};
+  int checked = 0;
+  std::vector<std::string> not_checked, failed;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".jinja") continue;
+    const std::string file = entry.path().filename().string();
+    ChatTemplateOverride o;
+    o.file = entry.path().string();
+    o.jinja_source = read_text(entry.path());
+    auto t = resolve_model_chat_template(model::Metadata{}, o);
+    if (!t.is_ok() || !t->reads_tools) continue;
+    if (std::find(unsupported.begin(), unsupported.end(), file) != unsupported.end()) continue;
+    auto prefix = render_model_chat(*t, before, true, "<s>", "</s>", now, nullptr, &tools.tools);
+    if (!prefix.is_ok()) {
+      not_checked.push_back(file + " (" + prefix.status().message() + ")");
+      continue;
+    }
+    // The assistant turn with `calls`: the rendering past where it parts from the prompt's
+    // (some templates render the last user turn or the header differently once an assistant
+    // turn follows), not inside a tag (a generation prompt may open with the call's first
+    // characters).
+    auto turn_with = [&](const ojson& calls) -> Result<std::string> {
+      std::vector<ChatMessage> after = before;
+      after.push_back({"assistant", ""});
+      after.back().tool_calls = calls;
+      TS_ASSIGN_OR_RETURN(std::string full, render_model_chat(*t, after, false, "<s>", "</s>", now,
+                                                              nullptr, &tools.tools));
+      size_t common = 0;
+      while (common < prefix->size() && common < full.size() && (*prefix)[common] == full[common]) {
+        ++common;
+      }
+      while (common > 0 && full[common - 1] != '\n' && full[common - 1] != '>') --common;
+      return full.substr(common);
+    };
+    size_t n_calls = 2;
+    Result<std::string> rendered = turn_with(two_calls);
+    if (!rendered.is_ok() || rendered->find("get_time") == std::string::npos) {
+      n_calls = 1;  // the template refuses or drops a second call
+      rendered = turn_with(ojson::array({two_calls[0]}));
+    }
+    if (!rendered.is_ok()) {
+      not_checked.push_back(file + " (" + rendered.status().message() + ")");
+      continue;
+    }
+    const std::string turn = *rendered;
+    if (turn.find("get_weather") == std::string::npos) {
+      not_checked.push_back(file);  // the template drops the calls of a turn
+      continue;
+    }
+    ++checked;
+    const ParsedToolOutput p = parse_tool_calls(turn, t->tool_syntax, tools);
+    const bool same =
+        p.calls.size() == n_calls && p.calls[0].name == "get_weather" &&
+        ojson::parse(p.calls[0].arguments) == ojson::parse(R"({"city": "Paris", "unit": "c"})") &&
+        (n_calls == 1 ||
+         (p.calls[1].name == "get_time" && ojson::parse(p.calls[1].arguments) == ojson::object()));
+    if (!same) {
+      failed.push_back(file + " (" + std::string(tool_call_syntax_name(t->tool_syntax)) + "): " +
+                       std::to_string(p.calls.size()) + " calls from:\n" + turn);
+    }
+  }
+  std::string skipped;
+  for (const auto& f : not_checked) skipped += " " + f;
+  std::printf("%d templates round-tripped; not checked:%s\n", checked, skipped.c_str());
+  EXPECT_GE(checked, 35);
+  for (const auto& f : failed) ADD_FAILURE() << f;
 }
 
 // A conversation with tools, an assistant call (arguments as the JSON text OpenAI clients send)

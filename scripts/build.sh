@@ -19,6 +19,9 @@ case "$flavour" in
   *) echo "unknown flavour '$flavour' (release, debug, asan, tsan)" >&2; exit 2 ;;
 esac
 jobs="${TESSERA_JOBS:-$(nproc)}"
+# The test targets share a precompiled header (tests/CMakeLists.txt); ccache caches the files
+# that use it only with these sloppiness settings (its manual, "Precompiled headers").
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros"
 cmake -S . -B "build/$flavour" -G Ninja "${args[@]}" >/dev/null
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

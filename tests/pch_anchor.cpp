@@ -1,0 +1,1 @@
+// Anchors the precompiled header every test target reuses (tests/CMakeLists.txt).

@@ -24,7 +24,7 @@
 // declared one, else the JSON it spells, else a string; Seed-OSS wraps the same in
 // <seed:tool_call>); kFunctools `functools[{...}, ...]` (FireFunction v2); kDeepSeek, kDsml,
 // kKimi, kArgKey, kToolCallsTag, kGranite, kCommandR, kPythonic, kGemma4, kFunctionNameAttr and
-// kGigaChat as the enum says (their exact forms in tool_calls.cpp). Every template in
+// kGigaChat as the enum says (their exact forms in tool_call_formats.cpp). Every template in
 // ../shared/templates that renders calls is checked round trip: its rendering of two calls (one
 // where it allows only one) parses back into them (tool_calls_test.cpp); MiniMax M3's calls are
 // not parsed (they stay text).

@@ -25,7 +25,9 @@
 
 #include "tessera/kernels/kquant_blocks.h"
 #include "tessera/kernels/packed_f16.h"
+#include "tessera/kernels/iquant_blocks.h"
 #include "tessera/kernels/packed_q4_0.h"
+#include "tessera/kernels/packed_q4_1.h"
 #include "tessera/kernels/packed_q4_k.h"
 #include "tessera/kernels/packed_q8_0.h"
 #include "tessera/kernels/quant_blocks.h"
@@ -276,11 +278,16 @@ struct BlockDwords {
 // activation bytes in one vpdpbusd, so 8 give the block's 16 integer dots. The token's -8 * sum(a)
 // and f32 scale come precomputed (q8_0_block_terms). One accumulator per token in lane order,
 // blocks in order: the numerics of scalar::q4_0x16_q8_0_gemm exactly.
-template <int T>
+// kLevels (IQ4_NL in the same layout): each nibble is looked up instead (vpshufb of the 16 levels
+// + 128, high nibbles shifted down first), the chain starts from -128 * sum(a) and nothing is
+// shifted back: scalar::iq4_nlx16_q8_0_gemm exactly.
+template <int T, bool kLevels = false>
 void q4_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_bytes,
                   const int32_t* terms, float* y, int64_t y_stride) {
   const __m512i lo_mask = _mm512_set1_epi8(0x0f);
   const __m512i hi_mask = _mm512_set1_epi8(static_cast<char>(0xf0));
+  const __m512i levels = _mm512_broadcast_i32x4(_mm_add_epi8(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Levels)), _mm_set1_epi8(static_cast<char>(0x80))));
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -294,8 +301,13 @@ void q4_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
     __m512i lo[4], hi[4];
     for (int c = 0; c < 4; ++c) {
       const __m512i w = _mm512_loadu_si512(qb + c * 64);
-      lo[c] = _mm512_and_si512(w, lo_mask);
-      hi[c] = _mm512_and_si512(w, hi_mask);
+      if constexpr (kLevels) {
+        lo[c] = _mm512_shuffle_epi8(levels, _mm512_and_si512(w, lo_mask));
+        hi[c] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srli_epi16(w, 4), lo_mask));
+      } else {
+        lo[c] = _mm512_and_si512(w, lo_mask);
+        hi[c] = _mm512_and_si512(w, hi_mask);
+      }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + q4_0x16_scales_at(b, nb))));
     for (int t = 0; t < T; ++t) {
@@ -310,8 +322,57 @@ void q4_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
         s0 = _mm512_dpbusd_epi32(s0, lo[c], aq[c]);
         s1 = _mm512_dpbusd_epi32(s1, hi[c], aq[4 + c]);
       }
-      const __m512i dot = _mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4));
+      const __m512i dot = _mm512_add_epi32(s0, kLevels ? s1 : _mm512_srai_epi32(s1, 4));
       acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(dot), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+// A tile of one packed Q4_1x16 group (packed_q4_1.h) against T tokens: the nibbles as in
+// q4_0x16_tile, the chain starting from zero; per token two fmas, the steps' against the integer
+// dots and the minimums' against the block's sum(a) (q8_0_block_terms_sum): the numerics of
+// scalar::q4_1x16_q8_0_gemm exactly.
+template <int T>
+void q4_1x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_bytes,
+                  const int32_t* terms, float* y, int64_t y_stride) {
+  const __m512i lo_mask = _mm512_set1_epi8(0x0f);
+  const __m512i hi_mask = _mm512_set1_epi8(static_cast<char>(0xf0));
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* qb = q + q4_1x16_quants_at(b);
+    if (T <= 2) {  // the record's ten lines, five with each block
+      const uint8_t* ahead = q + (b / 2) * 640 + kPackedPrefetchBytes;
+      for (int c = (b % 2) * 5; c < (b % 2) * 5 + 5; ++c) {
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + c * 64), _MM_HINT_T1);
+      }
+    }
+    __m512i lo[4], hi[4];
+    for (int c = 0; c < 4; ++c) {
+      const __m512i w = _mm512_loadu_si512(qb + c * 64);
+      lo[c] = _mm512_and_si512(w, lo_mask);
+      hi[c] = _mm512_and_si512(w, hi_mask);
+    }
+    const uint8_t* sc = q + q4_1x16_scales_at(b, nb);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc)));
+    const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + 32)));
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes) + b;
+      const int32_t* tb = terms + 2 * (t * nb + b);
+      const BlockDwords<(T > 2)> aq(a->qs);
+      float da;
+      std::memcpy(&da, tb + 1, sizeof da);
+      __m512i s0 = _mm512_setzero_si512();
+      __m512i s1 = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        s0 = _mm512_dpbusd_epi32(s0, lo[c], aq[c]);
+        s1 = _mm512_dpbusd_epi32(s1, hi[c], aq[4 + c]);
+      }
+      const __m512i dot = _mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4));
+      const __m512 vda = _mm512_set1_ps(da);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, vda), _mm512_cvtepi32_ps(dot), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, vda), _mm512_set1_ps(static_cast<float>(tb[0])), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
@@ -464,6 +525,20 @@ struct Q4_0x16Tile {
   static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
                   float* y, int64_t ys) {
     q4_0x16_tile<T>(q, n / kQK4_0, x, xrb, aux, y, ys);
+  }
+};
+template <int T>
+struct IQ4_NLx16Tile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
+                  float* y, int64_t ys) {
+    q4_0x16_tile<T, true>(q, n / kQK4_0, x, xrb, aux, y, ys);
+  }
+};
+template <int T>
+struct Q4_1x16Tile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
+                  float* y, int64_t ys) {
+    q4_1x16_tile<T>(q, n / kQK4_0, x, xrb, aux, y, ys);
   }
 };
 template <int T>
@@ -690,6 +765,20 @@ void q4_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size
                              2 * (n / kQK4_0), n_tokens, y, y_stride, n);
 }
 
+void iq4_nlx16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                         const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
+                         int64_t n) {
+  run_groups<8, IQ4_NLx16Tile>(groups, q4_0x16_group_bytes(n), n_groups, x, x_row_bytes, terms,
+                               2 * (n / kQK4_0), n_tokens, y, y_stride, n);
+}
+
+void q4_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n) {
+  run_groups<8, Q4_1x16Tile>(groups, q4_1x16_group_bytes(n), n_groups, x, x_row_bytes, terms,
+                             2 * (n / kQK4_0), n_tokens, y, y_stride, n);
+}
+
 void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
@@ -769,6 +858,8 @@ void install_avx512_rows(KernelTable& t) {
   t.q4_0x16_gemm = avx512::q4_0x16_q8_0_gemm;
   t.q4_kx16_gemm = avx512::q4_kx16_q8_k_gemm;
   t.q8_0x16_gemm = avx512::q8_0x16_q8_0_gemm;
+  t.iq4_nlx16_gemm = avx512::iq4_nlx16_q8_0_gemm;
+  t.q4_1x16_gemm = avx512::q4_1x16_q8_0_gemm;
   t.f16x16_gemm = avx512::f16x16_f32_gemm;
   t.attention_rows = avx512::attention_rows;
 }

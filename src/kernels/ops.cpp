@@ -56,6 +56,14 @@ PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
     return {q8_0_2of4x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms,
             table.q8_0_2of4x16_gemm != nullptr ? table.q8_0_2of4x16_gemm : scalar::q8_0_2of4x16_q8_0_gemm};
   }
+  if (w.layout == MatrixLayout::kIQ4_NLx16) {
+    return {q4_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_x128,
+            table.iq4_nlx16_gemm != nullptr ? table.iq4_nlx16_gemm : scalar::iq4_nlx16_q8_0_gemm};
+  }
+  if (w.layout == MatrixLayout::kQ4_1x16) {
+    return {q4_1x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_sum,
+            table.q4_1x16_gemm != nullptr ? table.q4_1x16_gemm : scalar::q4_1x16_q8_0_gemm};
+  }
   TS_CHECK(w.layout == MatrixLayout::kQ4_Kx16);
   return {q4_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 4, q8_k_min_pairs,
           table.q4_kx16_gemm != nullptr ? table.q4_kx16_gemm : scalar::q4_kx16_q8_k_gemm};
@@ -162,6 +170,8 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
     case MatrixLayout::kQ8_0x16: return static_cast<size_t>(n_groups) * q8_0x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kF16x16: return static_cast<size_t>(n_groups) * f16x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ8_0_2of4x16: return static_cast<size_t>(n_groups) * q8_0_2of4x16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kIQ4_NLx16: return static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kQ4_1x16: return static_cast<size_t>(n_groups) * q4_1x16_group_bytes(w.n_cols) + tail;
   }
   return 0;
 }
@@ -175,6 +185,8 @@ MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   if (w.dtype == DType::kQ8_0 && table.q8_0x16_gemm != nullptr) return MatrixLayout::kQ8_0x16;
   if (w.dtype == DType::kF16 && table.f16x16_gemm != nullptr) return MatrixLayout::kF16x16;
   if (w.dtype == DType::kQ8_0_2of4 && table.q8_0_2of4x16_gemm != nullptr) return MatrixLayout::kQ8_0_2of4x16;
+  if (w.dtype == DType::kIQ4_NL && table.iq4_nlx16_gemm != nullptr) return MatrixLayout::kIQ4_NLx16;
+  if (w.dtype == DType::kQ4_1 && table.q4_1x16_gemm != nullptr) return MatrixLayout::kQ4_1x16;
   return MatrixLayout::kRows;
 }
 
@@ -210,6 +222,16 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst, T
       TS_CHECK(w.dtype == DType::kQ8_0_2of4);
       pack = pack_q8_0_2of4x16;
       group_bytes = q8_0_2of4x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kIQ4_NLx16:
+      TS_CHECK(w.dtype == DType::kIQ4_NL);
+      pack = pack_q4_0x16;  // the same bytes as Q4_0 (packed_q4_0.h)
+      group_bytes = q4_0x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kQ4_1x16:
+      TS_CHECK(w.dtype == DType::kQ4_1);
+      pack = pack_q4_1x16;
+      group_bytes = q4_1x16_group_bytes(w.n_cols);
       break;
     case MatrixLayout::kQ4_Kx16:
       TS_CHECK(w.dtype == DType::kQ4_K);
@@ -356,6 +378,10 @@ void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
       f16x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && q8_0) {
       q8_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && w.layout == MatrixLayout::kIQ4_NLx16) {
+      iq4_nlx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && w.layout == MatrixLayout::kQ4_1x16) {
+      q4_1x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && w.layout == MatrixLayout::kQ8_0_2of4x16) {
       q8_0_2of4x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups) {

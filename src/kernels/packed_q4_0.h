@@ -72,10 +72,22 @@ using Q4_0x16GemmFn = void (*)(const void* groups, int64_t n_groups, const void*
                                size_t x_row_bytes, const int32_t* terms, int64_t n_tokens,
                                float* y, int64_t y_stride, int64_t n);
 
+// IQ4_NL weights ("IQ4_NLx16") in the same layout: an IQ4_NL block is a Q4_0 block (f16 scale,
+// 16 bytes of nibbles in the same order) whose nibble i means kIQ4Levels[i] instead of i - 8, so
+// pack_q4_0x16 packs it unchanged. Its kernels look each nibble up as the level + 128 (1..241,
+// an unsigned byte for vpdpbusd) and start from -128 * sum(a) (q8_0_block_terms_x128):
+//   acc = fma(d_w * d_x, float(sum_j (level + 128) * a - 128 * sum_j a), acc)
+// with the integer dot exact; scalar reference and SIMD kernels agree bit for bit.
+void iq4_nlx16_row_to_float(const void* group, int l, int64_t n_cols, float* dst);
+
 namespace scalar {
 void q4_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
+// Q4_0x16GemmFn's contract over IQ4_NLx16 groups (terms from q8_0_block_terms_x128).
+void iq4_nlx16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                         const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
+                         int64_t n);
 }  // namespace scalar
 
 }  // namespace tessera::kernels

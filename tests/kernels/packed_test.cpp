@@ -1,4 +1,4 @@
-// Weights repacked into 16-row groups (packed_q4_0.h, packed_q8_0.h, packed_q4_k.h,
+// Weights repacked into 16-row groups (packed_q4_0.h incl. IQ4_NL, packed_q4_1.h, packed_q8_0.h, packed_q4_k.h,
 // packed_f16.h), every layout through the same checks: the layout round-trips to the row
 // layout's values, the scalar group kernel agrees with the row kernel's dot, each SIMD group
 // kernel agrees with the scalar one bit for bit whatever the number of tokens (and writes only
@@ -55,6 +55,12 @@ const Format kFormats[] = {
     {"f16", DType::kF16, MatrixLayout::kF16x16, 0, pack_f16x16, f16x16_row_to_float,
      f16x16_group_bytes, nullptr, 0, scalar::f16x16_f32_gemm, avx512::f16x16_f32_gemm,
      {1, 3, 4, 7, 64, 576, 2051}},
+    {"iq4_nl", DType::kIQ4_NL, MatrixLayout::kIQ4_NLx16, 2, pack_q4_0x16, iq4_nlx16_row_to_float,
+     q4_0x16_group_bytes, q8_0_block_terms_x128, 2, scalar::iq4_nlx16_q8_0_gemm,
+     avx512::iq4_nlx16_q8_0_gemm, {32, 64, 96, 5632}},
+    {"q4_1", DType::kQ4_1, MatrixLayout::kQ4_1x16, 4, pack_q4_1x16, q4_1x16_row_to_float,
+     q4_1x16_group_bytes, q8_0_block_terms_sum, 2, scalar::q4_1x16_q8_0_gemm,
+     avx512::q4_1x16_q8_0_gemm, {32, 64, 96, 5632}},
     // 2:4: header d + mask kept, the kept quants of the last row random (-128 included).
     {"q8_0_2of4", DType::kQ8_0_2of4, MatrixLayout::kQ8_0_2of4x16, 6, pack_q8_0_2of4x16,
      q8_0_2of4x16_row_to_float, q8_0_2of4x16_group_bytes, q8_0_block_terms, 2,
@@ -264,6 +270,8 @@ TEST(PackedMatmul, PreferredLayout) {
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0, nullptr, 64, 64, 68}), MatrixLayout::kQ8_0x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ4_K, nullptr, 64, 256, 144}), MatrixLayout::kQ4_Kx16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF16, nullptr, 64, 64, 128}), MatrixLayout::kF16x16);
+  EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kIQ4_NL, nullptr, 64, 64, 36}), MatrixLayout::kIQ4_NLx16);
+  EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ4_1, nullptr, 64, 64, 40}), MatrixLayout::kQ4_1x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF32, nullptr, 64, 64, 256}), MatrixLayout::kRows);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0_2of4, nullptr, 64, 64, 44}), MatrixLayout::kQ8_0_2of4x16);
   // The gather kernel needs VBMI: an AVX-512 table without it, and the AVX2 table, keep 2:4 rows.

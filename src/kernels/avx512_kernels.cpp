@@ -27,7 +27,7 @@
 #include "tessera/kernels/packed_f16.h"
 #include "tessera/kernels/iquant_blocks.h"
 #include "tessera/kernels/packed_q4_0.h"
-#include "tessera/kernels/packed_q4_1.h"
+#include "tessera/kernels/packed_legacy.h"
 #include "tessera/kernels/packed_q4_k.h"
 #include "tessera/kernels/packed_q8_0.h"
 #include "tessera/kernels/quant_blocks.h"
@@ -329,22 +329,26 @@ void q4_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
 }
 
-// A tile of one packed Q4_1x16 group (packed_q4_1.h) against T tokens: the nibbles as in
-// q4_0x16_tile, the chain starting from zero; per token two fmas, the steps' against the integer
-// dots and the minimums' against the block's sum(a) (q8_0_block_terms_sum): the numerics of
-// scalar::q4_1x16_q8_0_gemm exactly.
-template <int T>
-void q4_1x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_bytes,
-                  const int32_t* terms, float* y, int64_t y_stride) {
+// A tile of one packed Q4_1x16 / Q5_0x16 / Q5_1x16 group (packed_legacy.h) against T tokens: the
+// nibbles as in q4_0x16_tile; with fifth bits the high nibbles are shifted down instead and each
+// chunk's mask adds 16 to the bytes whose level has it (one masked byte add). The chain starts
+// from the token's -16 * sum(a) (Q5_0) or zero; with minimums a second fma per token adds
+// m_w * d_x * sum(a): the numerics of the scalar references exactly.
+template <int T, LegacyX16 F>
+void legacy_x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_bytes,
+                     const int32_t* terms, float* y, int64_t y_stride) {
   const __m512i lo_mask = _mm512_set1_epi8(0x0f);
   const __m512i hi_mask = _mm512_set1_epi8(static_cast<char>(0xf0));
+  const __m512i fifth = _mm512_set1_epi8(0x10);
+  constexpr size_t kRecord = 2 * F.block_bytes();
+  constexpr int kLines = static_cast<int>((kRecord + 63) / 64), kFirst = (kLines + 1) / 2;
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* qb = q + q4_1x16_quants_at(b);
-    if (T <= 2) {  // the record's ten lines, five with each block
-      const uint8_t* ahead = q + (b / 2) * 640 + kPackedPrefetchBytes;
-      for (int c = (b % 2) * 5; c < (b % 2) * 5 + 5; ++c) {
+    const uint8_t* qb = q + legacy_x16_quants_at(F, b);
+    if (T <= 2) {  // the record's lines, about half with each block
+      const uint8_t* ahead = q + (b / 2) * kRecord + kPackedPrefetchBytes;
+      for (int c = b % 2 == 0 ? 0 : kFirst; c < (b % 2 == 0 ? kFirst : kLines); ++c) {
         _mm_prefetch(reinterpret_cast<const char*>(ahead + c * 64), _MM_HINT_T1);
       }
     }
@@ -352,27 +356,40 @@ void q4_1x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
     for (int c = 0; c < 4; ++c) {
       const __m512i w = _mm512_loadu_si512(qb + c * 64);
       lo[c] = _mm512_and_si512(w, lo_mask);
-      hi[c] = _mm512_and_si512(w, hi_mask);
+      if constexpr (F.five_bits) {
+        const uint8_t* bits = q + legacy_x16_bits_at(F, b, nb);
+        uint64_t mlo, mhi;
+        std::memcpy(&mlo, bits + 8 * c, 8);
+        std::memcpy(&mhi, bits + 8 * (4 + c), 8);
+        hi[c] = _mm512_and_si512(_mm512_srli_epi16(w, 4), lo_mask);
+        lo[c] = _mm512_mask_add_epi8(lo[c], _cvtu64_mask64(mlo), lo[c], fifth);
+        hi[c] = _mm512_mask_add_epi8(hi[c], _cvtu64_mask64(mhi), hi[c], fifth);
+      } else {
+        hi[c] = _mm512_and_si512(w, hi_mask);
+      }
     }
-    const uint8_t* sc = q + q4_1x16_scales_at(b, nb);
+    const uint8_t* sc = q + legacy_x16_scales_at(F, b, nb);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc)));
-    const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + 32)));
+    __m512 mw = _mm512_setzero_ps();
+    if constexpr (F.has_min) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + 32)));
     for (int t = 0; t < T; ++t) {
       const BlockQ8_0* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes) + b;
       const int32_t* tb = terms + 2 * (t * nb + b);
       const BlockDwords<(T > 2)> aq(a->qs);
       float da;
       std::memcpy(&da, tb + 1, sizeof da);
-      __m512i s0 = _mm512_setzero_si512();
+      __m512i s0 = F.has_min ? _mm512_setzero_si512() : _mm512_set1_epi32(tb[0]);
       __m512i s1 = _mm512_setzero_si512();
       for (int c = 0; c < 4; ++c) {
         s0 = _mm512_dpbusd_epi32(s0, lo[c], aq[c]);
         s1 = _mm512_dpbusd_epi32(s1, hi[c], aq[4 + c]);
       }
-      const __m512i dot = _mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4));
+      const __m512i dot = _mm512_add_epi32(s0, F.five_bits ? s1 : _mm512_srai_epi32(s1, 4));
       const __m512 vda = _mm512_set1_ps(da);
       acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, vda), _mm512_cvtepi32_ps(dot), acc[t]);
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, vda), _mm512_set1_ps(static_cast<float>(tb[0])), acc[t]);
+      if constexpr (F.has_min) {
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, vda), _mm512_set1_ps(static_cast<float>(tb[0])), acc[t]);
+      }
     }
   }
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
@@ -534,12 +551,15 @@ struct IQ4_NLx16Tile {
     q4_0x16_tile<T, true>(q, n / kQK4_0, x, xrb, aux, y, ys);
   }
 };
-template <int T>
-struct Q4_1x16Tile {
-  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
-                  float* y, int64_t ys) {
-    q4_1x16_tile<T>(q, n / kQK4_0, x, xrb, aux, y, ys);
-  }
+template <LegacyX16 F>
+struct LegacyX16Tile {
+  template <int T>
+  struct Of {
+    static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb,
+                    const int32_t* aux, float* y, int64_t ys) {
+      legacy_x16_tile<T, F>(q, n / kQK4_0, x, xrb, aux, y, ys);
+    }
+  };
 };
 template <int T>
 struct Q8_0x16Tile {
@@ -775,8 +795,25 @@ void iq4_nlx16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, si
 void q4_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<8, Q4_1x16Tile>(groups, q4_1x16_group_bytes(n), n_groups, x, x_row_bytes, terms,
-                             2 * (n / kQK4_0), n_tokens, y, y_stride, n);
+  run_groups<8, LegacyX16Tile<kQ4_1x16>::Of>(groups, q4_1x16_group_bytes(n), n_groups, x,
+                                             x_row_bytes, terms, 2 * (n / kQK4_0), n_tokens, y,
+                                             y_stride, n);
+}
+
+void q5_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n) {
+  run_groups<8, LegacyX16Tile<kQ5_0x16>::Of>(groups, q5_0x16_group_bytes(n), n_groups, x,
+                                             x_row_bytes, terms, 2 * (n / kQK4_0), n_tokens, y,
+                                             y_stride, n);
+}
+
+void q5_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n) {
+  run_groups<8, LegacyX16Tile<kQ5_1x16>::Of>(groups, q5_1x16_group_bytes(n), n_groups, x,
+                                             x_row_bytes, terms, 2 * (n / kQK4_0), n_tokens, y,
+                                             y_stride, n);
 }
 
 void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
@@ -860,6 +897,8 @@ void install_avx512_rows(KernelTable& t) {
   t.q8_0x16_gemm = avx512::q8_0x16_q8_0_gemm;
   t.iq4_nlx16_gemm = avx512::iq4_nlx16_q8_0_gemm;
   t.q4_1x16_gemm = avx512::q4_1x16_q8_0_gemm;
+  t.q5_0x16_gemm = avx512::q5_0x16_q8_0_gemm;
+  t.q5_1x16_gemm = avx512::q5_1x16_q8_0_gemm;
   t.f16x16_gemm = avx512::f16x16_f32_gemm;
   t.attention_rows = avx512::attention_rows;
 }

@@ -44,12 +44,18 @@ void f16x16_f32_gemm(const void* groups, int64_t n_groups, const void* x, size_t
 void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
-// Q4_0x16GemmFn over IQ4_NLx16 / Q4_1x16 groups, bit-identical to scalar::iq4_nlx16_q8_0_gemm /
-// scalar::q4_1x16_q8_0_gemm.
+// Q4_0x16GemmFn over IQ4_NLx16 / Q4_1x16 / Q5_0x16 / Q5_1x16 groups, bit-identical to the scalar
+// references of the same names (packed_q4_0.h, packed_legacy.h).
 void iq4_nlx16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                          const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                          int64_t n);
 void q4_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n);
+void q5_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n);
+void q5_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
 // Q4_0x16GemmFn (packed_q4_0.h), bit-identical to scalar::q4_0x16_q8_0_gemm.

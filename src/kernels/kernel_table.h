@@ -11,7 +11,7 @@
 #include "tessera/kernels/dtype.h"
 #include "tessera/kernels/packed_f16.h"
 #include "tessera/kernels/packed_q4_0.h"
-#include "tessera/kernels/packed_q4_1.h"
+#include "tessera/kernels/packed_legacy.h"
 #include "tessera/kernels/packed_q4_k.h"
 #include "tessera/kernels/packed_q8_0.h"
 #include "tessera/kernels/packed_q8_0_2of4.h"
@@ -67,7 +67,9 @@ struct KernelTable {
   Q4_0x16GemmFn f16x16_gemm = nullptr;   // and F16 (packed_f16.h; f32 tokens)
   Q4_0x16GemmFn q8_0_2of4x16_gemm = nullptr;  // and Q8_0_2of4 (packed_q8_0_2of4.h; AVX-512 VBMI)
   Q4_0x16GemmFn iq4_nlx16_gemm = nullptr;  // and IQ4_NL (packed_q4_0.h)
-  Q4_0x16GemmFn q4_1x16_gemm = nullptr;    // and Q4_1 (packed_q4_1.h)
+  Q4_0x16GemmFn q4_1x16_gemm = nullptr;    // and Q4_1, Q5_0, Q5_1 (packed_legacy.h)
+  Q4_0x16GemmFn q5_0x16_gemm = nullptr;
+  Q4_0x16GemmFn q5_1x16_gemm = nullptr;
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

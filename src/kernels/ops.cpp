@@ -64,6 +64,14 @@ PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
     return {q4_1x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_sum,
             table.q4_1x16_gemm != nullptr ? table.q4_1x16_gemm : scalar::q4_1x16_q8_0_gemm};
   }
+  if (w.layout == MatrixLayout::kQ5_0x16) {
+    return {q5_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_x16,
+            table.q5_0x16_gemm != nullptr ? table.q5_0x16_gemm : scalar::q5_0x16_q8_0_gemm};
+  }
+  if (w.layout == MatrixLayout::kQ5_1x16) {
+    return {q5_1x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_sum,
+            table.q5_1x16_gemm != nullptr ? table.q5_1x16_gemm : scalar::q5_1x16_q8_0_gemm};
+  }
   TS_CHECK(w.layout == MatrixLayout::kQ4_Kx16);
   return {q4_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 4, q8_k_min_pairs,
           table.q4_kx16_gemm != nullptr ? table.q4_kx16_gemm : scalar::q4_kx16_q8_k_gemm};
@@ -172,6 +180,8 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
     case MatrixLayout::kQ8_0_2of4x16: return static_cast<size_t>(n_groups) * q8_0_2of4x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kIQ4_NLx16: return static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ4_1x16: return static_cast<size_t>(n_groups) * q4_1x16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kQ5_0x16: return static_cast<size_t>(n_groups) * q5_0x16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kQ5_1x16: return static_cast<size_t>(n_groups) * q5_1x16_group_bytes(w.n_cols) + tail;
   }
   return 0;
 }
@@ -187,6 +197,8 @@ MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   if (w.dtype == DType::kQ8_0_2of4 && table.q8_0_2of4x16_gemm != nullptr) return MatrixLayout::kQ8_0_2of4x16;
   if (w.dtype == DType::kIQ4_NL && table.iq4_nlx16_gemm != nullptr) return MatrixLayout::kIQ4_NLx16;
   if (w.dtype == DType::kQ4_1 && table.q4_1x16_gemm != nullptr) return MatrixLayout::kQ4_1x16;
+  if (w.dtype == DType::kQ5_0 && table.q5_0x16_gemm != nullptr) return MatrixLayout::kQ5_0x16;
+  if (w.dtype == DType::kQ5_1 && table.q5_1x16_gemm != nullptr) return MatrixLayout::kQ5_1x16;
   return MatrixLayout::kRows;
 }
 
@@ -232,6 +244,16 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst, T
       TS_CHECK(w.dtype == DType::kQ4_1);
       pack = pack_q4_1x16;
       group_bytes = q4_1x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kQ5_0x16:
+      TS_CHECK(w.dtype == DType::kQ5_0);
+      pack = pack_q5_0x16;
+      group_bytes = q5_0x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kQ5_1x16:
+      TS_CHECK(w.dtype == DType::kQ5_1);
+      pack = pack_q5_1x16;
+      group_bytes = q5_1x16_group_bytes(w.n_cols);
       break;
     case MatrixLayout::kQ4_Kx16:
       TS_CHECK(w.dtype == DType::kQ4_K);
@@ -382,6 +404,10 @@ void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
       iq4_nlx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && w.layout == MatrixLayout::kQ4_1x16) {
       q4_1x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && w.layout == MatrixLayout::kQ5_0x16) {
+      q5_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && w.layout == MatrixLayout::kQ5_1x16) {
+      q5_1x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && w.layout == MatrixLayout::kQ8_0_2of4x16) {
       q8_0_2of4x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups) {

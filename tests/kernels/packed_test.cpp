@@ -1,5 +1,5 @@
-// Weights repacked into 16-row groups (packed_q4_0.h incl. IQ4_NL, packed_q4_1.h, packed_q8_0.h, packed_q4_k.h,
-// packed_f16.h), every layout through the same checks: the layout round-trips to the row
+// Weights repacked into 16-row groups (packed_q4_0.h with IQ4_NL, packed_legacy.h, packed_q8_0.h,
+// packed_q4_k.h, packed_f16.h), every layout through the same checks: the layout round-trips to the row
 // layout's values, the scalar group kernel agrees with the row kernel's dot, each SIMD group
 // kernel agrees with the scalar one bit for bit whatever the number of tokens (and writes only
 // its outputs), and matmul on a packed matrix (tail rows, a pool, one token alone) matches
@@ -61,6 +61,12 @@ const Format kFormats[] = {
     {"q4_1", DType::kQ4_1, MatrixLayout::kQ4_1x16, 4, pack_q4_1x16, q4_1x16_row_to_float,
      q4_1x16_group_bytes, q8_0_block_terms_sum, 2, scalar::q4_1x16_q8_0_gemm,
      avx512::q4_1x16_q8_0_gemm, {32, 64, 96, 5632}},
+    {"q5_0", DType::kQ5_0, MatrixLayout::kQ5_0x16, 2, pack_q5_0x16, q5_0x16_row_to_float,
+     q5_0x16_group_bytes, q8_0_block_terms_x16, 2, scalar::q5_0x16_q8_0_gemm,
+     avx512::q5_0x16_q8_0_gemm, {32, 64, 96, 5632}},
+    {"q5_1", DType::kQ5_1, MatrixLayout::kQ5_1x16, 4, pack_q5_1x16, q5_1x16_row_to_float,
+     q5_1x16_group_bytes, q8_0_block_terms_sum, 2, scalar::q5_1x16_q8_0_gemm,
+     avx512::q5_1x16_q8_0_gemm, {32, 64, 96, 5632}},
     // 2:4: header d + mask kept, the kept quants of the last row random (-128 included).
     {"q8_0_2of4", DType::kQ8_0_2of4, MatrixLayout::kQ8_0_2of4x16, 6, pack_q8_0_2of4x16,
      q8_0_2of4x16_row_to_float, q8_0_2of4x16_group_bytes, q8_0_block_terms, 2,
@@ -272,11 +278,19 @@ TEST(PackedMatmul, PreferredLayout) {
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF16, nullptr, 64, 64, 128}), MatrixLayout::kF16x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kIQ4_NL, nullptr, 64, 64, 36}), MatrixLayout::kIQ4_NLx16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ4_1, nullptr, 64, 64, 40}), MatrixLayout::kQ4_1x16);
+  EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ5_0, nullptr, 64, 64, 44}), MatrixLayout::kQ5_0x16);
+  EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ5_1, nullptr, 64, 64, 48}), MatrixLayout::kQ5_1x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF32, nullptr, 64, 64, 256}), MatrixLayout::kRows);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0_2of4, nullptr, 64, 64, 44}), MatrixLayout::kQ8_0_2of4x16);
   // The gather kernel needs VBMI: an AVX-512 table without it, and the AVX2 table, keep 2:4 rows.
   const std::string isa = kernel_table().isa;
-  if (isa == "avx2") EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm, nullptr);
+  if (isa == "avx2") {  // no AVX2 kernels for these layouts: the rows' vec_dots stay
+    EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm, nullptr);
+    EXPECT_EQ(kernel_table().iq4_nlx16_gemm, nullptr);
+    EXPECT_EQ(kernel_table().q4_1x16_gemm, nullptr);
+    EXPECT_EQ(kernel_table().q5_0x16_gemm, nullptr);
+    EXPECT_EQ(kernel_table().q5_1x16_gemm, nullptr);
+  }
   if (isa == "avx512") EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm != nullptr, cpu_features().avx512_vbmi);
   KernelTable no_kernel = s;
   no_kernel.q4_0x16_gemm = nullptr;

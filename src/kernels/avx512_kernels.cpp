@@ -28,6 +28,7 @@
 #include "tessera/kernels/iquant_blocks.h"
 #include "tessera/kernels/packed_q4_0.h"
 #include "tessera/kernels/packed_legacy.h"
+#include "tessera/kernels/packed_q2_k.h"
 #include "tessera/kernels/packed_q4_k.h"
 #include "tessera/kernels/packed_q8_0.h"
 #include "tessera/kernels/quant_blocks.h"
@@ -535,6 +536,65 @@ void q4_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_ro
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
 }
 
+// A tile of one packed Q2_Kx16 group (packed_q2_k.h) against T Q8_K tokens. Per sub-block the
+// group's 64 quant bytes are split once into four registers of levels (shift 2r, mask 3) for all
+// T tokens; per token 4 vpdpbusd against broadcast activation dwords give the sub-block's 16
+// integer dots (|dot| <= 6144, an int16), one vpdpwssd against the lanes' 4-bit scales (zero
+// high halves) adds sc_j * dot_j, and per super-block 8 vpdpwssd fold the mins against the
+// token's bsum pairs. Exactly the numerics of scalar::q2_kx16_q8_k_gemm.
+template <int T>
+void q2_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_row_bytes,
+                  const int32_t* pairs, float* y, int64_t y_stride) {
+  const __m512i three = _mm512_set1_epi8(3);
+  const __m512i low4 = _mm512_set1_epi32(0x0f);
+  const __m512i min4 = _mm512_set1_epi16(0x0f);
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    const uint8_t* sb = q + s * kQ2_Kx16SuperBlockBytes;
+    __m512i sumi[T];
+    for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 16; ++j) {
+      if (T <= 2) {  // the super-block's 21 lines, kPackedPrefetchBytes ahead
+        _mm_prefetch(reinterpret_cast<const char*>(sb + kPackedPrefetchBytes + j * 64), _MM_HINT_T1);
+        if (j < 5) _mm_prefetch(reinterpret_cast<const char*>(sb + kPackedPrefetchBytes + (16 + j) * 64), _MM_HINT_T1);
+      }
+      const __m512i raw = _mm512_loadu_si512(sb + j * 64);
+      __m512i w[4];
+      for (int r = 0; r < 4; ++r) w[r] = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * r), three);
+      const __m512i sp = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 1024 + (j / 2) * 32)));
+      const __m512i sc = _mm512_and_si512(j % 2 == 0 ? sp : _mm512_srli_epi32(sp, 16), low4);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* a = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes)[s].qs + 16 * j;
+        __m512i dot = _mm512_setzero_si512();
+        for (int r = 0; r < 4; ++r) {
+          int32_t a4;
+          std::memcpy(&a4, a + 4 * r, 4);
+          dot = _mm512_dpbusd_epi32(dot, w[r], _mm512_set1_epi32(a4));
+        }
+        sumi[t] = _mm512_dpwssd_epi32(sumi[t], dot, sc);
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 1024 + 256)));
+    const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 1024 + 288)));
+    __m512i mins[8];
+    for (int p = 0; p < 8; ++p) {
+      const __m512i sp = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 1024 + p * 32)));
+      mins[p] = _mm512_and_si512(_mm512_srli_epi16(sp, 4), min4);
+    }
+    for (int t = 0; t < T; ++t) {
+      const float da = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes)[s].d;
+      const int32_t* pr = pairs + (t * nsb + s) * 8;
+      __m512i summ = _mm512_setzero_si512();
+      for (int p = 0; p < 8; ++p) summ = _mm512_dpwssd_epi32(summ, mins[p], _mm512_set1_epi32(pr[p]));
+      const __m512 vda = _mm512_set1_ps(da);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, vda), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, vda), _mm512_cvtepi32_ps(summ), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+}
+
 // The group kernels' tiles behind one signature: Tile<T>::run(group, n_cols, T tokens' rows,
 // their row stride, their per-token terms, outputs, output stride).
 template <int T>
@@ -560,6 +620,13 @@ struct LegacyX16Tile {
       legacy_x16_tile<T, F>(q, n / kQK4_0, x, xrb, aux, y, ys);
     }
   };
+};
+template <int T>
+struct Q2_Kx16Tile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
+                  float* y, int64_t ys) {
+    q2_kx16_tile<T>(q, n / kQK_K, x, xrb, aux, y, ys);
+  }
 };
 template <int T>
 struct Q8_0x16Tile {
@@ -816,6 +883,13 @@ void q5_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size
                                              y_stride, n);
 }
 
+void q2_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n) {
+  run_groups<8, Q2_Kx16Tile>(groups, q2_kx16_group_bytes(n), n_groups, x, x_row_bytes, pairs,
+                             8 * (n / kQK_K), n_tokens, y, y_stride, n);
+}
+
 void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
@@ -894,6 +968,7 @@ void install_avx512_rows(KernelTable& t) {
   row_of(t, DType::kQ4_0).vec_dot_tile = avx512::q4_0_q8_0_vec_dot_tile;
   t.q4_0x16_gemm = avx512::q4_0x16_q8_0_gemm;
   t.q4_kx16_gemm = avx512::q4_kx16_q8_k_gemm;
+  t.q2_kx16_gemm = avx512::q2_kx16_q8_k_gemm;
   t.q8_0x16_gemm = avx512::q8_0x16_q8_0_gemm;
   t.iq4_nlx16_gemm = avx512::iq4_nlx16_q8_0_gemm;
   t.q4_1x16_gemm = avx512::q4_1x16_q8_0_gemm;

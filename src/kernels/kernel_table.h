@@ -12,6 +12,7 @@
 #include "tessera/kernels/packed_f16.h"
 #include "tessera/kernels/packed_q4_0.h"
 #include "tessera/kernels/packed_legacy.h"
+#include "tessera/kernels/packed_q2_k.h"
 #include "tessera/kernels/packed_q4_k.h"
 #include "tessera/kernels/packed_q8_0.h"
 #include "tessera/kernels/packed_q8_0_2of4.h"
@@ -70,6 +71,7 @@ struct KernelTable {
   Q4_0x16GemmFn q4_1x16_gemm = nullptr;    // and Q4_1, Q5_0, Q5_1 (packed_legacy.h)
   Q4_0x16GemmFn q5_0x16_gemm = nullptr;
   Q4_0x16GemmFn q5_1x16_gemm = nullptr;
+  Q4_Kx16GemmFn q2_kx16_gemm = nullptr;    // and Q2_K (packed_q2_k.h)
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

@@ -72,6 +72,10 @@ PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
     return {q5_1x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_sum,
             table.q5_1x16_gemm != nullptr ? table.q5_1x16_gemm : scalar::q5_1x16_q8_0_gemm};
   }
+  if (w.layout == MatrixLayout::kQ2_Kx16) {
+    return {q2_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 8, q8_k_bsum_pairs,
+            table.q2_kx16_gemm != nullptr ? table.q2_kx16_gemm : scalar::q2_kx16_q8_k_gemm};
+  }
   TS_CHECK(w.layout == MatrixLayout::kQ4_Kx16);
   return {q4_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 4, q8_k_min_pairs,
           table.q4_kx16_gemm != nullptr ? table.q4_kx16_gemm : scalar::q4_kx16_q8_k_gemm};
@@ -182,6 +186,7 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
     case MatrixLayout::kQ4_1x16: return static_cast<size_t>(n_groups) * q4_1x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ5_0x16: return static_cast<size_t>(n_groups) * q5_0x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ5_1x16: return static_cast<size_t>(n_groups) * q5_1x16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kQ2_Kx16: return static_cast<size_t>(n_groups) * q2_kx16_group_bytes(w.n_cols) + tail;
   }
   return 0;
 }
@@ -199,6 +204,7 @@ MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   if (w.dtype == DType::kQ4_1 && table.q4_1x16_gemm != nullptr) return MatrixLayout::kQ4_1x16;
   if (w.dtype == DType::kQ5_0 && table.q5_0x16_gemm != nullptr) return MatrixLayout::kQ5_0x16;
   if (w.dtype == DType::kQ5_1 && table.q5_1x16_gemm != nullptr) return MatrixLayout::kQ5_1x16;
+  if (w.dtype == DType::kQ2_K && table.q2_kx16_gemm != nullptr) return MatrixLayout::kQ2_Kx16;
   return MatrixLayout::kRows;
 }
 
@@ -254,6 +260,11 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst, T
       TS_CHECK(w.dtype == DType::kQ5_1);
       pack = pack_q5_1x16;
       group_bytes = q5_1x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kQ2_Kx16:
+      TS_CHECK(w.dtype == DType::kQ2_K);
+      pack = pack_q2_kx16;
+      group_bytes = q2_kx16_group_bytes(w.n_cols);
       break;
     case MatrixLayout::kQ4_Kx16:
       TS_CHECK(w.dtype == DType::kQ4_K);
@@ -408,6 +419,8 @@ void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
       q5_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && w.layout == MatrixLayout::kQ5_1x16) {
       q5_1x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && w.layout == MatrixLayout::kQ2_Kx16) {
+      q2_kx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && w.layout == MatrixLayout::kQ8_0_2of4x16) {
       q8_0_2of4x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups) {

@@ -40,6 +40,7 @@ struct Format {
   Q4_0x16GemmFn avx512_gemm;
   std::vector<int64_t> sizes;  // column counts: one block, odd block counts, long rows
   bool needs_vbmi = false;     // the SIMD kernel needs AVX-512 VBMI besides the avx512 set
+  size_t tail_bytes = 0;       // bytes at a block's end kept from the quantizer (Q2_K: d, dmin)
 };
 
 const Format kFormats[] = {
@@ -52,6 +53,9 @@ const Format kFormats[] = {
     {"q4_K", DType::kQ4_K, MatrixLayout::kQ4_Kx16, 4, pack_q4_kx16, q4_kx16_row_to_float,
      q4_kx16_group_bytes, q8_k_min_pairs, 4, scalar::q4_kx16_q8_k_gemm, avx512::q4_kx16_q8_k_gemm,
      {256, 768, 5632}},
+    {"q2_K", DType::kQ2_K, MatrixLayout::kQ2_Kx16, 0, pack_q2_kx16, q2_kx16_row_to_float,
+     q2_kx16_group_bytes, q8_k_bsum_pairs, 8, scalar::q2_kx16_q8_k_gemm, avx512::q2_kx16_q8_k_gemm,
+     {256, 768, 5632}, false, 4},
     {"f16", DType::kF16, MatrixLayout::kF16x16, 0, pack_f16x16, f16x16_row_to_float,
      f16x16_group_bytes, nullptr, 0, scalar::f16x16_f32_gemm, avx512::f16x16_f32_gemm,
      {1, 3, 4, 7, 64, 576, 2051}},
@@ -94,11 +98,11 @@ class PackedTest : public ::testing::TestWithParam<Format> {
     const auto w = normal(static_cast<size_t>(n_rows * n), seed);
     std::vector<std::byte> q(dtype_row_bytes(f().dtype, n_rows * n));
     kernels_for(scalar_kernel_table(), f().dtype).from_float(w.data(), q.data(), n_rows * n);
-    if (f().header_bytes > 0) {
+    if (f().header_bytes > 0 || f().tail_bytes > 0) {
       std::mt19937_64 rng(seed);
       const auto bb = static_cast<size_t>(dtype_info(f().dtype).block_bytes);
       for (size_t off = (n_rows - 1) * dtype_row_bytes(f().dtype, n); off < q.size(); off += bb) {
-        for (size_t j = f().header_bytes; j < bb; ++j) q[off + j] = static_cast<std::byte>(rng());
+        for (size_t j = f().header_bytes; j < bb - f().tail_bytes; ++j) q[off + j] = static_cast<std::byte>(rng());
       }
     }
     return q;
@@ -194,7 +198,7 @@ TEST_P(PackedTest, SimdGemmIsBitIdenticalToTheReference) {
 
 TEST_P(PackedTest, MatmulOnPackedMatrix) {
   ThreadPool pool(3);
-  const int64_t n = f().dtype == DType::kQ4_K ? 512 : 96;
+  const int64_t n = f().dtype == DType::kQ4_K || f().dtype == DType::kQ2_K ? 512 : 96;
   for (const KernelTable* table : {&scalar_kernel_table(), &kernel_table()}) {
     for (int64_t R : {16, 37, 64}) {
       const int64_t T = 11;
@@ -280,6 +284,7 @@ TEST(PackedMatmul, PreferredLayout) {
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ4_1, nullptr, 64, 64, 40}), MatrixLayout::kQ4_1x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ5_0, nullptr, 64, 64, 44}), MatrixLayout::kQ5_0x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ5_1, nullptr, 64, 64, 48}), MatrixLayout::kQ5_1x16);
+  EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ2_K, nullptr, 64, 256, 84}), MatrixLayout::kQ2_Kx16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF32, nullptr, 64, 64, 256}), MatrixLayout::kRows);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0_2of4, nullptr, 64, 64, 44}), MatrixLayout::kQ8_0_2of4x16);
   // The gather kernel needs VBMI: an AVX-512 table without it, and the AVX2 table, keep 2:4 rows.
@@ -290,6 +295,7 @@ TEST(PackedMatmul, PreferredLayout) {
     EXPECT_EQ(kernel_table().q4_1x16_gemm, nullptr);
     EXPECT_EQ(kernel_table().q5_0x16_gemm, nullptr);
     EXPECT_EQ(kernel_table().q5_1x16_gemm, nullptr);
+    EXPECT_EQ(kernel_table().q2_kx16_gemm, nullptr);
   }
   if (isa == "avx512") EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm != nullptr, cpu_features().avx512_vbmi);
   KernelTable no_kernel = s;

@@ -400,6 +400,7 @@ void install_avx2_rows(KernelTable& t) {
   t.q5_0x16_gemm = nullptr;
   t.q5_1x16_gemm = nullptr;
   t.q2_kx16_gemm = nullptr;
+  t.f16_2of4x16_gemm = nullptr;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal
   f32.vec_dot = avx2::f32_vec_dot;

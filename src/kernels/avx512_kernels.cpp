@@ -969,6 +969,7 @@ void install_avx512_rows(KernelTable& t) {
   t.q4_0x16_gemm = avx512::q4_0x16_q8_0_gemm;
   t.q4_kx16_gemm = avx512::q4_kx16_q8_k_gemm;
   t.q2_kx16_gemm = avx512::q2_kx16_q8_k_gemm;
+  t.f16_2of4x16_gemm = avx512::f16_2of4x16_f32_gemm;
   t.q8_0x16_gemm = avx512::q8_0x16_q8_0_gemm;
   t.iq4_nlx16_gemm = avx512::iq4_nlx16_q8_0_gemm;
   t.q4_1x16_gemm = avx512::q4_1x16_q8_0_gemm;

@@ -10,6 +10,7 @@
 #include "tessera/kernels/attention.h"
 #include "tessera/kernels/dtype.h"
 #include "tessera/kernels/packed_f16.h"
+#include "tessera/kernels/packed_f16_2of4.h"
 #include "tessera/kernels/packed_q4_0.h"
 #include "tessera/kernels/packed_legacy.h"
 #include "tessera/kernels/packed_q2_k.h"
@@ -72,6 +73,7 @@ struct KernelTable {
   Q4_0x16GemmFn q5_0x16_gemm = nullptr;
   Q4_0x16GemmFn q5_1x16_gemm = nullptr;
   Q4_Kx16GemmFn q2_kx16_gemm = nullptr;    // and Q2_K (packed_q2_k.h)
+  Q4_0x16GemmFn f16_2of4x16_gemm = nullptr;  // and F16_2of4 (packed_f16_2of4.h; f32 tokens)
 };
 
 // The active table (SIMD where available unless forced scalar). Never null.

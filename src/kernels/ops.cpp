@@ -72,6 +72,10 @@ PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
     return {q5_1x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_sum,
             table.q5_1x16_gemm != nullptr ? table.q5_1x16_gemm : scalar::q5_1x16_q8_0_gemm};
   }
+  if (w.layout == MatrixLayout::kF16_2of4x16) {
+    return {f16_2of4x16_group_bytes(w.n_cols), 0, nullptr,
+            table.f16_2of4x16_gemm != nullptr ? table.f16_2of4x16_gemm : scalar::f16_2of4x16_f32_gemm};
+  }
   if (w.layout == MatrixLayout::kQ2_Kx16) {
     return {q2_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 8, q8_k_bsum_pairs,
             table.q2_kx16_gemm != nullptr ? table.q2_kx16_gemm : scalar::q2_kx16_q8_k_gemm};
@@ -187,6 +191,7 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
     case MatrixLayout::kQ5_0x16: return static_cast<size_t>(n_groups) * q5_0x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ5_1x16: return static_cast<size_t>(n_groups) * q5_1x16_group_bytes(w.n_cols) + tail;
     case MatrixLayout::kQ2_Kx16: return static_cast<size_t>(n_groups) * q2_kx16_group_bytes(w.n_cols) + tail;
+    case MatrixLayout::kF16_2of4x16: return static_cast<size_t>(n_groups) * f16_2of4x16_group_bytes(w.n_cols) + tail;
   }
   return 0;
 }
@@ -205,6 +210,7 @@ MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   if (w.dtype == DType::kQ5_0 && table.q5_0x16_gemm != nullptr) return MatrixLayout::kQ5_0x16;
   if (w.dtype == DType::kQ5_1 && table.q5_1x16_gemm != nullptr) return MatrixLayout::kQ5_1x16;
   if (w.dtype == DType::kQ2_K && table.q2_kx16_gemm != nullptr) return MatrixLayout::kQ2_Kx16;
+  if (w.dtype == DType::kF16_2of4 && table.f16_2of4x16_gemm != nullptr) return MatrixLayout::kF16_2of4x16;
   return MatrixLayout::kRows;
 }
 
@@ -260,6 +266,11 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst, T
       TS_CHECK(w.dtype == DType::kQ5_1);
       pack = pack_q5_1x16;
       group_bytes = q5_1x16_group_bytes(w.n_cols);
+      break;
+    case MatrixLayout::kF16_2of4x16:
+      TS_CHECK(w.dtype == DType::kF16_2of4);
+      pack = pack_f16_2of4x16;
+      group_bytes = f16_2of4x16_group_bytes(w.n_cols);
       break;
     case MatrixLayout::kQ2_Kx16:
       TS_CHECK(w.dtype == DType::kQ2_K);
@@ -419,6 +430,8 @@ void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
       q5_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && w.layout == MatrixLayout::kQ5_1x16) {
       q5_1x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    } else if (g < n_groups && w.layout == MatrixLayout::kF16_2of4x16) {
+      f16_2of4x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && w.layout == MatrixLayout::kQ2_Kx16) {
       q2_kx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
     } else if (g < n_groups && w.layout == MatrixLayout::kQ8_0_2of4x16) {

@@ -71,6 +71,10 @@ const Format kFormats[] = {
     {"q5_1", DType::kQ5_1, MatrixLayout::kQ5_1x16, 4, pack_q5_1x16, q5_1x16_row_to_float,
      q5_1x16_group_bytes, q8_0_block_terms_sum, 2, scalar::q5_1x16_q8_0_gemm,
      avx512::q5_1x16_q8_0_gemm, {32, 64, 96, 5632}},
+    // 2:4 F16: no random row (random f16 bits would include NaNs and a mask must stay 2:4).
+    {"f16_2of4", DType::kF16_2of4, MatrixLayout::kF16_2of4x16, 0, pack_f16_2of4x16,
+     f16_2of4x16_row_to_float, f16_2of4x16_group_bytes, nullptr, 0, scalar::f16_2of4x16_f32_gemm,
+     avx512::f16_2of4x16_f32_gemm, {32, 64, 96, 5632}},
     // 2:4: header d + mask kept, the kept quants of the last row random (-128 included).
     {"q8_0_2of4", DType::kQ8_0_2of4, MatrixLayout::kQ8_0_2of4x16, 6, pack_q8_0_2of4x16,
      q8_0_2of4x16_row_to_float, q8_0_2of4x16_group_bytes, q8_0_block_terms, 2,
@@ -285,6 +289,7 @@ TEST(PackedMatmul, PreferredLayout) {
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ5_0, nullptr, 64, 64, 44}), MatrixLayout::kQ5_0x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ5_1, nullptr, 64, 64, 48}), MatrixLayout::kQ5_1x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ2_K, nullptr, 64, 256, 84}), MatrixLayout::kQ2_Kx16);
+  EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF16_2of4, nullptr, 64, 64, 72}), MatrixLayout::kF16_2of4x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF32, nullptr, 64, 64, 256}), MatrixLayout::kRows);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0_2of4, nullptr, 64, 64, 44}), MatrixLayout::kQ8_0_2of4x16);
   // The gather kernel needs VBMI: an AVX-512 table without it, and the AVX2 table, keep 2:4 rows.
@@ -296,6 +301,7 @@ TEST(PackedMatmul, PreferredLayout) {
     EXPECT_EQ(kernel_table().q5_0x16_gemm, nullptr);
     EXPECT_EQ(kernel_table().q5_1x16_gemm, nullptr);
     EXPECT_EQ(kernel_table().q2_kx16_gemm, nullptr);
+    EXPECT_EQ(kernel_table().f16_2of4x16_gemm, nullptr);
   }
   if (isa == "avx512") EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm != nullptr, cpu_features().avx512_vbmi);
   KernelTable no_kernel = s;

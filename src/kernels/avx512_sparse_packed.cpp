@@ -22,8 +22,8 @@ template <int T>
 void tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_bytes, float* y,
           int64_t y_stride) {
   const __m512i three = _mm512_set1_epi32(3);
-  __m512 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  __m512 acc[T], acc1[T];  // even and odd kept values (packed_f16_2of4.h)
+  for (int t = 0; t < T; ++t) acc[t] = acc1[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* block = q + b * kF16_2of4x16BlockBytes;
     if (T <= 2) {
@@ -49,11 +49,11 @@ void tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_bytes, 
       for (int t = 0; t < T; ++t) {
         const __m512 xs = g < 4 ? x0[t] : x1[t];
         acc[t] = _mm512_fmadd_ps(w0, _mm512_permutexvar_ps(i0, xs), acc[t]);
-        acc[t] = _mm512_fmadd_ps(w1, _mm512_permutexvar_ps(i1, xs), acc[t]);
+        acc1[t] = _mm512_fmadd_ps(w1, _mm512_permutexvar_ps(i1, xs), acc1[t]);
       }
     }
   }
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(acc[t], acc1[t]));
 }
 
 }  // namespace

@@ -70,14 +70,14 @@ void f16_2of4x16_f32_gemm(const void* groups, int64_t n_groups, const void* x, s
     for (int64_t t = 0; t < n_tokens; ++t) {
       const auto* xt = reinterpret_cast<const float*>(static_cast<const uint8_t*>(x) + t * x_row_bytes);
       for (int l = 0; l < 16; ++l) {
-        float acc = 0.0f;
+        float acc[2] = {0.0f, 0.0f};
         for (int64_t b = 0; b < nb; ++b) {
           const uint8_t* block = q + b * kF16_2of4x16BlockBytes;
           for (int k = 0; k < 16; ++k) {
-            acc = std::fma(f16_to_f32(value_at(block, l, k)), xt[b * kQK2of4 + weight_of(block, l, k)], acc);
+            acc[k % 2] = std::fma(f16_to_f32(value_at(block, l, k)), xt[b * kQK2of4 + weight_of(block, l, k)], acc[k % 2]);
           }
         }
-        y[t * y_stride + g * 16 + l] = acc;
+        y[t * y_stride + g * 16 + l] = acc[0] + acc[1];
       }
     }
   }

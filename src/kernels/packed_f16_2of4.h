@@ -13,9 +13,11 @@
 //           kept value k within group k / 2.
 // Rows past the last whole group follow in the GGUF row layout, row_bytes apart.
 //
-// Numerics: per output (row l, token t) one f32 accumulator, blocks in order and kept values in
-// order: acc = fma(float(v[l][k]), x_t[32 b + 4 (k / 2) + code[l][k]], acc). The scalar reference
-// and the SIMD kernel agree bit for bit; against f16_2of4_vec_dot outputs differ by f32 summation
+// Numerics: per output (row l, token t) two f32 accumulators, the even kept values' products
+// into a0 and the odd ones' into a1 (two FMA chains: one alone was latency-bound in decode),
+// blocks in order and kept values in order: a_(k % 2) = fma(float(v[l][k]),
+// x_t[32 b + 4 (k / 2) + code[l][k]], a_(k % 2)); the output is a0 + a1. The scalar reference and
+// the SIMD kernel agree bit for bit; against f16_2of4_vec_dot outputs differ by f32 summation
 // order only.
 // Precondition: valid 2:4 masks (checked when a file is opened, sparse_quants.h);
 // pack_f16_2of4x16 aborts on an invalid one (a caller's bug).

@@ -10,7 +10,9 @@
 #   scripts/sim-validate.sh            (about 10 minutes; run it on an otherwise idle machine)
 # Environment: OUT (work folder), MODELS (4), WINDOWS (36 ten-minute windows), TIME_SCALE (120),
 # PEAK_RPS (4), KEEP_ALIVE (600 trace seconds: fixed keep-alive, adaptive's fallback), SERVEGEN
-# (the client folder), THREADS (2); SIM_ONLY=1 re-simulates the live run already in OUT.
+# (the client folder), THREADS (2); SIM_ONLY=1 re-simulates the live run already in OUT;
+# SIM_ARBITRATION=1 simulates the shared device with the live arbitration (`sim
+# --device-arbitration`) instead of processor sharing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=build/release/tessera

@@ -13,9 +13,15 @@ minutes before a run can be far off; the second row separates the simulator's dy
 batching, device sharing, the policies) from that drift. Neither row uses any latency or cold
 start of the live run: TTFT, SLO attainment, memory-seconds and cold starts stay predictions.
 
+With SIM_ARBITRATION=1 in the environment both simulate the shared device as the live one is
+run: one iteration at a time by the live DeviceScheduler's rule, batches composed as the engine
+composes them with its 512 rows per step (`tessera sim --device-arbitration --max-batch-tokens
+512`) instead of processor sharing.
+
 usage: sim_validate_compare.py TESSERA OUT SPAN ACTIVE_BYTES KEEP_ALIVE_S HISTOGRAM_BIN_S TTFT_SLO_S
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -32,6 +38,8 @@ def main():
                "--active-bytes", active, "--max-running", "2", "--shared-device",
                "--keep-alive", keep, "--histogram-bin", binw, "--ttft-slo", slo,
                "--policy", policy, "--json", f"{out}/sim-one.json"] + extra
+        if os.environ.get("SIM_ARBITRATION") == "1":
+            cmd += ["--device-arbitration", "--max-batch-tokens", "512"]
         if requests_out:
             cmd += ["--requests-out", requests_out]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -56,6 +56,8 @@ struct SimArgs {
   double suspend_s = -1.0;
   int32_t max_running = 0;    // measured costs: the engine's batch limit
   bool shared_device = false;
+  bool device_arbitration = false;
+  int32_t max_batch_tokens = 0;  // measured costs: the engine's rows per step (0: 2048)
   int64_t active_bytes = 0;   // measured costs: weights + KV pool of one replica (the KV from it)
   double schedule_s = 0.0;  // --schedule: the span (0: to the last arrival)
   std::string policies = "all";
@@ -191,6 +193,7 @@ int run_sim(const SimArgs& a) {
     sim::ServingConfig c;
     c.tp = 1;
     c.max_running = a.max_running > 0 ? a.max_running : 256;
+    if (a.max_batch_tokens > 0) c.max_batch_tokens = a.max_batch_tokens;
     c.cost = std::shared_ptr<const sim::CostModel>(std::move(cost).value());
     c.capacity_rps =
         sim::replica_capacity_rps(*c.cost, c.limits(), *lengths, slo, {}, &c.target_in_flight);
@@ -235,6 +238,7 @@ int run_sim(const SimArgs& a) {
     std::stringstream ss(a.policies);
     for (std::string p; std::getline(ss, p, ',');) policies.push_back(p);
   }
+  if (a.device_arbitration && !a.shared_device) return fail(std::string("--device-arbitration needs --shared-device"));
   std::vector<sim::SimResult> results;
   for (const std::string& p : policies) {
     auto w = make_workload(a);
@@ -243,6 +247,7 @@ int run_sim(const SimArgs& a) {
     so.policy = p == "search" ? "dedicated" : p;
     so.keep_alive_s = a.keep_alive_s;
     so.shared_device = a.shared_device;
+    so.device_arbitration = a.device_arbitration;
     so.histogram.bin_width_ns = std::max<int64_t>(1'000'000, static_cast<int64_t>(a.histogram_bin_s * 1e9));
     so.slo = slo;
     so.pool_accelerators = a.pool_accelerators;
@@ -361,6 +366,11 @@ void add_sim_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--max-running", a->max_running, "With --bench-record: the engine's batch limit");
   cmd->add_flag("--shared-device", a->shared_device,
                 "Every replica time-shares one device (as `serve --models` does on one machine)");
+  cmd->add_flag("--device-arbitration", a->device_arbitration,
+                "With --shared-device: grant the device one iteration at a time by the live "
+                "DeviceScheduler's rule (deadlines, then least service) instead of sharing it");
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
+                  "With --bench-record: the engine's rows per iteration (the engine's default: 512)");
   cmd->add_option("--active-bytes", a->active_bytes,
                   "With --bench-record: weights + KV pool of a replica (as the live fleet reports)");
   cmd->add_option("--policy", a->policies,

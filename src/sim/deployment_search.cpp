@@ -13,6 +13,7 @@ namespace tessera::sim {
 ReplicaLimits ServingConfig::limits() const {
   ReplicaLimits l;
   l.max_running = max_running;
+  l.max_batch_tokens = max_batch_tokens;
   l.kv_capacity_tokens = cost ? std::max<int64_t>(1, cost->kv_capacity_tokens()) : 1;
   return l;
 }

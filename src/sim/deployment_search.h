@@ -31,6 +31,7 @@ struct SloTargets {
 struct ServingConfig {
   int32_t tp = 1;
   int32_t max_running = 256;
+  int32_t max_batch_tokens = 2048;  // rows per iteration (ReplicaLimits)
   double capacity_rps = 0.0;  // one replica, within the SLO
   // Requests in flight on one replica at that rate (Little's law over the probe): a router sends
   // a replica no more than this before it brings up another.

@@ -17,6 +17,8 @@
 #include "tessera/fleet/replica_choice.h"
 #include "tessera/sim/event_queue.h"
 #include "tessera/sim/latency_histogram.h"
+#include "tessera/sim/device_arbiter.h"
+#include "tessera/sim/iteration_replica.h"
 #include "tessera/sim/replica_sim.h"
 #include "tessera/sim/sim_host.h"
 
@@ -89,6 +91,9 @@ class Sim final : public SimHost::Driver {
     int64_t active_bytes = 0;
     std::unique_ptr<StretchedCost> cost;
     std::unique_ptr<ReplicaSim> replica_sim;
+    // arbitrated (shared_device + device_arbitration): stepped one iteration per grant instead.
+    std::unique_ptr<IterationReplica> iter;
+    int64_t plan_ns = 0;  // arbitrated: the planned iteration's length
     int32_t in_flight = 0;  // routed here, not finished
     ModelState state = ModelState::kUnloaded;
     int64_t scheduled_ns = -1;
@@ -137,6 +142,12 @@ class Sim final : public SimHost::Driver {
   void after_idle(int32_t slot);
   void plan_tick(int32_t node);
   void update_stretch(int32_t node);
+  bool arbitrated() const { return o_.shared_device && o_.device_arbitration; }
+  // arbitrated: slot plans its next iteration and asks the device for it (nothing when it holds
+  // or waits already, or has nothing to run).
+  void device_ask(int32_t slot);
+  void start_iteration(int32_t slot);
+  bool replica_idle(const Slot& s) const { return s.iter ? s.iter->idle() : s.replica_sim->idle(); }
 
   Workload& workload_;
   const std::vector<SimModel>& models_;
@@ -159,6 +170,7 @@ class Sim final : public SimHost::Driver {
   void set_busy(int32_t i, bool busy);
   int64_t device_busy_since_ = 0;  // shared_device: when busy_slots_ last left 0
   double device_stretch_ = 1.0;  // shared_device
+  std::unique_ptr<DeviceArbiter> arbiter_;  // arbitrated
   // Requests in flight, in a slab: a request's id is its index + 1 (ids are reused once it ends).
   std::vector<Req> reqs_;
   std::vector<engine::RequestId> free_ids_;
@@ -237,10 +249,15 @@ Status Sim::build() {
       s.active_bytes = d.config.cost->weight_bytes() +
                        d.config.cost->kv_capacity_tokens() * d.config.cost->kv_bytes_per_token();
       s.replica_sim = std::make_unique<ReplicaSim>(*s.cost, d.config.limits());
+      if (arbitrated()) {
+        s.iter = std::make_unique<IterationReplica>(*s.cost, d.config.limits(), o_.slo.ttft_ns,
+                                                    o_.device_tpot_deadline_ns);
+      }
       model_slots_[m].push_back(static_cast<int32_t>(slots_.size()));
       slots_.push_back(std::move(s));
     }
   }
+  if (arbitrated()) arbiter_ = std::make_unique<DeviceArbiter>(static_cast<int32_t>(slots_.size()));
   // Nodes: one per model (own accelerators), or pooled groups filled first-fit by active bytes.
   std::vector<std::vector<int32_t>> node_slots;
   if (!pooled_) {
@@ -407,6 +424,7 @@ void Sim::reschedule_replica(int32_t slot) {
 }
 
 void Sim::update_stretch(int32_t n) {
+  if (arbitrated()) return;  // whole iterations at full speed, one replica at a time
   double* stretch = nullptr;
   double value = 1.0;
   if (o_.shared_device) {
@@ -456,9 +474,28 @@ Status Sim::dispatch(int32_t slot, engine::RequestId id) {
     if (busy_slots_++ == 0) device_busy_since_ = now();
     update_stretch(s.node);
   }
+  if (s.iter) {
+    s.iter->add(id, now(), q->in, q->out, q->cached);
+    device_ask(slot);
+    return Status();
+  }
   s.replica_sim->add(id, now(), q->in, q->out, q->cached);
   reschedule_replica(slot);
   return Status();
+}
+
+void Sim::device_ask(int32_t slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (arbiter_->holder() == slot || arbiter_->waiting(slot) || !s.iter->has_work()) return;
+  const IterationReplica::Plan p = s.iter->plan();
+  s.plan_ns = p.duration_ns;
+  if (arbiter_->acquire(slot, p.deadline_ns, now())) start_iteration(slot);
+}
+
+void Sim::start_iteration(int32_t slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  s.scheduled_ns = now() + s.plan_ns;
+  events_.push(s.scheduled_ns, kReplica, slot);
 }
 
 void Sim::reject(int32_t slot, engine::RequestId id, const Status& /*why*/) {
@@ -534,7 +571,13 @@ void Sim::on_replica(int32_t slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   s.scheduled_ns = -1;
   std::vector<ReplicaEvent> out;
-  s.replica_sim->advance(now(), out);
+  if (s.iter) {
+    s.iter->finish(now(), out);
+    const int32_t next = arbiter_->release(slot, now());
+    if (next >= 0) start_iteration(next);
+  } else {
+    s.replica_sim->advance(now(), out);
+  }
   Node& node = nodes_[static_cast<size_t>(s.node)];
   for (const ReplicaEvent& e : out) {
     Req* qp = find_req(e.id);
@@ -556,14 +599,18 @@ void Sim::on_replica(int32_t slot) {
     end_req(e.id);
     --s.in_flight;
   }
-  if (s.replica_sim->idle() && s.busy) {
+  if (replica_idle(s) && s.busy) {
     set_busy(slot, false);
     node.busy_tp -= s.tp;
     if (--busy_slots_ == 0) result_.device_busy_s += static_cast<double>(now() - device_busy_since_) * 1e-9;
     update_stretch(s.node);
   }
   if (s.in_flight == 0) after_idle(slot);
-  reschedule_replica(slot);
+  if (s.iter) {
+    device_ask(slot);
+  } else {
+    reschedule_replica(slot);
+  }
 }
 
 Result<SimResult> Sim::run() {
@@ -637,7 +684,7 @@ Result<SimResult> Sim::run() {
   result_.accelerator_hours = acc_seconds_ / 3600.0;
   result_.memory_gb_hours = byte_seconds_ * 1e-9 / 3600.0;
   double busy = 0.0;
-  for (const Slot& s : slots_) busy += s.replica_sim->busy_s() * s.tp;
+  for (const Slot& s : slots_) busy += (s.iter ? s.iter->busy_s() : s.replica_sim->busy_s()) * s.tp;
   result_.busy_accelerator_hours = busy / 3600.0;
   for (const Node& n : nodes_) {
     for (int32_t m = 0; m < n.ctl->size(); ++m) result_.cold_starts += n.ctl->status(m).cold_starts;

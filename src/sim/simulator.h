@@ -66,6 +66,13 @@ struct SimOptions {
   // Every replica time-shares one compute device (the live fleet's shared DeviceScheduler):
   // steps stretch by the number of busy replicas.
   bool shared_device = false;
+  // With shared_device: instead of stretching, grant the device one whole iteration at a time
+  // by the live DeviceScheduler's rule (device_arbiter.h: engine::pick_next_device_user), each
+  // replica's batch composed as the engine scheduler composes it (iteration_replica.h) and fixed
+  // when it asks. Deadlines: a request's TTFT SLO (slo.ttft_ns) before its first token, then
+  // device_tpot_deadline_ns after each token (engine::EngineOptions::tpot_slo_ns).
+  bool device_arbitration = false;
+  int64_t device_tpot_deadline_ns = 200'000'000;
   double tail_s = 600.0;              // after the last arrival, for in-flight requests
   int64_t max_trace_events = 0;       // Chrome trace of lifecycle moves (0: none)
   bool record_transitions = false;    // keep every lifecycle transition (tests, small runs)

@@ -303,6 +303,35 @@ TEST(SimulatorTest, PooledNodesStayWithinTheirMemory) {
   EXPECT_LE(most, static_cast<int>(2 * static_cast<int64_t>(test_accelerator().memory_bytes) / per));
 }
 
+// Three always-on models on one shared device, a request each at the same instant (8 prompt
+// tokens, 4 generated; every step 10 ms). With the live arbitration the device runs one
+// iteration at a time, round robin by least service (the one that released never goes again
+// while another waits): first tokens at 10, 20 and 30 ms, 12 iterations of 10 ms on the device.
+// With the processor-sharing stretch the replicas' steps stretch by the number busy (the first,
+// begun alone, ends at 10 ms, the second's at 20, the third's at 30) and each replica counts its
+// stretched time as busy: 0.33 s of replica time for the same 0.12 s of device time.
+TEST(SimulatorTest, SharedDeviceWithTheLiveArbitrationRunsOneIterationAtATime) {
+  for (bool arbitration : {true, false}) {
+    ScriptedWorkload w(3, {req(10, 0), req(10, 1), req(10, 2)}, 60);
+    SimOptions o;
+    o.policy = "dedicated";
+    o.shared_device = true;
+    o.device_arbitration = arbitration;
+    o.record_requests = true;
+    auto cost = std::make_shared<FixedCost>(0.01, 1.0, 1.0);
+    auto r = run_simulation(w, models_with(3, cost), test_accelerator(), o);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_EQ(r->served, 3);
+    ASSERT_EQ(r->request_log.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+      const double want = 0.01 * (i + 1);
+      EXPECT_NEAR(r->request_log[static_cast<size_t>(i)].ttft_s, want, 1e-6) << arbitration << " " << i;
+    }
+    EXPECT_NEAR(r->device_busy_s, 0.12, 1e-6) << arbitration;
+    EXPECT_NEAR(r->busy_accelerator_hours * 3600.0, arbitration ? 0.12 : 0.33, 1e-6) << arbitration;
+  }
+}
+
 TEST(SimulatorTest, SameInputsSameResult) {
   auto once = [] {
     std::vector<SimRequest> rs;

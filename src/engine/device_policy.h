@@ -1,8 +1,7 @@
 // DevicePolicy: which of the engines waiting for the shared compute device runs its next batch.
-// A pure decision over the waiting candidates and the time (no threads, no I/O), written so that
-// a simulator can run the same code as the live DeviceScheduler. The fleet simulator does not
-// yet: its --shared-device mode shares the device by processor sharing (docs/SIMULATOR.md,
-// "Limits").
+// A pure decision over the waiting candidates and the time (no threads, no I/O), so the live
+// DeviceScheduler and the fleet simulator's arbitrated shared device (sim/device_arbiter.h,
+// `tessera sim --shared-device --device-arbitration`) run the same code.
 //
 // The rule, in order:
 //   1. starvation guard: a candidate that has waited longer than max_wait_ns goes first

@@ -30,59 +30,79 @@ void prefetch_rows(const std::byte* base, size_t row_bytes, int64_t r0, int64_t 
   }
 }
 
+// Everything the operators need of a packed layout, one row per layout: the dtype it holds, its
+// group size, how to pack a GGUF matrix into it and read one row back, the per-token activation
+// terms its kernel reads (aux_per_block int32s per weight block of `block` values, and how to
+// compute them; none for F16 layouts) and its kernel, from the active table or the scalar oracle.
+using PackFn = void (*)(const void* src, size_t row_bytes, int64_t n_groups, int64_t n_cols, void* dst);
+using RowFn = void (*)(const void* group, int l, int64_t n_cols, float* dst);
+using AuxFn = void (*)(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols, int32_t* out);
+
+struct LayoutInfo {
+  MatrixLayout layout;
+  DType dtype;
+  size_t (*group_bytes)(int64_t n_cols);
+  PackFn pack;
+  RowFn row_to_float;
+  AuxFn aux;
+  int64_t block, aux_per_block;
+  Q4_0x16GemmFn KernelTable::*gemm;  // Q4_Kx16GemmFn is the same type
+  Q4_0x16GemmFn scalar_gemm;
+};
+
+// In preferred_layout's order of preference (one layout per dtype).
+constexpr LayoutInfo kLayouts[] = {
+    {MatrixLayout::kQ4_0x16, DType::kQ4_0, q4_0x16_group_bytes, pack_q4_0x16, q4_0x16_row_to_float,
+     q8_0_block_terms, 32, 2, &KernelTable::q4_0x16_gemm, scalar::q4_0x16_q8_0_gemm},
+    {MatrixLayout::kQ4_Kx16, DType::kQ4_K, q4_kx16_group_bytes, pack_q4_kx16, q4_kx16_row_to_float,
+     q8_k_min_pairs, 256, 4, &KernelTable::q4_kx16_gemm, scalar::q4_kx16_q8_k_gemm},
+    {MatrixLayout::kQ8_0x16, DType::kQ8_0, q8_0x16_group_bytes, pack_q8_0x16, q8_0x16_row_to_float,
+     q8_0_block_terms_x128, 32, 2, &KernelTable::q8_0x16_gemm, scalar::q8_0x16_q8_0_gemm},
+    {MatrixLayout::kF16x16, DType::kF16, f16x16_group_bytes, pack_f16x16, f16x16_row_to_float,
+     nullptr, 32, 0, &KernelTable::f16x16_gemm, scalar::f16x16_f32_gemm},
+    // Reads only d_x of the terms.
+    {MatrixLayout::kQ8_0_2of4x16, DType::kQ8_0_2of4, q8_0_2of4x16_group_bytes, pack_q8_0_2of4x16,
+     q8_0_2of4x16_row_to_float, q8_0_block_terms, 32, 2, &KernelTable::q8_0_2of4x16_gemm,
+     scalar::q8_0_2of4x16_q8_0_gemm},
+    // The same bytes as Q4_0 (packed_q4_0.h).
+    {MatrixLayout::kIQ4_NLx16, DType::kIQ4_NL, q4_0x16_group_bytes, pack_q4_0x16,
+     iq4_nlx16_row_to_float, q8_0_block_terms_x128, 32, 2, &KernelTable::iq4_nlx16_gemm,
+     scalar::iq4_nlx16_q8_0_gemm},
+    {MatrixLayout::kQ4_1x16, DType::kQ4_1, q4_1x16_group_bytes, pack_q4_1x16, q4_1x16_row_to_float,
+     q8_0_block_terms_sum, 32, 2, &KernelTable::q4_1x16_gemm, scalar::q4_1x16_q8_0_gemm},
+    {MatrixLayout::kQ5_0x16, DType::kQ5_0, q5_0x16_group_bytes, pack_q5_0x16, q5_0x16_row_to_float,
+     q8_0_block_terms_x16, 32, 2, &KernelTable::q5_0x16_gemm, scalar::q5_0x16_q8_0_gemm},
+    {MatrixLayout::kQ5_1x16, DType::kQ5_1, q5_1x16_group_bytes, pack_q5_1x16, q5_1x16_row_to_float,
+     q8_0_block_terms_sum, 32, 2, &KernelTable::q5_1x16_gemm, scalar::q5_1x16_q8_0_gemm},
+    {MatrixLayout::kQ2_Kx16, DType::kQ2_K, q2_kx16_group_bytes, pack_q2_kx16, q2_kx16_row_to_float,
+     q8_k_bsum_pairs, 256, 8, &KernelTable::q2_kx16_gemm, scalar::q2_kx16_q8_k_gemm},
+    {MatrixLayout::kF16_2of4x16, DType::kF16_2of4, f16_2of4x16_group_bytes, pack_f16_2of4x16,
+     f16_2of4x16_row_to_float, nullptr, 32, 0, &KernelTable::f16_2of4x16_gemm,
+     scalar::f16_2of4x16_f32_gemm},
+};
+
+const LayoutInfo& layout_info(MatrixLayout layout) {
+  for (const LayoutInfo& i : kLayouts) {
+    if (i.layout == layout) return i;
+  }
+  TS_CHECK_MSG(false, "no packed layout info (kRows?)");
+  return kLayouts[0];
+}
+
 // What matmul needs to know of a packed layout: its group size in bytes, the per-token
 // activation term its kernel reads (int32s per token, and how to compute them) and the kernel.
 struct PackedFormat {
   size_t group_bytes;
   int64_t aux_per_token;
-  void (*aux)(const void* x, size_t x_row_bytes, int64_t n_tokens, int64_t n_cols, int32_t* out);
-  Q4_0x16GemmFn gemm;  // Q4_Kx16GemmFn has the same signature
+  AuxFn aux;
+  Q4_0x16GemmFn gemm;
 };
 
 PackedFormat packed_format(const KernelTable& table, const MatrixRef& w) {
-  if (w.layout == MatrixLayout::kQ4_0x16) {
-    return {q4_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms,
-            table.q4_0x16_gemm != nullptr ? table.q4_0x16_gemm : scalar::q4_0x16_q8_0_gemm};
-  }
-  if (w.layout == MatrixLayout::kF16x16) {
-    return {f16x16_group_bytes(w.n_cols), 0, nullptr,
-            table.f16x16_gemm != nullptr ? table.f16x16_gemm : scalar::f16x16_f32_gemm};
-  }
-  if (w.layout == MatrixLayout::kQ8_0x16) {
-    return {q8_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_x128,
-            table.q8_0x16_gemm != nullptr ? table.q8_0x16_gemm : scalar::q8_0x16_q8_0_gemm};
-  }
-  if (w.layout == MatrixLayout::kQ8_0_2of4x16) {  // reads only d_x of the terms
-    return {q8_0_2of4x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms,
-            table.q8_0_2of4x16_gemm != nullptr ? table.q8_0_2of4x16_gemm : scalar::q8_0_2of4x16_q8_0_gemm};
-  }
-  if (w.layout == MatrixLayout::kIQ4_NLx16) {
-    return {q4_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_x128,
-            table.iq4_nlx16_gemm != nullptr ? table.iq4_nlx16_gemm : scalar::iq4_nlx16_q8_0_gemm};
-  }
-  if (w.layout == MatrixLayout::kQ4_1x16) {
-    return {q4_1x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_sum,
-            table.q4_1x16_gemm != nullptr ? table.q4_1x16_gemm : scalar::q4_1x16_q8_0_gemm};
-  }
-  if (w.layout == MatrixLayout::kQ5_0x16) {
-    return {q5_0x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_x16,
-            table.q5_0x16_gemm != nullptr ? table.q5_0x16_gemm : scalar::q5_0x16_q8_0_gemm};
-  }
-  if (w.layout == MatrixLayout::kQ5_1x16) {
-    return {q5_1x16_group_bytes(w.n_cols), w.n_cols / 32 * 2, q8_0_block_terms_sum,
-            table.q5_1x16_gemm != nullptr ? table.q5_1x16_gemm : scalar::q5_1x16_q8_0_gemm};
-  }
-  if (w.layout == MatrixLayout::kF16_2of4x16) {
-    return {f16_2of4x16_group_bytes(w.n_cols), 0, nullptr,
-            table.f16_2of4x16_gemm != nullptr ? table.f16_2of4x16_gemm : scalar::f16_2of4x16_f32_gemm};
-  }
-  if (w.layout == MatrixLayout::kQ2_Kx16) {
-    return {q2_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 8, q8_k_bsum_pairs,
-            table.q2_kx16_gemm != nullptr ? table.q2_kx16_gemm : scalar::q2_kx16_q8_k_gemm};
-  }
-  TS_CHECK(w.layout == MatrixLayout::kQ4_Kx16);
-  return {q4_kx16_group_bytes(w.n_cols), w.n_cols / 256 * 4, q8_k_min_pairs,
-          table.q4_kx16_gemm != nullptr ? table.q4_kx16_gemm : scalar::q4_kx16_q8_k_gemm};
+  const LayoutInfo& i = layout_info(w.layout);
+  const Q4_0x16GemmFn simd = table.*i.gemm;
+  return {i.group_bytes(w.n_cols), w.n_cols / i.block * i.aux_per_block, i.aux,
+          simd != nullptr ? simd : i.scalar_gemm};
 }
 
 // Packed weights (16-row groups) of one or more matrices sharing the input (same dtype, layout
@@ -177,40 +197,19 @@ std::pair<const void*, size_t> activations_for(const KernelTable& table, const M
 }  // namespace
 
 size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout) {
+  if (layout == MatrixLayout::kRows) return static_cast<size_t>(w.n_rows) * w.row_bytes;
   const int64_t n_groups = w.n_rows / 16;
   const auto tail = static_cast<size_t>(w.n_rows - n_groups * 16) * w.row_bytes;
-  switch (layout) {
-    case MatrixLayout::kRows: return static_cast<size_t>(w.n_rows) * w.row_bytes;
-    case MatrixLayout::kQ4_0x16: return static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kQ4_Kx16: return static_cast<size_t>(n_groups) * q4_kx16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kQ8_0x16: return static_cast<size_t>(n_groups) * q8_0x16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kF16x16: return static_cast<size_t>(n_groups) * f16x16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kQ8_0_2of4x16: return static_cast<size_t>(n_groups) * q8_0_2of4x16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kIQ4_NLx16: return static_cast<size_t>(n_groups) * q4_0x16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kQ4_1x16: return static_cast<size_t>(n_groups) * q4_1x16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kQ5_0x16: return static_cast<size_t>(n_groups) * q5_0x16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kQ5_1x16: return static_cast<size_t>(n_groups) * q5_1x16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kQ2_Kx16: return static_cast<size_t>(n_groups) * q2_kx16_group_bytes(w.n_cols) + tail;
-    case MatrixLayout::kF16_2of4x16: return static_cast<size_t>(n_groups) * f16_2of4x16_group_bytes(w.n_cols) + tail;
-  }
-  return 0;
+  return static_cast<size_t>(n_groups) * layout_info(layout).group_bytes(w.n_cols) + tail;
 }
 
 size_t MatrixRef::bytes() const { return matrix_bytes(*this, layout); }
 
 MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w) {
   if (w.layout != MatrixLayout::kRows || w.n_rows < 16) return MatrixLayout::kRows;
-  if (w.dtype == DType::kQ4_0 && table.q4_0x16_gemm != nullptr) return MatrixLayout::kQ4_0x16;
-  if (w.dtype == DType::kQ4_K && table.q4_kx16_gemm != nullptr) return MatrixLayout::kQ4_Kx16;
-  if (w.dtype == DType::kQ8_0 && table.q8_0x16_gemm != nullptr) return MatrixLayout::kQ8_0x16;
-  if (w.dtype == DType::kF16 && table.f16x16_gemm != nullptr) return MatrixLayout::kF16x16;
-  if (w.dtype == DType::kQ8_0_2of4 && table.q8_0_2of4x16_gemm != nullptr) return MatrixLayout::kQ8_0_2of4x16;
-  if (w.dtype == DType::kIQ4_NL && table.iq4_nlx16_gemm != nullptr) return MatrixLayout::kIQ4_NLx16;
-  if (w.dtype == DType::kQ4_1 && table.q4_1x16_gemm != nullptr) return MatrixLayout::kQ4_1x16;
-  if (w.dtype == DType::kQ5_0 && table.q5_0x16_gemm != nullptr) return MatrixLayout::kQ5_0x16;
-  if (w.dtype == DType::kQ5_1 && table.q5_1x16_gemm != nullptr) return MatrixLayout::kQ5_1x16;
-  if (w.dtype == DType::kQ2_K && table.q2_kx16_gemm != nullptr) return MatrixLayout::kQ2_Kx16;
-  if (w.dtype == DType::kF16_2of4 && table.f16_2of4x16_gemm != nullptr) return MatrixLayout::kF16_2of4x16;
+  for (const LayoutInfo& i : kLayouts) {
+    if (i.dtype == w.dtype && table.*i.gemm != nullptr) return i.layout;
+  }
   return MatrixLayout::kRows;
 }
 
@@ -221,67 +220,13 @@ MatrixRef pack_matrix(const MatrixRef& w, MatrixLayout layout, std::byte* dst, T
   out.layout = layout;
   const auto* src = static_cast<const std::byte*>(w.data);
   const int64_t n_groups = layout == MatrixLayout::kRows ? 0 : w.n_rows / 16;
-  using PackFn = void (*)(const void*, size_t, int64_t, int64_t, void*);
   PackFn pack = nullptr;
   size_t group_bytes = 0;
-  switch (layout) {
-    case MatrixLayout::kRows:
-      break;
-    case MatrixLayout::kQ4_0x16:
-      TS_CHECK(w.dtype == DType::kQ4_0);
-      pack = pack_q4_0x16;
-      group_bytes = q4_0x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kF16x16:
-      TS_CHECK(w.dtype == DType::kF16);
-      pack = pack_f16x16;
-      group_bytes = f16x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kQ8_0x16:
-      TS_CHECK(w.dtype == DType::kQ8_0);
-      pack = pack_q8_0x16;
-      group_bytes = q8_0x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kQ8_0_2of4x16:
-      TS_CHECK(w.dtype == DType::kQ8_0_2of4);
-      pack = pack_q8_0_2of4x16;
-      group_bytes = q8_0_2of4x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kIQ4_NLx16:
-      TS_CHECK(w.dtype == DType::kIQ4_NL);
-      pack = pack_q4_0x16;  // the same bytes as Q4_0 (packed_q4_0.h)
-      group_bytes = q4_0x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kQ4_1x16:
-      TS_CHECK(w.dtype == DType::kQ4_1);
-      pack = pack_q4_1x16;
-      group_bytes = q4_1x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kQ5_0x16:
-      TS_CHECK(w.dtype == DType::kQ5_0);
-      pack = pack_q5_0x16;
-      group_bytes = q5_0x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kQ5_1x16:
-      TS_CHECK(w.dtype == DType::kQ5_1);
-      pack = pack_q5_1x16;
-      group_bytes = q5_1x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kF16_2of4x16:
-      TS_CHECK(w.dtype == DType::kF16_2of4);
-      pack = pack_f16_2of4x16;
-      group_bytes = f16_2of4x16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kQ2_Kx16:
-      TS_CHECK(w.dtype == DType::kQ2_K);
-      pack = pack_q2_kx16;
-      group_bytes = q2_kx16_group_bytes(w.n_cols);
-      break;
-    case MatrixLayout::kQ4_Kx16:
-      TS_CHECK(w.dtype == DType::kQ4_K);
-      pack = pack_q4_kx16;
-      group_bytes = q4_kx16_group_bytes(w.n_cols);
-      break;
+  if (layout != MatrixLayout::kRows) {
+    const LayoutInfo& i = layout_info(layout);
+    TS_CHECK(w.dtype == i.dtype);
+    pack = i.pack;
+    group_bytes = i.group_bytes(w.n_cols);
   }
   const size_t group_src = 16 * w.row_bytes;
   const size_t packed = static_cast<size_t>(n_groups) * group_bytes;
@@ -411,33 +356,12 @@ void matmul(const KernelTable& table, const MatrixRef& w, const float* x, int64_
 void dequantize_row(const MatrixRef& w, int64_t row, float* out) {
   TS_CHECK(row >= 0 && row < w.n_rows);
   if (w.layout != MatrixLayout::kRows) {
-    const bool q4_0 = w.layout == MatrixLayout::kQ4_0x16, q8_0 = w.layout == MatrixLayout::kQ8_0x16;
-    const size_t group_bytes = matrix_bytes(MatrixRef{w.dtype, nullptr, 16, w.n_cols, w.row_bytes}, w.layout);
+    const LayoutInfo& i = layout_info(w.layout);
+    const size_t group_bytes = i.group_bytes(w.n_cols);
     const int64_t g = row / 16, n_groups = w.n_rows / 16;
     const auto* base = static_cast<const std::byte*>(w.data);
-    const int l = static_cast<int>(row % 16);
-    if (g < n_groups && q4_0) {
-      q4_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && w.layout == MatrixLayout::kF16x16) {
-      f16x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && q8_0) {
-      q8_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && w.layout == MatrixLayout::kIQ4_NLx16) {
-      iq4_nlx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && w.layout == MatrixLayout::kQ4_1x16) {
-      q4_1x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && w.layout == MatrixLayout::kQ5_0x16) {
-      q5_0x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && w.layout == MatrixLayout::kQ5_1x16) {
-      q5_1x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && w.layout == MatrixLayout::kF16_2of4x16) {
-      f16_2of4x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && w.layout == MatrixLayout::kQ2_Kx16) {
-      q2_kx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups && w.layout == MatrixLayout::kQ8_0_2of4x16) {
-      q8_0_2of4x16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
-    } else if (g < n_groups) {
-      q4_kx16_row_to_float(base + g * group_bytes, l, w.n_cols, out);
+    if (g < n_groups) {
+      i.row_to_float(base + g * group_bytes, static_cast<int>(row % 16), w.n_cols, out);
     } else {
       kernels_for(w.dtype).to_float(base + n_groups * group_bytes + (row - n_groups * 16) * w.row_bytes,
                                     out, w.n_cols);

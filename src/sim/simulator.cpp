@@ -90,7 +90,7 @@ class Sim final : public SimHost::Driver {
     int32_t tp = 1;
     int64_t active_bytes = 0;
     std::unique_ptr<StretchedCost> cost;
-    std::unique_ptr<ReplicaSim> replica_sim;
+    std::unique_ptr<ReplicaSim> replica_sim;  // null when arbitrated
     // arbitrated (shared_device + device_arbitration): stepped one iteration per grant instead.
     std::unique_ptr<IterationReplica> iter;
     int64_t plan_ns = 0;  // arbitrated: the planned iteration's length
@@ -248,10 +248,11 @@ Status Sim::build() {
       s.cost = std::make_unique<StretchedCost>(d.config.cost);
       s.active_bytes = d.config.cost->weight_bytes() +
                        d.config.cost->kv_capacity_tokens() * d.config.cost->kv_bytes_per_token();
-      s.replica_sim = std::make_unique<ReplicaSim>(*s.cost, d.config.limits());
       if (arbitrated()) {
         s.iter = std::make_unique<IterationReplica>(*s.cost, d.config.limits(), o_.slo.ttft_ns,
                                                     o_.device_tpot_deadline_ns);
+      } else {
+        s.replica_sim = std::make_unique<ReplicaSim>(*s.cost, d.config.limits());
       }
       model_slots_[m].push_back(static_cast<int32_t>(slots_.size()));
       slots_.push_back(std::move(s));

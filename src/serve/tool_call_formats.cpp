@@ -63,9 +63,7 @@ bool mistral_name_args_calls(std::string_view rest, const ToolRequest& tools,
     const size_t args_begin = args_at + kArgs.size();
     const std::string_view args =
         rest.substr(args_begin, next == std::string_view::npos ? next : next - args_begin);
-    ToolCall c;
-    if (!make_call(name, parse_or_null(trim(args)), tools, &c)) return false;
-    calls.push_back(std::move(c));
+    if (!append_call(name, parse_or_null(trim(args)), tools, &calls)) return false;
     if (next == std::string_view::npos) break;
     rest = rest.substr(next + kMarker.size());
   }
@@ -202,8 +200,7 @@ ParsedToolOutput parse_function_blocks(std::string_view text, const ToolRequest&
 // <｜tool▁calls▁begin｜> ... <｜tool▁calls▁end｜>.
 ParsedToolOutput parse_deepseek(std::string_view text, const ToolRequest& tools) {
   constexpr std::string_view kSep = "<｜tool▁sep｜>";
-  bool any = false;
-  ParsedToolOutput out = parse_blocks(
+  return parse_blocks_or_json(
       text, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
       {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"},
       [&](std::string_view body, std::vector<ToolCall>* calls) {
@@ -216,15 +213,11 @@ ParsedToolOutput parse_deepseek(std::string_view text, const ToolRequest& tools)
           name = trim(args.substr(0, eol));
           args = eol == std::string_view::npos ? std::string_view() : args.substr(eol + 1);
         }
-        ToolCall c;
         ojson a = json_maybe_fenced(args);
         if (a.is_string()) a = parse_or_null(a.get<std::string>());
-        if (!make_call(name, a, tools, &c)) return false;
-        calls->push_back(std::move(c));
-        return true;
+        return append_call(name, a, tools, calls);
       },
-      &any);
-  return any ? out : parse_json_calls(text, tools);
+      tools);
 }
 
 // A block body `ATTRS>` naming the function in name="..." then parameter tags
@@ -259,10 +252,7 @@ bool call_with_tagged_params(std::string_view body, std::string_view param,
     args[k] = std::move(*v);
     pos = close + param_close.size();
   }
-  ToolCall c;
-  if (!make_call(*name, args, tools, &c)) return false;
-  calls->push_back(std::move(c));
-  return true;
+  return append_call(*name, args, tools, calls);
 }
 
 // DeepSeek V3.2 / V4 DSML: `<｜DSML｜invoke name="NAME">` then `<｜DSML｜parameter name="KEY"
@@ -270,8 +260,7 @@ bool call_with_tagged_params(std::string_view body, std::string_view param,
 // <｜DSML｜function_calls> (V3.2) or <｜DSML｜tool_calls> (V4). string="true": the value as
 // written; "false": its JSON.
 ParsedToolOutput parse_dsml(std::string_view text, const ToolRequest& tools) {
-  bool any = false;
-  ParsedToolOutput out = parse_blocks(
+  return parse_blocks_or_json(
       text, "<｜DSML｜invoke", "</｜DSML｜invoke>",
       {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<｜DSML｜tool_calls>",
        "</｜DSML｜tool_calls>"},
@@ -288,16 +277,14 @@ ParsedToolOutput parse_dsml(std::string_view text, const ToolRequest& tools) {
             },
             calls);
       },
-      &any);
-  return any ? out : parse_json_calls(text, tools);
+      tools);
 }
 
 // Kimi K2: `<|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>ARGS<|tool_call_end|>`
 // inside <|tool_calls_section_begin|> ... <|tool_calls_section_end|>.
 ParsedToolOutput parse_kimi(std::string_view text, const ToolRequest& tools) {
   constexpr std::string_view kArgs = "<|tool_call_argument_begin|>";
-  bool any = false;
-  ParsedToolOutput out = parse_blocks(
+  return parse_blocks_or_json(
       text, "<|tool_call_begin|>", "<|tool_call_end|>",
       {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"},
       [&](std::string_view body, std::vector<ToolCall>* calls) {
@@ -308,15 +295,11 @@ ParsedToolOutput parse_kimi(std::string_view text, const ToolRequest& tools) {
         if (const size_t colon = id.rfind(':'); colon != std::string_view::npos) {
           id = id.substr(0, colon);
         }
-        ToolCall c;
         ojson args = parse_or_null(trim(body.substr(a + kArgs.size())));
         if (args.is_string()) args = parse_or_null(args.get<std::string>());
-        if (!make_call(id, args, tools, &c)) return false;
-        calls->push_back(std::move(c));
-        return true;
+        return append_call(id, args, tools, calls);
       },
-      &any);
-  return any ? out : parse_json_calls(text, tools);
+      tools);
 }
 
 // GLM 4.5-4.7, Laguna: `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...
@@ -324,8 +307,7 @@ ParsedToolOutput parse_kimi(std::string_view text, const ToolRequest& tools) {
 ParsedToolOutput parse_arg_key(std::string_view text, const ToolRequest& tools) {
   constexpr std::string_view kKey = "<arg_key>", kKeyClose = "</arg_key>";
   constexpr std::string_view kValue = "<arg_value>", kValueClose = "</arg_value>";
-  bool any = false;
-  ParsedToolOutput out = parse_blocks(
+  return parse_blocks_or_json(
       text, "<tool_call>", "</tool_call>", {},
       [&](std::string_view body, std::vector<ToolCall>* calls) {
         const size_t first = body.find(kKey);
@@ -349,25 +331,19 @@ ParsedToolOutput parse_arg_key(std::string_view text, const ToolRequest& tools) 
           const size_t rest_end = pos == std::string_view::npos ? body.size() : pos;
           if (!trim(body.substr(after, rest_end - after)).empty()) return false;
         }
-        ToolCall c;
-        if (!make_call(name, args, tools, &c)) return false;
-        calls->push_back(std::move(c));
-        return true;
+        return append_call(name, args, tools, calls);
       },
-      &any);
-  return any ? out : parse_json_calls(text, tools);
+      tools);
 }
 
 // Apriel `<tool_calls>[{"name": ..., "arguments": {...}}, ...]</tool_calls>`.
 ParsedToolOutput parse_tool_calls_tag(std::string_view text, const ToolRequest& tools) {
-  bool any = false;
-  ParsedToolOutput out = parse_blocks(
+  return parse_blocks_or_json(
       text, "<tool_calls>", "</tool_calls>", {},
       [&](std::string_view body, std::vector<ToolCall>* calls) {
         return to_calls(parse_or_null(trim(body)), tools, calls);
       },
-      &any);
-  return any ? out : parse_json_calls(text, tools);
+      tools);
 }
 
 // A marker then a JSON array (or object) of calls to the end: Granite 3.x `<|tool_call|>[...]`.
@@ -582,8 +558,7 @@ class LiteralReader {
 
 // LFM2: `<|tool_call_start|>[NAME(KEY=VALUE, ...), ...]<|tool_call_end|>`, Python literals.
 ParsedToolOutput parse_pythonic(std::string_view text, const ToolRequest& tools) {
-  bool any = false;
-  ParsedToolOutput out = parse_blocks(
+  return parse_blocks_or_json(
       text, "<|tool_call_start|>", "<|tool_call_end|>", {},
       [&](std::string_view body, std::vector<ToolCall>* calls) {
         LiteralReader r(trim(body), LiteralReader::Dialect::kPython);
@@ -603,22 +578,18 @@ ParsedToolOutput parse_pythonic(std::string_view text, const ToolRequest& tools)
             } while (r.eat(","));
             if (!r.eat(")")) return false;
           }
-          ToolCall c;
-          if (!make_call(name, args, tools, &c)) return false;
-          found.push_back(std::move(c));
+          if (!append_call(name, args, tools, &found)) return false;
         } while (r.eat(","));
         if (!r.eat("]")) return false;
         for (auto& c : found) calls->push_back(std::move(c));
         return true;
       },
-      &any);
-  return any ? out : parse_json_calls(text, tools);
+      tools);
 }
 
 // Gemma 4: `<|tool_call>call:NAME{KEY:VALUE,...}<tool_call|>`, strings as <|"|>text<|"|>.
 ParsedToolOutput parse_gemma4(std::string_view text, const ToolRequest& tools) {
-  bool any = false;
-  ParsedToolOutput out = parse_blocks(
+  return parse_blocks_or_json(
       text, "<|tool_call>", "<tool_call|>", {},
       [&](std::string_view body, std::vector<ToolCall>* calls) {
         LiteralReader r(trim(body), LiteralReader::Dialect::kGemma);
@@ -627,20 +598,15 @@ ParsedToolOutput parse_gemma4(std::string_view text, const ToolRequest& tools) {
         auto args = r.value();
         r.skip_space();
         if (name.empty() || !args || r.pos() != trim(body).size()) return false;
-        ToolCall c;
-        if (!make_call(name, *args, tools, &c)) return false;
-        calls->push_back(std::move(c));
-        return true;
+        return append_call(name, *args, tools, calls);
       },
-      &any);
-  return any ? out : parse_json_calls(text, tools);
+      tools);
 }
 
 // MiniCPM 5: `<function name="NAME"><param name="KEY">VALUE</param>...</function>`, a value in
 // <![CDATA[...]]> when it spans lines; values convert as an XML parameter's.
 ParsedToolOutput parse_function_name_attr(std::string_view text, const ToolRequest& tools) {
-  bool any = false;
-  ParsedToolOutput out = parse_blocks(
+  return parse_blocks_or_json(
       text, "<function", "</function>", {},
       [&](std::string_view body, std::vector<ToolCall>* calls) {
         return call_with_tagged_params(
@@ -655,8 +621,7 @@ ParsedToolOutput parse_function_name_attr(std::string_view text, const ToolReque
             },
             calls);
       },
-      &any);
-  return any ? out : parse_json_calls(text, tools);
+      tools);
 }
 
 // FireFunction v2: `functools[{"name": ..., "arguments": {...}}, ...]` after optional text.

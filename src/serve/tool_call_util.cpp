@@ -121,6 +121,14 @@ bool make_call(std::string_view name, const ojson& args, const ToolRequest& tool
   return true;
 }
 
+bool append_call(std::string_view name, const ojson& args, const ToolRequest& tools,
+                 std::vector<ToolCall>* calls) {
+  ToolCall c;
+  if (!make_call(name, args, tools, &c)) return false;
+  calls->push_back(std::move(c));
+  return true;
+}
+
 // A parameter's text as its JSON value, by the declared schema's type: a string where the
 // property is declared a string (or the text is no JSON value), else the JSON the text spells
 // (numbers, booleans, objects, arrays), as vLLM's qwen3_coder parser converts them.

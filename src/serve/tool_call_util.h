@@ -37,6 +37,9 @@ bool to_call(const ojson& v, const ToolRequest& tools, ToolCall* out);
 bool to_calls(const ojson& v, const ToolRequest& tools, std::vector<ToolCall>* out);
 // The call named `name` with `args` (a declared function and an object, or no call).
 bool make_call(std::string_view name, const ojson& args, const ToolRequest& tools, ToolCall* out);
+// make_call, appending the call to *calls when there is one.
+bool append_call(std::string_view name, const ojson& args, const ToolRequest& tools,
+                 std::vector<ToolCall>* calls);
 // A parameter's text as its JSON value, by the declared schema's type (see the .cpp).
 ojson parameter_value(const ToolFunction* f, const std::string& key, std::string_view text);
 // The value of attribute `name` in a tag's attribute text (name="value"), or nullopt.
@@ -83,6 +86,19 @@ ParsedToolOutput parse_blocks(std::string_view text, std::string_view open, std:
   }
   out.content = std::string(trim(content));
   return out;
+}
+
+// parse_blocks, or when the text holds no OPEN at all, parse_json_calls (every block syntax's
+// fallback for a model that answered with bare JSON).
+template <typename BodyCalls>
+ParsedToolOutput parse_blocks_or_json(std::string_view text, std::string_view open,
+                                      std::string_view close,
+                                      std::initializer_list<std::string_view> markup,
+                                      BodyCalls&& body_calls, const ToolRequest& tools) {
+  bool any = false;
+  ParsedToolOutput out =
+      parse_blocks(text, open, close, markup, std::forward<BodyCalls>(body_calls), &any);
+  return any ? out : parse_json_calls(text, tools);
 }
 
 }  // namespace tessera::serve::tool_call_detail

@@ -40,7 +40,7 @@ echo "== live: tessera bench fleet"
 "$T" bench fleet --models "$OUT/models" --servegen "$SERVEGEN" --windows "$WINDOWS" \
   --time-scale "$TIME_SCALE" --peak-rps "$PEAK_RPS" --keep-alive "$KEEP_ALIVE" --prompt-tokens $PROMPT --max-tokens $GEN \
   -t "$THREADS" --policies always-on,fixed,adaptive --warmup --arrivals-out "$OUT/schedule.csv" \
-  --requests-out "$OUT/live-requests.csv" --json >"$OUT/live.json"
+  --requests-out "$OUT/live-requests.csv" --iterations-out "$OUT/live-iterations.csv" --json >"$OUT/live.json"
 fi
 KEEP=$(python3 -c "import json;j=json.load(open('$OUT/live.json'));print(j['keep_alive_s']/j['time_scale'])")
 BIN=$(python3 -c "print(60/$TIME_SCALE)")

@@ -16,15 +16,22 @@ start of the live run: TTFT, SLO attainment, memory-seconds and cold starts stay
 With SIM_ARBITRATION=1 in the environment both simulate the shared device as the live one is
 run: one iteration at a time by the live DeviceScheduler's rule, batches composed as the engine
 composes them with its 512 rows per step (`tessera sim --device-arbitration --max-batch-tokens
-512`) instead of processor sharing.
+512`) instead of processor sharing. With the live run's iterations (OUT/live-iterations.csv,
+`bench fleet --iterations-out`) a third simulation, "sim var", adds how the live iterations'
+times varied about the fitted cost: each live iteration's held time over the fitted cost of its
+rows, marked contended when another engine waited for the device at its grant, drawn per
+iteration (`tessera sim --step-multipliers`); the draws make each run one sample of the tail, so
+this column is the median of SIM_VAR_SEEDS (9) seeds, with the p99 range over them.
 
 usage: sim_validate_compare.py TESSERA OUT SPAN ACTIVE_BYTES KEEP_ALIVE_S HISTOGRAM_BIN_S TTFT_SLO_S
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 
+VAR_SEEDS = int(os.environ.get("SIM_VAR_SEEDS", "9"))
 PAIRS = [("always-on", "dedicated"), ("fixed", "keep-alive"), ("adaptive", "adaptive")]
 
 
@@ -42,6 +49,8 @@ def main():
             cmd += ["--device-arbitration", "--max-batch-tokens", "512"]
         if requests_out:
             cmd += ["--requests-out", requests_out]
+            if os.environ.get("SIM_ARBITRATION") == "1":
+                cmd += ["--iterations-out", requests_out.replace("-requests-", "-iterations-")]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return json.load(open(f"{out}/sim-one.json"))["policies"][0]
 
@@ -74,34 +83,90 @@ def main():
             extra += ["--suspend-s", f"{suspend:.6f}"]
         raw = simulate(sp, [])
         fit = simulate(sp, extra, f"{out}/sim-requests-{lp}.csv")
-        rows.append((lp, l, raw, fit, (step, row, resume, suspend)))
+        var = None
+        if os.environ.get("SIM_ARBITRATION") == "1":
+            mult = step_multipliers(out, lp, step, row)
+            if mult:
+                # The draws make one simulation one sample of the tail: the median over seeds.
+                runs = [simulate(sp, extra + ["--step-multipliers", mult, "--seed", str(seed)],
+                                 f"{out}/sim-requests-var-{lp}.csv" if seed == 1 else None)
+                        for seed in range(1, VAR_SEEDS + 1)]
+                var = {k: statistics.median(r[k] for r in runs)
+                       for k in ("ttft_p50_s", "ttft_p99_s", "slo_attainment", "memory_gb_hours",
+                                 "cold_starts", "resumes", "device_busy_s")}
+                var["p99_range"] = (min(r["ttft_p99_s"] for r in runs),
+                                    max(r["ttft_p99_s"] for r in runs))
+        rows.append((lp, l, raw, fit, var, (step, row, resume, suspend)))
 
     def ratio(a, b):
         return f"{b / a:.3f}" if a else "-"
 
+    has_var = any(r[4] is not None for r in rows)
     print(f"\n{'policy':<11}{'metric':<15}{'live':>9}{'sim':>9}{'sim/live':>10}{'sim fit':>9}"
-          f"{'fit/live':>10}")
-    for lp, l, raw, fit, costs in rows:
+          f"{'fit/live':>10}" + (f"{'sim var':>9}{'var/live':>10}" if has_var else ""))
+    for lp, l, raw, fit, var, costs in rows:
+        sims = [raw, fit] + ([var] if var is not None else [])
         table = [
-            ("TTFT p50 ms", l["ttft_p50_s"] * 1e3, raw["ttft_p50_s"] * 1e3, fit["ttft_p50_s"] * 1e3),
-            ("TTFT p99 ms", l["ttft_p99_s"] * 1e3, raw["ttft_p99_s"] * 1e3, fit["ttft_p99_s"] * 1e3),
-            ("SLO met %", l["slo_attainment"] * 100, raw["slo_attainment"] * 100,
-             fit["slo_attainment"] * 100),
-            ("memory GB*s", l["memory_gb_s"], raw["memory_gb_hours"] * 3600,
-             fit["memory_gb_hours"] * 3600),
-            ("cold starts", l["cold_starts"], raw["cold_starts"], fit["cold_starts"]),
-            ("resumes", sum(m["resumes"] for m in l["models"]), raw["resumes"], fit["resumes"]),
-            ("device s", sum(m["device_busy_s"] for m in l["models"]), raw["device_busy_s"],
-             fit["device_busy_s"]),
+            ("TTFT p50 ms", l["ttft_p50_s"] * 1e3, [x["ttft_p50_s"] * 1e3 for x in sims]),
+            ("TTFT p99 ms", l["ttft_p99_s"] * 1e3, [x["ttft_p99_s"] * 1e3 for x in sims]),
+            ("SLO met %", l["slo_attainment"] * 100, [x["slo_attainment"] * 100 for x in sims]),
+            ("memory GB*s", l["memory_gb_s"], [x["memory_gb_hours"] * 3600 for x in sims]),
+            ("cold starts", l["cold_starts"], [x["cold_starts"] for x in sims]),
+            ("resumes", sum(m["resumes"] for m in l["models"]), [x["resumes"] for x in sims]),
+            ("device s", sum(m["device_busy_s"] for m in l["models"]),
+             [x["device_busy_s"] for x in sims]),
         ]
-        for name, a, b, c in table:
-            print(f"{lp:<11}{name:<15}{a:>9.1f}{b:>9.1f}{ratio(a, b):>10}{c:>9.1f}{ratio(a, c):>10}")
+        for name, a, bs in table:
+            print(f"{lp:<11}{name:<15}{a:>9.1f}" +
+                  "".join(f"{b:>9.1f}{ratio(a, b):>10}" for b in bs))
         step, row, resume, suspend = costs
         fmt_ms = lambda v: "-" if v is None else f"{v * 1e3:.2f}"
+        if var is not None:
+            lo, hi = var["p99_range"]
+            print(f"{lp:<11}sim var: median of {VAR_SEEDS} seeds; TTFT p99 {lo * 1e3:.0f}-{hi * 1e3:.0f} "
+                  f"ms over them ({lo / l['ttft_p99_s']:.3f}-{hi / l['ttft_p99_s']:.3f} of live)")
         print(f"{lp:<11}live costs: step {step * 1e3:.2f} ms + {row * 1e3:.3f} ms/row, resume "
               f"{fmt_ms(resume)} ms, suspend {fmt_ms(suspend)} ms")
 
     cold_agreement(out, [lp for lp, *_ in rows])
+
+
+def step_multipliers(out, policy, step, row):
+    """Writes OUT/step-multipliers-POLICY.csv from the live iterations: the device's time over the
+    fitted cost step + row x (rows - 1), whether another engine waited for the device at the grant
+    (some other iteration asked before it and was granted after) and whether it ran prompt rows. Returns the path, or None
+    without OUT/live-iterations.csv."""
+    import bisect
+    import csv
+    try:
+        its = [r for r in csv.DictReader(open(f"{out}/live-iterations.csv"))
+               if r["policy"] == policy]
+    except OSError:
+        return None
+    waits = sorted((float(r["asked_s"]), float(r["granted_s"])) for r in its)
+    asked = [a for a, _ in waits]
+    grants = sorted(float(r["granted_s"]) for r in its)
+    path = f"{out}/step-multipliers-{policy}.csv"
+    with open(path, "w") as f:
+        f.write("multiplier,contended,prompt\n")
+        for r in its:
+            rows = int(r["prefill_rows"]) + int(r["decode_rows"])
+            if rows == 0:
+                continue
+            g, rel = float(r["granted_s"]), float(r["released_s"])
+            k = bisect.bisect_left(asked, g)
+            # Clients are few: another waiting at g asked within the last few asks before g.
+            contended = any(waits[i][1] > g + 1e-7 and waits[i][0] < g
+                            for i in range(max(0, k - 16), k))
+            # The device's time: from this grant to the next, when this release granted it (the
+            # next grant falls before this release returned); else to this release. Not the
+            # engine's held time, which after a hand-off also counts the releasing thread waiting
+            # for a core while the next holder already runs.
+            j = bisect.bisect_right(grants, g)
+            end = grants[j] if j < len(grants) and grants[j] <= rel else rel
+            prompt = int(int(r["prefill_rows"]) > 0)
+            f.write(f"{(end - g) / (step + row * (rows - 1)):.4f},{int(contended)},{prompt}\n")
+    return path
 
 
 def cold_agreement(out, policies):

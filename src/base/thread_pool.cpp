@@ -2,6 +2,11 @@
 
 #include <algorithm>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include "tessera/base/check.h"
 
 namespace tessera {
@@ -13,11 +18,43 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #endif
 }
+
+// The calling thread onto these CPUs (best effort: a refusal leaves it where it is).
+void set_affinity(const std::vector<int>& cpus) {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+#else
+  (void)cpus;
+#endif
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> out;
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  }
+#endif
+  return out;
+}
 }  // namespace
 
 int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+ThreadPool::ThreadPool(int n_threads, bool pin) : n_threads_(std::max(1, n_threads)) {
+  if (pin) {
+    std::vector<int> allowed = allowed_cpus();
+    if (static_cast<int>(allowed.size()) >= n_threads_) {
+      cpus_.assign(allowed.begin(), allowed.begin() + n_threads_);
+      allowed_ = std::move(allowed);
+    }
+  }
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -55,7 +92,16 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
 }
 
+void ThreadPool::pin_caller() const {
+  if (pinned()) set_affinity({cpus_[0]});
+}
+
+void ThreadPool::unpin_caller() const {
+  if (pinned()) set_affinity(allowed_);
+}
+
 void ThreadPool::worker_loop(int index) {
+  if (pinned()) set_affinity({cpus_[static_cast<size_t>(index)]});
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;

@@ -1,8 +1,15 @@
 // ThreadPool: a persistent pool that runs one parallel region at a time over all its threads,
 // the calling thread included (so a pool of N uses N cores, not N+1). Regions are short (one
 // matrix product), so workers spin briefly before sleeping to keep the hand-off cheap.
+// Pinning (a pool that owns the machine's cores, as the shared device's does): worker i stays on
+// the i-th CPU of the process's affinity mask as it was at construction, and pin_caller() puts
+// the thread about to run regions on the 0th. Without it, when another thread takes over the
+// pool (a different engine's, each iteration), the OS places it where it woke - measured on this
+// 2-core VM, often beside the spinning worker: decode iterations after such a switch had a p90
+// of 3.3x their median (docs/SIMULATOR.md).
 // Thread-safety: run() must be called from one thread at a time (the owner, e.g. the model's
-// scheduler thread); it returns after every task has finished.
+// scheduler thread); it returns after every task has finished. pin_caller()/unpin_caller() act on
+// the calling thread only.
 #pragma once
 
 #include <atomic>
@@ -17,13 +24,19 @@ namespace tessera {
 
 class ThreadPool {
  public:
-  // `n_threads` >= 1 counts the caller; n_threads - 1 workers are started.
-  explicit ThreadPool(int n_threads);
+  // `n_threads` >= 1 counts the caller; n_threads - 1 workers are started. `pin`: pin as above
+  // when the affinity mask holds at least n_threads CPUs (else, and off Linux, nothing is pinned).
+  explicit ThreadPool(int n_threads, bool pin = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  bool pinned() const { return !cpus_.empty(); }
+  // The calling thread onto the pool's first CPU / back to the whole mask of construction time.
+  // No-ops unless pinned().
+  void pin_caller() const;
+  void unpin_caller() const;
 
   // Calls fn(thread_index, n_threads) once on each of the pool's threads and waits for all.
   void run(const std::function<void(int, int)>& fn);
@@ -37,6 +50,8 @@ class ThreadPool {
   void worker_loop(int index);
 
   int n_threads_;
+  std::vector<int> cpus_;      // pinned: thread i's CPU
+  std::vector<int> allowed_;   // pinned: the whole mask at construction
   std::vector<std::thread> workers_;
   const std::function<void(int, int)>* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};

@@ -43,6 +43,7 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
   if (o.shared_device) {
     engine::DeviceSchedulerOptions dso;
     dso.n_threads = o.threads;
+    dso.record_iterations = o.record_iterations;
     fo.device = std::make_shared<engine::DeviceScheduler>(dso);
   }
   std::vector<fleet::FleetModelSpec> specs;
@@ -156,6 +157,18 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
   const std::vector<engine::DeviceClientStats> device =
       fo.device ? fo.device->stats() : std::vector<engine::DeviceClientStats>{};
   res.duration_s = static_cast<double>(clock->now_ns() - t0) * 1e-9;
+  if (fo.device && o.record_iterations) {
+    const auto rel = [&](int64_t ns) { return static_cast<double>(ns - t0) * 1e-9; };
+    for (const engine::DeviceIteration& it : fo.device->iterations()) {
+      if (it.asked_ns < t0) continue;
+      const std::string& client = device[static_cast<size_t>(it.client)].name;
+      for (size_t m = 0; m < o.models.size(); ++m) {
+        if (o.models[m].spec.name != client) continue;
+        res.iterations_log.push_back({m, rel(it.asked_ns), rel(it.granted_ns), rel(it.acquired_ns),
+                                      rel(it.released_ns), it.prefill_rows, it.decode_rows});
+      }
+    }
+  }
   f->stop();
 
   std::vector<double> all_ttft;

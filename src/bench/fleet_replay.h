@@ -40,6 +40,8 @@ struct FleetReplayOptions {
   // created engine's first iterations touch its buffers for the first time.
   bool warmup = false;
   uint64_t seed = 0;
+  // Keep the shared device's timeline of every iteration (FleetReplayResult::iterations_log).
+  bool record_iterations = false;
 };
 
 struct FleetReplayModelResult {
@@ -75,9 +77,20 @@ struct FleetReplayRequest {
   bool cold = false;     // arrived while its model was not Active (counted a cold start)
 };
 
+// One iteration on the shared device (`bench fleet --iterations-out`): replay seconds
+// (engine::DeviceIteration).
+struct FleetReplayIteration {
+  size_t model = 0;
+  double asked_s = 0.0, granted_s = 0.0, acquired_s = 0.0, released_s = 0.0;
+  int64_t prefill_rows = 0, decode_rows = 0;
+};
+
 struct FleetReplayResult {
   std::string policy;
   std::vector<FleetReplayRequest> requests_log;  // every request, in arrival order
+  // record_iterations: the iterations asked for after the replay's clock started (the warm-up's
+  // left out), in release order.
+  std::vector<FleetReplayIteration> iterations_log;
   double duration_s = 0.0;  // replay wall time measured
   std::vector<FleetReplayModelResult> models;
   // Over all models.

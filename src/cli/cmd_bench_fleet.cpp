@@ -41,6 +41,7 @@ struct FleetBenchArgs {
   std::string arrivals_out;  // the schedule replayed, for `tessera sim --schedule`
   bool arrivals_only = false;  // write arrivals_out and stop (a schedule for another replayer)
   std::string requests_out;  // every request's TTFT per policy, for side-by-side comparisons
+  std::string iterations_out;  // the shared device's iterations per policy
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -177,6 +178,13 @@ int run_bench_fleet(FleetBenchArgs a) {
     requests_out << "policy,model,t_s,ttft_s,cold\n";
     if (!requests_out) return fail("cannot write " + a.requests_out);
   }
+  std::ofstream iterations_out;
+  if (!a.iterations_out.empty()) {
+    a.run.record_iterations = true;
+    iterations_out.open(a.iterations_out);
+    iterations_out << "policy,model,asked_s,granted_s,acquired_s,released_s,prefill_rows,decode_rows\n";
+    if (!iterations_out) return fail("cannot write " + a.iterations_out);
+  }
   nlohmann::json records = nlohmann::json::array();
   std::vector<bench::FleetReplayResult> results;
   for (const std::string& policy : split(a.policies)) {
@@ -190,6 +198,15 @@ int run_bench_fleet(FleetBenchArgs a) {
                      << fmt::format("{:.6f},{:.6f},{}", q.t_s, q.ttft_s, q.cold ? 1 : 0) << "\n";
       }
       if (!requests_out.flush()) return fail("cannot write " + a.requests_out);
+    }
+    if (iterations_out.is_open()) {
+      for (const auto& it : r->iterations_log) {
+        iterations_out << policy << "," << a.run.models[it.model].spec.name << ","
+                       << fmt::format("{:.6f},{:.6f},{:.6f},{:.6f},{},{}", it.asked_s, it.granted_s,
+                                      it.acquired_s, it.released_s, it.prefill_rows, it.decode_rows)
+                       << "\n";
+      }
+      if (!iterations_out.flush()) return fail("cannot write " + a.iterations_out);
     }
     nlohmann::json per_model = nlohmann::json::array();
     for (const auto& m : r->models) {
@@ -300,6 +317,9 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
   c->add_flag("--arrivals-only", a->arrivals_only,
               "Write --arrivals-out and stop, without replaying (a ServeGen schedule for another "
               "replayer, e.g. a cluster's router)");
+  c->add_option("--iterations-out", a->iterations_out,
+                "Write every iteration on the shared device as CSV (policy, model, asked, granted, "
+                "acquired and released in replay seconds, prompt and decode rows)");
   c->add_option("--requests-out", a->requests_out,
                 "Write every request's TTFT and whether it was a cold start (policy,model,t_s,ttft_s,cold; ttft -1: failed), for a "
                 "side-by-side comparison with `tessera sim --requests-out`");

@@ -13,7 +13,7 @@ int resolve_threads(int32_t n) { return n > 0 ? n : hardware_threads(); }
 DeviceScheduler::DeviceScheduler(const DeviceSchedulerOptions& options)
     : options_(options),
       clock_(options.clock ? options.clock : real_clock()),
-      pool_(resolve_threads(options.n_threads)) {}
+      pool_(resolve_threads(options.n_threads), options.pin_threads) {}
 
 DeviceScheduler::~DeviceScheduler() {
   std::lock_guard lk(mu_);
@@ -69,22 +69,30 @@ DeviceScheduler::Lease DeviceScheduler::acquire(ClientId id, int64_t deadline_ns
   const int64_t now = clock_->now_ns();
   // Idleness earns no credit: start no earlier than the latest grant's virtual time.
   c.vtime_ns = std::max(c.vtime_ns, virtual_now_ns_);
+  Lease l(this, id);
+  l.asked_ns_ = now;
   if (holder_ < 0) {
     grant_locked(id, deadline_ns, now, now);
-    Lease l(this, id);
     l.acquired_ns_ = now;
-    return l;
+  } else {
+    std::condition_variable cv;
+    waiters_.push_back({id, deadline_ns, now, &cv});
+    cv.wait(lk, [&] { return holder_ == id; });
+    l.acquired_ns_ = clock_->now_ns();
   }
-  waiters_.push_back({id, deadline_ns, now});
-  cv_.wait(lk, [&] { return holder_ == id; });
-  Lease l(this, id);
-  l.acquired_ns_ = clock_->now_ns();
+  lk.unlock();
+  pool_.pin_caller();
   return l;
 }
 
-void DeviceScheduler::charge_rows(ClientId id, int64_t prefill_rows, int64_t decode_rows,
-                                  int64_t held_ns) {
+void DeviceScheduler::finish_iteration(ClientId id, const Lease& lease, int64_t released_ns) {
+  const int64_t prefill_rows = lease.prefill_rows_, decode_rows = lease.decode_rows_;
+  const int64_t held_ns = released_ns - lease.acquired_ns_;
   std::lock_guard lk(mu_);
+  if (options_.record_iterations) {
+    iterations_.push_back({id, lease.asked_ns_, clients_[id].granted_ns, lease.acquired_ns_,
+                           released_ns, prefill_rows, decode_rows});
+  }
   DeviceClientStats& st = clients_[id].stats;
   if (prefill_rows > 0) {
     ++st.prefill_grants;
@@ -117,8 +125,10 @@ void DeviceScheduler::release(ClientId id) {
     const Waiter w = waiters_[k];
     waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(k));
     grant_locked(w.id, w.deadline_ns, w.enqueued_ns, now);
+    // Under the lock: the cv lives in the granted thread's acquire(), which returns (and
+    // destroys it) as soon as it holds mu_ and sees the grant.
+    w.cv->notify_one();
   }
-  cv_.notify_all();
 }
 
 int DeviceScheduler::waiting() const {
@@ -134,11 +144,17 @@ std::vector<DeviceClientStats> DeviceScheduler::stats() const {
   return out;
 }
 
+std::vector<DeviceIteration> DeviceScheduler::iterations() const {
+  std::lock_guard lk(mu_);
+  return iterations_;
+}
+
 DeviceScheduler::Lease::Lease(Lease&& other) noexcept
     : s_(other.s_),
       id_(other.id_),
       prefill_rows_(other.prefill_rows_),
       decode_rows_(other.decode_rows_),
+      asked_ns_(other.asked_ns_),
       acquired_ns_(other.acquired_ns_) {
   other.s_ = nullptr;
 }
@@ -150,6 +166,7 @@ DeviceScheduler::Lease& DeviceScheduler::Lease::operator=(Lease&& other) noexcep
     id_ = other.id_;
     prefill_rows_ = other.prefill_rows_;
     decode_rows_ = other.decode_rows_;
+    asked_ns_ = other.asked_ns_;
     acquired_ns_ = other.acquired_ns_;
     other.s_ = nullptr;
   }
@@ -164,10 +181,9 @@ void DeviceScheduler::Lease::release() {
   if (s_ == nullptr) return;
   DeviceScheduler* s = s_;
   s_ = nullptr;
+  s->pool_.unpin_caller();
   s->release(id_);
-  if (prefill_rows_ > 0 || decode_rows_ > 0) {
-    s->charge_rows(id_, prefill_rows_, decode_rows_, s->clock_->now_ns() - acquired_ns_);
-  }
+  s->finish_iteration(id_, *this, s->clock_->now_ns());
   prefill_rows_ = decode_rows_ = 0;
 }
 

@@ -2,8 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 namespace tessera {
 namespace {
@@ -42,6 +48,42 @@ TEST(ThreadPool, ManyShortRegionsDoNotDeadlock) {
   for (int i = 0; i < 2000; ++i) pool.run([&](int t, int) { sum.fetch_add(t); });
   EXPECT_EQ(sum.load(), 2000 * (0 + 1 + 2 + 3));
 }
+
+#if defined(__linux__)
+std::vector<int> affinity_of_this_thread() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(set), &set), 0);
+  std::vector<int> out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  }
+  return out;
+}
+
+TEST(ThreadPool, PinnedPoolKeepsEachThreadOnItsCpuAndGivesTheCallerItsMaskBack) {
+  const std::vector<int> before = affinity_of_this_thread();
+  const int n = std::min<int>(2, static_cast<int>(before.size()));
+  ThreadPool pool(n, /*pin=*/true);
+  ASSERT_TRUE(pool.pinned());
+  std::vector<std::vector<int>> seen(static_cast<size_t>(n));
+  pool.pin_caller();
+  for (int i = 0; i < 50; ++i) {
+    pool.run([&](int t, int) { seen[static_cast<size_t>(t)] = affinity_of_this_thread(); });
+  }
+  for (int t = 0; t < n; ++t) {
+    EXPECT_EQ(seen[static_cast<size_t>(t)], std::vector<int>{before[static_cast<size_t>(t)]})
+        << "thread " << t;
+  }
+  pool.unpin_caller();
+  EXPECT_EQ(affinity_of_this_thread(), before);
+  // More threads than CPUs: nothing is pinned, the caller's mask is left alone.
+  ThreadPool over(static_cast<int>(before.size()) + 1, /*pin=*/true);
+  EXPECT_FALSE(over.pinned());
+  over.pin_caller();
+  EXPECT_EQ(affinity_of_this_thread(), before);
+}
+#endif
 
 }  // namespace
 }  // namespace tessera

@@ -8,6 +8,11 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 namespace tessera::engine {
 namespace {
 
@@ -80,6 +85,80 @@ TEST(DeviceSchedulerTest, ChargesHeldTimeAndKeepsStatsAcrossReRegistration) {
   EXPECT_EQ(st[0].late_grants, 1);
   EXPECT_EQ(st[0].wait_ns, 0);
   EXPECT_EQ(st[0].prefill_grants + st[0].decode_grants, 0);  // no rows noted
+}
+
+#if defined(__linux__)
+std::vector<int> affinity_of_this_thread() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(set), &set), 0);
+  std::vector<int> out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  }
+  return out;
+}
+
+TEST(DeviceSchedulerTest, TheHolderRunsOnThePoolsFirstCpuAndGetsItsMaskBackOnRelease) {
+  const std::vector<int> before = affinity_of_this_thread();
+  DeviceSchedulerOptions o;
+  o.n_threads = 1;
+  DeviceScheduler s(o);
+  const auto a = s.add_client("a");
+  for (int i = 0; i < 3; ++i) {
+    DeviceScheduler::Lease l = s.acquire(a, -1);
+    EXPECT_EQ(affinity_of_this_thread(), std::vector<int>{before[0]});
+    l.release();
+    EXPECT_EQ(affinity_of_this_thread(), before);
+  }
+  o.pin_threads = false;
+  DeviceScheduler unpinned(o);
+  const auto b = unpinned.add_client("b");
+  DeviceScheduler::Lease l = unpinned.acquire(b, -1);
+  EXPECT_EQ(affinity_of_this_thread(), before);
+}
+#endif
+
+TEST(DeviceSchedulerTest, RecordsEachIterationsTimeline) {
+  FakeClock clock(0);
+  DeviceSchedulerOptions o;
+  o.n_threads = 1;
+  o.clock = &clock;
+  o.record_iterations = true;
+  DeviceScheduler s(o);
+  const auto a = s.add_client("a");
+  const auto b = s.add_client("b");
+  {
+    DeviceScheduler::Lease l = s.acquire(a, -1);
+    l.note_rows(64, 1);
+    clock.advance_ns(3 * kMs);
+  }
+  clock.advance_ns(1 * kMs);
+  {
+    DeviceScheduler::Lease l = s.acquire(b, -1);
+    clock.advance_ns(2 * kMs);
+    l.note_rows(0, 2);
+  }
+  const std::vector<DeviceIteration> it = s.iterations();
+  ASSERT_EQ(it.size(), 2u);
+  EXPECT_EQ(it[0].client, a);
+  EXPECT_EQ(it[0].asked_ns, 0);
+  EXPECT_EQ(it[0].granted_ns, 0);
+  EXPECT_EQ(it[0].acquired_ns, 0);
+  EXPECT_EQ(it[0].released_ns, 3 * kMs);
+  EXPECT_EQ(it[0].prefill_rows, 64);
+  EXPECT_EQ(it[0].decode_rows, 1);
+  EXPECT_EQ(it[1].client, b);
+  EXPECT_EQ(it[1].asked_ns, 4 * kMs);
+  EXPECT_EQ(it[1].released_ns, 6 * kMs);
+  EXPECT_EQ(it[1].prefill_rows, 0);
+  EXPECT_EQ(it[1].decode_rows, 2);
+  DeviceSchedulerOptions off;
+  off.n_threads = 1;
+  DeviceScheduler quiet(off);
+  const auto c = quiet.add_client("c");
+  { DeviceScheduler::Lease l = quiet.acquire(c, -1); }
+  EXPECT_TRUE(quiet.iterations().empty());
 }
 
 TEST(DeviceSchedulerTest, SplitsDeviceTimeByWhatTheIterationsRan) {

@@ -5,6 +5,7 @@
 // --chrome-trace write the report.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,9 @@ struct SimArgs {
   uint64_t seed = 1;
   std::string json_out, html_out, trace_out, chartjs;
   std::string requests_out;  // every request's outcome (CSV)
+  std::string iterations_out;  // every arbitrated iteration (CSV)
+  int32_t step_block = 0;  // SimOptions::step_block
+  std::string step_multipliers;  // CSV: multiplier,contended (SimOptions::step_multipliers_*)
   int64_t trace_events = 20000;
 };
 
@@ -121,6 +125,32 @@ Result<std::unique_ptr<sim::Workload>> make_workload(const SimArgs& a) {
   o.seed = a.seed;
   o.lengths = length_source(a);
   return sim::make_servegen_workload(o);
+}
+
+// `--step-multipliers FILE`: a header line, then `multiplier,contended,prompt` rows (the last
+// two 0 or 1), into pools[prompt][contended].
+Status read_step_multipliers(const std::string& path, std::vector<double> (&pools)[2][2],
+                             std::vector<std::pair<double, bool>>& series) {
+  std::ifstream in(path);
+  if (!in) return io_error("cannot read " + path);
+  std::string line;
+  std::getline(in, line);  // the header
+  for (int64_t n = 2; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    double m = 0.0;
+    int c = -1, p = -1;
+    char comma1 = 0, comma2 = 0;
+    std::istringstream row(line);
+    if (!(row >> m >> comma1 >> c >> comma2 >> p) || comma1 != ',' || comma2 != ',' ||
+        !(m > 0.0) || !std::isfinite(m) || (c != 0 && c != 1) || (p != 0 && p != 1)) {
+      return invalid_argument(fmt::format("{}:{}: expected 'multiplier,contended,prompt' with a "
+                                          "multiplier > 0 and the others 0 or 1, got '{}'",
+                                          path, n, line));
+    }
+    pools[p][c].push_back(m);
+    series.emplace_back(m, p == 1);
+  }
+  return Status();
 }
 
 Result<nlohmann::json> read_json(const std::string& path) {
@@ -239,6 +269,15 @@ int run_sim(const SimArgs& a) {
     for (std::string p; std::getline(ss, p, ',');) policies.push_back(p);
   }
   if (a.device_arbitration && !a.shared_device) return fail(std::string("--device-arbitration needs --shared-device"));
+  std::vector<double> multipliers[2][2];
+  std::vector<std::pair<double, bool>> series;
+  if (!a.step_multipliers.empty()) {
+    if (!a.device_arbitration) return fail(std::string("--step-multipliers needs --device-arbitration"));
+    if (Status st = read_step_multipliers(a.step_multipliers, multipliers, series);
+        !st.is_ok()) {
+      return fail(st);
+    }
+  }
   std::vector<sim::SimResult> results;
   for (const std::string& p : policies) {
     auto w = make_workload(a);
@@ -257,6 +296,13 @@ int run_sim(const SimArgs& a) {
     so.request_deadline_ns = static_cast<int64_t>(a.deadline_s * 1e9);
     so.max_trace_events = a.trace_out.empty() ? 0 : a.trace_events;
     so.record_requests = !a.requests_out.empty();
+    so.record_iterations = !a.iterations_out.empty();
+    for (int k = 0; k < 2; ++k) {
+      for (int c = 0; c < 2; ++c) so.step_multipliers[k][c] = multipliers[k][c];
+    }
+    so.step_seed = a.seed + 1;
+    so.step_series = series;
+    so.step_block = a.step_block;
     // The deployment search is its own row; every other policy runs the naive configuration, so
     // that it differs from dedicated only in how replicas are held.
     const auto& models = p == "search" ? searched_models : naive_models;
@@ -304,6 +350,20 @@ int run_sim(const SimArgs& a) {
     }
     if (!out) return fail("cannot write " + a.requests_out);
     std::printf("tessera sim: wrote %s\n", a.requests_out.c_str());
+  }
+  if (!a.iterations_out.empty()) {
+    std::ofstream out(a.iterations_out);
+    out << "policy,model,asked_s,granted_s,released_s,prefill_rows,decode_rows\n";
+    for (const auto& r : results) {
+      for (const auto& it : r.iteration_log) {
+        out << r.policy << "," << wmodels[static_cast<size_t>(it.model)].name << ","
+            << fmt::format("{:.6f},{:.6f},{:.6f},{},{}", it.asked_s, it.granted_s, it.released_s,
+                           it.prefill_rows, it.decode_rows)
+            << "\n";
+      }
+    }
+    if (!out) return fail("cannot write " + a.iterations_out);
+    std::printf("tessera sim: wrote %s\n", a.iterations_out.c_str());
   }
   if (!a.trace_out.empty()) {
     std::vector<sim::SimTransition> all;
@@ -360,6 +420,19 @@ void add_sim_command(CLI::App& app, RunFn& run) {
                   "With --bench-record: seconds per resume instead of the resume record's");
   cmd->add_option("--suspend-s", a->suspend_s,
                   "With --bench-record: seconds per suspension instead of the resume record's");
+  cmd->add_option("--step-multipliers", a->step_multipliers,
+                  "With --device-arbitration: CSV of measured iteration time / cost-model time "
+                  "(header, then 'multiplier,contended,prompt' rows, the last two 0/1); each "
+                  "iteration's time is multiplied by a seeded draw from the rows of its kind "
+                  "(prompt rows or not; another replica waiting at its grant or not)");
+  cmd->add_option("--step-block", a->step_block,
+                  "With --step-multipliers: take them in blocks of this many iterations of the "
+                  "file's order (a block bootstrap: keeps its slow and fast stretches) instead of "
+                  "independent draws; 0: independent")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iterations-out", a->iterations_out,
+                  "With --device-arbitration: write every iteration of the shared device as CSV "
+                  "(policy, model, asked, granted, released, prompt and decode rows)");
   cmd->add_option("--requests-out", a->requests_out,
                   "Write every request's outcome (policy,model,t_s,ttft_s,cold; ttft -1: refused), "
                   "for small runs compared with `bench fleet --requests-out`");

@@ -82,10 +82,10 @@ IterationReplica::Plan IterationReplica::plan() {
   return p;
 }
 
-void IterationReplica::finish(int64_t end_ns, std::vector<ReplicaEvent>& out) {
+void IterationReplica::finish(int64_t end_ns, std::vector<ReplicaEvent>& out, int64_t ran_ns) {
   TS_CHECK_MSG(planned_, "IterationReplica::finish: no plan pending");
   planned_ = false;
-  busy_ns_ += plan_ns_;
+  busy_ns_ += ran_ns >= 0 ? ran_ns : plan_ns_;
   ++iterations_;
   std::vector<uint64_t> finished;
   for (Request& r : running_) {

@@ -48,9 +48,10 @@ class IterationReplica {
   };
   // Admits, then fixes the next iteration's batch. Precondition: has_work(), no plan pending.
   Plan plan();
-  // Runs the planned iteration, ending at end_ns: appends its first tokens (in batch order) and
-  // then its finishes to `out`. Precondition: a plan is pending.
-  void finish(int64_t end_ns, std::vector<ReplicaEvent>& out);
+  // Runs the planned iteration, ending at end_ns after running for ran_ns (its busy time; -1:
+  // the planned duration): appends its first tokens (in batch order) and then its finishes to
+  // `out`. Precondition: a plan is pending.
+  void finish(int64_t end_ns, std::vector<ReplicaEvent>& out, int64_t ran_ns = -1);
   bool planned() const { return planned_; }
 
   int32_t running() const { return static_cast<int32_t>(running_.size()); }

@@ -12,6 +12,7 @@
 
 #include "tessera/base/check.h"
 #include "tessera/base/clock.h"
+#include "tessera/base/rng.h"
 #include "tessera/fleet/fleet_controller.h"
 #include "tessera/fleet/idle_policy.h"
 #include "tessera/fleet/replica_choice.h"
@@ -69,7 +70,7 @@ class Sim final : public SimHost::Driver {
  public:
   Sim(Workload& workload, const std::vector<SimModel>& models, const AcceleratorSpec& acc,
       const SimOptions& o)
-      : workload_(workload), models_(models), acc_(acc), o_(o), clock_(0) {}
+      : workload_(workload), models_(models), acc_(acc), o_(o), clock_(0), step_rng_(o.step_seed) {}
 
   Result<SimResult> run();
 
@@ -94,6 +95,8 @@ class Sim final : public SimHost::Driver {
     // arbitrated (shared_device + device_arbitration): stepped one iteration per grant instead.
     std::unique_ptr<IterationReplica> iter;
     int64_t plan_ns = 0;  // arbitrated: the planned iteration's length
+    IterationReplica::Plan plan;  // arbitrated: the pending one
+    int64_t asked_ns = 0, granted_ns = 0;  // arbitrated: of the pending iteration
     int32_t in_flight = 0;  // routed here, not finished
     ModelState state = ModelState::kUnloaded;
     int64_t scheduled_ns = -1;
@@ -171,6 +174,9 @@ class Sim final : public SimHost::Driver {
   int64_t device_busy_since_ = 0;  // shared_device: when busy_slots_ last left 0
   double device_stretch_ = 1.0;  // shared_device
   std::unique_ptr<DeviceArbiter> arbiter_;  // arbitrated
+  Rng step_rng_;  // arbitrated: draws of step_multipliers
+  size_t series_at_ = 0;    // step_block: the cursor into step_series
+  int32_t block_left_ = 0;  // step_block: iterations before the cursor jumps
   // Requests in flight, in a slab: a request's id is its index + 1 (ids are reused once it ends).
   std::vector<Req> reqs_;
   std::vector<engine::RequestId> free_ids_;
@@ -490,12 +496,37 @@ void Sim::device_ask(int32_t slot) {
   if (arbiter_->holder() == slot || arbiter_->waiting(slot) || !s.iter->has_work()) return;
   const IterationReplica::Plan p = s.iter->plan();
   s.plan_ns = p.duration_ns;
+  s.plan = p;
+  s.asked_ns = now();
   if (arbiter_->acquire(slot, p.deadline_ns, now())) start_iteration(slot);
 }
 
 void Sim::start_iteration(int32_t slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
-  s.scheduled_ns = now() + s.plan_ns;
+  s.granted_ns = now();
+  const bool prompt = s.plan.prefill_tokens > 0;
+  int64_t length = s.plan_ns;
+  if (o_.step_block > 0 && !o_.step_series.empty()) {
+    const size_t n = o_.step_series.size();
+    if (block_left_ == 0) {
+      series_at_ = static_cast<size_t>(step_rng_.next_u64() % n);
+      block_left_ = o_.step_block;
+    }
+    --block_left_;
+    for (size_t k = 0; k < n; ++k, series_at_ = (series_at_ + 1) % n) {
+      if (o_.step_series[series_at_].second != prompt) continue;
+      length = std::max<int64_t>(
+          1, std::llround(static_cast<double>(length) * o_.step_series[series_at_].first));
+      series_at_ = (series_at_ + 1) % n;
+      break;
+    }
+  } else if (const std::vector<double>& pool =
+                 o_.step_multipliers[prompt ? 1 : 0][arbiter_->n_waiting() > 0 ? 1 : 0];
+             !pool.empty()) {
+    const double m = pool[step_rng_.next_u64() % pool.size()];
+    length = std::max<int64_t>(1, std::llround(static_cast<double>(length) * m));
+  }
+  s.scheduled_ns = now() + length;
   events_.push(s.scheduled_ns, kReplica, slot);
 }
 
@@ -573,7 +604,12 @@ void Sim::on_replica(int32_t slot) {
   s.scheduled_ns = -1;
   std::vector<ReplicaEvent> out;
   if (s.iter) {
-    s.iter->finish(now(), out);
+    s.iter->finish(now(), out, now() - s.granted_ns);
+    if (o_.record_iterations) {
+      result_.iteration_log.push_back(SimIterationRecord{
+          s.model, static_cast<double>(s.asked_ns) * 1e-9, static_cast<double>(s.granted_ns) * 1e-9,
+          static_cast<double>(now()) * 1e-9, s.plan.prefill_tokens, s.plan.decode_rows});
+    }
     const int32_t next = arbiter_->release(slot, now());
     if (next >= 0) start_iteration(next);
   } else {

@@ -73,10 +73,36 @@ struct SimOptions {
   // device_tpot_deadline_ns after each token (engine::EngineOptions::tpot_slo_ns).
   bool device_arbitration = false;
   int64_t device_tpot_deadline_ns = 200'000'000;
+  // With device_arbitration: how an iteration's time varies about its cost model's (which gives
+  // a mean). Each iteration's planned time is multiplied by a draw (seeded by step_seed, with
+  // replacement) from the pool of its kind: [prompt][contended], prompt = the iteration has
+  // prompt rows, contended = another replica waits for the device at its grant; an empty pool
+  // draws 1. Measured per iteration in a live run (`bench fleet --iterations-out`: held time
+  // over the fitted cost), they carry the variability a mean cost leaves out - and queues grow
+  // with service-time variance, not only with its mean.
+  std::vector<double> step_multipliers[2][2];
+  // Instead of independent draws, blocks of the measured sequence (a block bootstrap, which keeps
+  // the slow and fast stretches a live run has - its iteration times are autocorrelated): when
+  // step_block > 0 and step_series is not empty, an iteration takes the multiplier of the next
+  // entry of its kind (prompt rows or not) in step_series from a cursor, which jumps to a seeded
+  // random entry every step_block iterations. step_series: (multiplier, prompt), in live order.
+  std::vector<std::pair<double, bool>> step_series;
+  int32_t step_block = 0;
+  uint64_t step_seed = 1;
   double tail_s = 600.0;              // after the last arrival, for in-flight requests
   int64_t max_trace_events = 0;       // Chrome trace of lifecycle moves (0: none)
   bool record_transitions = false;    // keep every lifecycle transition (tests, small runs)
   bool record_requests = false;       // keep every request's outcome (small runs)
+  // Keep every iteration of the arbitrated shared device (device_arbitration; small runs).
+  bool record_iterations = false;
+};
+
+// One iteration on an arbitrated shared device (record_iterations), for comparing with a live
+// run's (`bench fleet --iterations-out`): seconds.
+struct SimIterationRecord {
+  int32_t model = 0;
+  double asked_s = 0.0, granted_s = 0.0, released_s = 0.0;
+  int32_t prefill_rows = 0, decode_rows = 0;
 };
 
 // One request's outcome (record_requests), for side-by-side comparisons with a live run.
@@ -120,6 +146,7 @@ struct SimResult {
   std::vector<double> accelerators_in_use;  // mean over each sample period
   std::vector<SimTransition> transitions;   // record_transitions / max_trace_events
   std::vector<SimRequestRecord> request_log;  // record_requests: in arrival order
+  std::vector<SimIterationRecord> iteration_log;  // record_iterations: in release order
 };
 
 // Errors: kInvalidArgument for an unknown policy, models that do not match the workload's, a

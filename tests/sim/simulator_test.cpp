@@ -332,6 +332,44 @@ TEST(SimulatorTest, SharedDeviceWithTheLiveArbitrationRunsOneIterationAtATime) {
   }
 }
 
+// Measured variability (--step-multipliers): each iteration's planned time times a draw from the
+// pool of its kind - here 1 when granted alone and 2 when another replica waited at its grant -
+// and the iteration log (--iterations-out) shows each one's ask, grant, release and rows.
+TEST(SimulatorTest, StepMultipliersStretchIterationsByTheirKind) {
+  ScriptedWorkload w(3, {req(10, 0), req(10, 1), req(10, 2)}, 60);
+  SimOptions o;
+  o.policy = "dedicated";
+  o.shared_device = true;
+  o.device_arbitration = true;
+  o.record_iterations = true;
+  for (int prompt = 0; prompt < 2; ++prompt) {
+    o.step_multipliers[prompt][0] = {1.0};
+    o.step_multipliers[prompt][1] = {2.0};
+  }
+  auto cost = std::make_shared<FixedCost>(0.01, 1.0, 1.0);
+  auto r = run_simulation(w, models_with(3, cost), test_accelerator(), o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->served, 3);
+  ASSERT_EQ(r->iteration_log.size(), 12u);  // 3 requests x 4 tokens, one row per iteration
+  double busy = 0.0;
+  int contended = 0;
+  for (const SimIterationRecord& it : r->iteration_log) {
+    bool waited = false;  // another asked before this grant and was granted after it
+    for (const SimIterationRecord& other : r->iteration_log) {
+      if (&other != &it && other.asked_s < it.granted_s - 1e-12 && other.granted_s > it.granted_s + 1e-12) {
+        waited = true;
+      }
+    }
+    const double length = it.released_s - it.granted_s;
+    EXPECT_NEAR(length, waited ? 0.02 : 0.01, 1e-9);
+    EXPECT_EQ(it.prefill_rows + it.decode_rows, 1 + (it.prefill_rows > 0 ? 7 : 0));
+    busy += length;
+    contended += waited ? 1 : 0;
+  }
+  EXPECT_GT(contended, 0);
+  EXPECT_NEAR(r->device_busy_s, busy, 1e-9);
+}
+
 TEST(SimulatorTest, SameInputsSameResult) {
   auto once = [] {
     std::vector<SimRequest> rs;

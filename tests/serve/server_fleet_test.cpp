@@ -160,7 +160,11 @@ TEST_F(ServerFleetTest, EmbeddingsResumeASuspendedModelAndGiveTheSameVector) {
   EXPECT_EQ(state_of(c, "alpha"), "active");
   auto st = fleet_->status("alpha");
   ASSERT_TRUE(st.is_ok());
-  EXPECT_EQ(st->cold_starts, 2);  // each input is one embedding of the model; both waited
+  // Each input is one embedding of the model, submitted one after the other: the first found it
+  // suspended; the second did too unless the resume finished in between (a loaded machine can
+  // stall the handler that long), so 1 or 2 - never 0, never more.
+  EXPECT_GE(st->cold_starts, 1);
+  EXPECT_LE(st->cold_starts, 2);
   EXPECT_EQ(st->in_flight, 0);
 
   // Bad input is refused before a cold start is spent on it.

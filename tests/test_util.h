@@ -4,6 +4,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 namespace tessera::testing {
 
@@ -36,6 +42,20 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+#if defined(__linux__)
+// The CPUs the calling thread may run on, ascending (empty if the kernel refuses to say).
+inline std::vector<int> affinity_of_this_thread() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  }
+  return out;
+}
+#endif
 
 }  // namespace tessera::testing
 

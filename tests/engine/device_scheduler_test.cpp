@@ -8,10 +8,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__linux__)
-#include <pthread.h>
-#include <sched.h>
-#endif
+#include "test_util.h"
 
 namespace tessera::engine {
 namespace {
@@ -88,16 +85,7 @@ TEST(DeviceSchedulerTest, ChargesHeldTimeAndKeepsStatsAcrossReRegistration) {
 }
 
 #if defined(__linux__)
-std::vector<int> affinity_of_this_thread() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(set), &set), 0);
-  std::vector<int> out;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) out.push_back(c);
-  }
-  return out;
-}
+using testing::affinity_of_this_thread;
 
 TEST(DeviceSchedulerTest, TheHolderRunsOnThePoolsFirstCpuAndGetsItsMaskBackOnRelease) {
   const std::vector<int> before = affinity_of_this_thread();

@@ -18,6 +18,8 @@
 #   3. the same table for a model trained here (tessera train) whose rows are whole 256-blocks,
 #      so q4_k/q5_k/q6_k/q2_k/q3_k/iq4_xs are themselves rather than their 32-block fallbacks.
 # ONLY=1|2|3 runs one section (3 needs no llama.cpp; pass any directory); TYPES="..." limits them.
+# COVARIANCE=1: sections 1 and 3 calibrate with `eval imatrix --covariance`, so the "imatrix"
+# columns are error-feedback quantization (model/gptq.h) instead of per-column weights.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:?usage: $0 /path/to/llama.cpp/build/bin [work-dir]}"
@@ -50,7 +52,7 @@ table() {
   local params
   params=$("$T" info "$src" --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['parameters'])")
   "$T" eval imatrix -m "$src" "$@" -f "$dir/calib.txt" -c "$ctx" --chunks 200 \
-    -t "$threads" -o "$dir/$name.imatrix" 2>/dev/null
+    -t "$threads" ${COVARIANCE:+--covariance} -o "$dir/$name.imatrix" 2>/dev/null
   "$T" eval perplexity -m "$src" "$@" -f "$dir/eval.txt" -c "$ctx" --chunks "$chunks" \
     -t "$threads" --save-logits "$dir/$name.logits" 2>/dev/null | tail -1
   echo "$name (-c $ctx --chunks $chunks; imatrix: 200 chunks of $ctx tokens of the calibration part)"

@@ -27,6 +27,7 @@ struct EvalArgs {
   std::string base_logits;  // kl: its log-probabilities saved by perplexity --save-logits
   std::string save_logits;  // perplexity: where to save them
   std::string out;          // imatrix: the file written
+  bool covariance = false;  // imatrix: also each matrix's whole x x^T (error-feedback quantizing)
   int32_t ctx = 512;
   int32_t batch = 512;
   int64_t chunks = 0;
@@ -155,6 +156,7 @@ int run_imatrix(const EvalArgs& a) {
   o.ctx = a.ctx;
   o.max_chunks = a.chunks;
   o.pool = &pool;
+  o.covariance = a.covariance;
   const auto t0 = std::chrono::steady_clock::now();
   o.progress = [&](int64_t c, int64_t n) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -249,6 +251,10 @@ void add_eval_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   im->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
   im->add_option("-o,--out", a->out, "Output imatrix file (GGUF)")->required();
+  im->add_flag("--covariance", a->covariance,
+               "Also store each matrix's whole input second moments (<name>.in_cov, n x n; "
+               "llama.cpp skips them): `tessera quantize --imatrix` then carries rounding errors "
+               "across columns (GPTQ-style error feedback) instead of weighting columns alone");
   im->add_flag("--json", a->json, "Print a JSON record");
   im->callback([&run, a] { run = [a] { return run_imatrix(*a); }; });
 }

@@ -84,6 +84,10 @@ int run_quantize(const QuantizeArgs& a) {
   if (!a.imatrix.empty()) {
     std::fprintf(stderr, "tessera quantize: %lld tensors weighted by the importance matrix",
                  static_cast<long long>(r->n_weighted));
+    if (r->n_error_feedback > 0) {
+      std::fprintf(stderr, " (%lld with error feedback over its covariances)",
+                   static_cast<long long>(r->n_error_feedback));
+    }
     if (r->without_imatrix.empty()) {
       std::fputc('\n', stderr);
     } else {

@@ -25,7 +25,7 @@ namespace {
 // Adds each observed input's squares to its tensor's sums.
 class Accumulator final : public MatmulInputObserver {
  public:
-  explicit Accumulator(ActivationStats* stats) : stats_(stats) {}
+  Accumulator(ActivationStats* stats, bool covariance) : stats_(stats), covariance_(covariance) {}
   void observe(std::string_view tensor, const float* x, int64_t n_tokens,
                int64_t n_cols) override {
     TensorActivationStats& t = stats_->tensors[std::string(tensor)];
@@ -40,12 +40,39 @@ class Accumulator final : public MatmulInputObserver {
         t.sum_sq[static_cast<size_t>(j)] += static_cast<double>(row[j]) * row[j];
       }
     }
+    if (covariance_) {
+      // The lower triangle here; finish() mirrors it.
+      if (t.sum_xxt.empty()) t.sum_xxt.assign(static_cast<size_t>(n_cols * n_cols), 0.0);
+      for (int64_t r = 0; r < n_tokens; ++r) {
+        const float* row = x + r * n_cols;
+        for (int64_t i = 0; i < n_cols; ++i) {
+          const double xi = row[i];
+          if (xi == 0.0) continue;
+          double* dst = t.sum_xxt.data() + i * n_cols;
+          for (int64_t j = 0; j <= i; ++j) dst[j] += xi * row[j];
+        }
+      }
+    }
     t.count += n_tokens;
+  }
+  // Mirrors each sum_xxt's lower triangle into its upper one.
+  void finish() {
+    if (!covariance_) return;
+    for (auto& [name, t] : stats_->tensors) {
+      const auto n = static_cast<int64_t>(t.sum_sq.size());
+      if (static_cast<int64_t>(t.sum_xxt.size()) != n * n) continue;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = i + 1; j < n; ++j) {
+          t.sum_xxt[static_cast<size_t>(i * n + j)] = t.sum_xxt[static_cast<size_t>(j * n + i)];
+        }
+      }
+    }
   }
   const std::string& mismatch() const { return mismatch_; }
 
  private:
   ActivationStats* stats_;
+  bool covariance_;
   std::string mismatch_;  // a tensor reported with two widths (a model bug)
 };
 
@@ -82,7 +109,7 @@ Result<ActivationStats> collect_activation_stats(Model& model, const Tokenizer& 
 
   ActivationStats stats;
   stats.chunk_size = ctx;
-  Accumulator acc(&stats);
+  Accumulator acc(&stats, options.covariance);
   if (!model.set_matmul_input_observer(&acc)) {
     return Status(ErrorCode::kUnsupported,
                   "activation statistics: this architecture does not report its matmul inputs");
@@ -107,6 +134,7 @@ Result<ActivationStats> collect_activation_stats(Model& model, const Tokenizer& 
     stats.n_chunks = c + 1;
     if (options.progress) options.progress(c, n_chunks);
   }
+  acc.finish();
   return stats;
 }
 

@@ -25,9 +25,13 @@ namespace tessera::model {
 
 // One matrix's statistics. sum_sq[j] = sum over observed tokens of x_j^2 for input column j
 // (n_cols entries); count = tokens observed. mean square = sum_sq[j] / count.
+// sum_xxt (ActivationStatsOptions::covariance only, else empty): the whole second-moment sums,
+// n_cols x n_cols row-major, sum_xxt[i * n + j] = sum over tokens of x_i x_j (its diagonal is
+// sum_sq) - what error-feedback quantization (model/gptq.h) needs.
 struct TensorActivationStats {
   std::vector<double> sum_sq;
   int64_t count = 0;
+  std::vector<double> sum_xxt;
 };
 
 struct ActivationStats {
@@ -45,6 +49,9 @@ struct ActivationStatsOptions {
   int32_t ctx = 512;           // tokens per chunk (chunked as perplexity does: BOS-led chunks)
   int64_t max_chunks = 0;      // 0: every whole chunk of the text
   ThreadPool* pool = nullptr;  // the forward pass's threads (null: one)
+  // Also accumulate each matrix's whole x x^T (TensorActivationStats::sum_xxt): n_cols^2 doubles
+  // per matrix and n_tokens n_cols^2 / 2 multiply-adds per observed batch.
+  bool covariance = false;
   std::function<void(int64_t chunk, int64_t n_chunks)> progress;
 };
 

@@ -18,6 +18,9 @@ namespace {
 
 constexpr std::string_view kSum2Suffix = ".in_sum2";
 constexpr std::string_view kCountsSuffix = ".counts";
+// Tessera's addition (`eval imatrix --covariance`): the whole sums of x x^T, [n, n] f32. llama.cpp
+// reads only the two above and skips other tensors.
+constexpr std::string_view kCovSuffix = ".in_cov";
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -70,16 +73,25 @@ Result<ActivationStats> parse_gguf_imatrix(std::span<const std::byte> bytes) {
       if (s.is_ok()) stats.dataset = std::string(*s);
     }
   }
-  // Pair each <name>.in_sum2 with its <name>.counts.
+  // Pair each <name>.in_sum2 with its <name>.counts (and its <name>.in_cov, if any).
   std::map<std::string, std::pair<const TensorInfo*, const TensorInfo*>> pairs;
+  std::map<std::string, const TensorInfo*> covs;
   for (const TensorInfo& t : f.tensors) {
     std::string_view n = t.name;
     if (ends_with(n, kSum2Suffix)) {
       pairs[std::string(n.substr(0, n.size() - kSum2Suffix.size()))].first = &t;
     } else if (ends_with(n, kCountsSuffix)) {
       pairs[std::string(n.substr(0, n.size() - kCountsSuffix.size()))].second = &t;
+    } else if (ends_with(n, kCovSuffix)) {
+      covs[std::string(n.substr(0, n.size() - kCovSuffix.size()))] = &t;
     } else {
-      return corrupt(fmt::format("tensor '{}' is neither <name>.in_sum2 nor <name>.counts", n));
+      return corrupt(fmt::format(
+          "tensor '{}' is neither <name>.in_sum2 nor <name>.counts nor <name>.in_cov", n));
+    }
+  }
+  for (const auto& [name, cov] : covs) {
+    if (pairs.find(name) == pairs.end()) {
+      return corrupt(fmt::format("tensor '{}' has {} but no {}", name, kCovSuffix, kSum2Suffix));
     }
   }
   if (pairs.empty()) return corrupt("the file holds no tensors");
@@ -117,6 +129,25 @@ Result<ActivationStats> parse_gguf_imatrix(std::span<const std::byte> bytes) {
       t.sum_sq[j] = v;
     }
     TS_RETURN_IF_ERROR(check_sums(name, t.sum_sq));
+    if (const auto c = covs.find(name); c != covs.end()) {
+      const TensorInfo* cov = c->second;
+      const int64_t n = sum2->ne[0];
+      if (cov->dtype != kernels::DType::kF32 || cov->n_dims != 2 || cov->ne[0] != n ||
+          cov->ne[1] != n) {
+        return corrupt(fmt::format("tensor '{}': in_cov has type {} and shape {}, expected f32 "
+                                   "[{}, {}]",
+                                   name, kernels::dtype_name(cov->dtype), cov->shape_string(), n, n));
+      }
+      t.sum_xxt.resize(static_cast<size_t>(n * n));
+      for (size_t j = 0; j < t.sum_xxt.size(); ++j) {
+        float v = 0;
+        std::memcpy(&v, cov->data + j * sizeof(float), sizeof(float));
+        if (!std::isfinite(v)) {
+          return corrupt(fmt::format("tensor '{}': in_cov value {} is not finite", name, j));
+        }
+        t.sum_xxt[j] = v;
+      }
+    }
     stats.tensors.emplace(name, std::move(t));
   }
   return stats;
@@ -229,6 +260,16 @@ Status write_imatrix(const ActivationStats& stats, const std::string& path) {
                                     std::as_bytes(std::span<const float>(sums))));
     TS_RETURN_IF_ERROR(w.add_tensor(name + std::string(kCountsSuffix), kernels::DType::kF32,
                                     {1, 1}, std::as_bytes(std::span<const float>(&count, 1))));
+    if (!t.sum_xxt.empty()) {
+      const auto n = static_cast<int64_t>(sums.size());
+      if (static_cast<int64_t>(t.sum_xxt.size()) != n * n) {
+        return invalid_argument(fmt::format("imatrix: tensor '{}' has {} covariance values for {} "
+                                            "columns", name, t.sum_xxt.size(), n));
+      }
+      std::vector<float> cov(t.sum_xxt.begin(), t.sum_xxt.end());
+      TS_RETURN_IF_ERROR(w.add_tensor(name + std::string(kCovSuffix), kernels::DType::kF32, {n, n},
+                                      std::as_bytes(std::span<const float>(cov))));
+    }
   }
   return w.write(path);
 }

@@ -15,6 +15,7 @@
 #include "tessera/kernels/kernel_table.h"
 #include "tessera/kernels/weighted_quantize.h"
 #include "tessera/model/format/gguf_writer.h"
+#include "tessera/model/gptq.h"
 
 namespace tessera::model {
 
@@ -219,6 +220,7 @@ Result<QuantizeReport> quantize_model(const ModelFile& in, const QuantType& type
       // type a weighted quantizer.
       const kernels::WeightedFromFloatFn weighted = kernels::weighted_from_float(e.to);
       std::vector<float> importance;
+      const std::vector<double>* xxt = nullptr;  // the whole second moments, when present
       if (options.imatrix != nullptr && weighted != nullptr) {
         const auto it = options.imatrix->tensors.find(ti.name);
         if (it == options.imatrix->tensors.end() || it->second.count <= 0) {
@@ -235,25 +237,41 @@ Result<QuantizeReport> quantize_model(const ModelFile& in, const QuantType& type
                 it->second.sum_sq[static_cast<size_t>(j)] / static_cast<double>(it->second.count));
           }
           ++report.n_weighted;
+          if (static_cast<int64_t>(it->second.sum_xxt.size()) == row * row) {
+            xxt = &it->second.sum_xxt;
+          }
         }
       }
       std::vector<std::byte> out(out_row * static_cast<size_t>(rows));
-      pool.parallel_for(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, row)),
-                        [&](int64_t begin, int64_t end) {
-                          std::vector<float> f(static_cast<size_t>(row));
-                          std::vector<float> wt(importance.empty() ? 0 : static_cast<size_t>(row));
-                          for (int64_t r = begin; r < end; ++r) {
-                            src.to_float(ti.data + static_cast<size_t>(r) * in_row, f.data(), row);
-                            std::byte* o = out.data() + static_cast<size_t>(r) * out_row;
-                            if (importance.empty()) {
-                              dst.from_float(f.data(), o, row);
-                            } else {
-                              kernels::importance_weights(f.data(), importance.data(), row,
-                                                          wt.data());
-                              weighted(f.data(), o, row, wt.data());
+      if (xxt != nullptr) {
+        std::vector<float> m(static_cast<size_t>(rows * row));
+        pool.parallel_for(rows, 64, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) {
+            src.to_float(ti.data + static_cast<size_t>(r) * in_row,
+                         m.data() + static_cast<size_t>(r * row), row);
+          }
+        });
+        Status st = gptq_quantize(m, rows, row, *xxt, e.to, out, pool);
+        if (!st.is_ok()) return st.with_context(ti.name);
+        ++report.n_error_feedback;
+      } else {
+        pool.parallel_for(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, row)),
+                          [&](int64_t begin, int64_t end) {
+                            std::vector<float> f(static_cast<size_t>(row));
+                            std::vector<float> wt(importance.empty() ? 0 : static_cast<size_t>(row));
+                            for (int64_t r = begin; r < end; ++r) {
+                              src.to_float(ti.data + static_cast<size_t>(r) * in_row, f.data(), row);
+                              std::byte* o = out.data() + static_cast<size_t>(r) * out_row;
+                              if (importance.empty()) {
+                                dst.from_float(f.data(), o, row);
+                              } else {
+                                kernels::importance_weights(f.data(), importance.data(), row,
+                                                            wt.data());
+                                weighted(f.data(), o, row, wt.data());
+                              }
                             }
-                          }
-                        });
+                          });
+      }
       TS_RETURN_IF_ERROR(w.add_tensor(ti.name, e.to, shape, out));
     }
     report.bytes_out += kernels::dtype_row_bytes(e.to, ti.ne[0]) * static_cast<size_t>(ti.n_rows());

@@ -79,6 +79,9 @@ struct QuantizeReport {
   uint64_t bytes_in = 0, bytes_out = 0;
   int64_t n_quantized = 0;  // tensors whose type changed
   int64_t n_weighted = 0;   // of those, coded with importance weights
+  // Of those, coded with error feedback over the input's whole second moments (model/gptq.h),
+  // when the importance matrix holds them (`tessera eval imatrix --covariance`).
+  int64_t n_error_feedback = 0;
   // Re-encoded tensors of a quantized type that the importance matrix has no statistics for
   // (coded unweighted), when one was given.
   std::vector<std::string> without_imatrix;

@@ -168,9 +168,44 @@ ActivationStats small_stats() {
   s.n_chunks = 4;
   s.chunk_size = 512;
   s.dataset = "brown-calib.txt";
-  s.tensors["blk.0.attn_q.weight"] = {{1.0, 2.5, 0.0, 7.25}, 2048};
-  s.tensors["output.weight"] = {{3.0, 4.0}, 2048};
+  s.tensors["blk.0.attn_q.weight"] = {{1.0, 2.5, 0.0, 7.25}, 2048, {}};
+  s.tensors["output.weight"] = {{3.0, 4.0}, 2048, {}};
   return s;
+}
+
+// --covariance: each matrix's whole x x^T, symmetric, its diagonal the sums of squares; it
+// round-trips as <name>.in_cov [n, n].
+TEST(ActivationStats, CovarianceHoldsTheSumsOfSquaresOnItsDiagonal) {
+  auto t = tiny_model();
+  ActivationStatsOptions o;
+  o.ctx = 16;
+  o.max_chunks = 2;
+  o.covariance = true;
+  auto s = collect_activation_stats(*t->model, *t->tokenizer, calibration_text(), o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  for (const auto& [name, st] : s->tensors) {
+    const auto n = static_cast<int64_t>(st.sum_sq.size());
+    ASSERT_EQ(static_cast<int64_t>(st.sum_xxt.size()), n * n) << name;
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(st.sum_xxt[i * n + i], st.sum_sq[i], 1e-9 * (1.0 + st.sum_sq[i])) << name;
+      for (int64_t j = 0; j < i; ++j) EXPECT_EQ(st.sum_xxt[i * n + j], st.sum_xxt[j * n + i]);
+    }
+  }
+  testing::TempDir dir;
+  ASSERT_TRUE(write_imatrix(*s, dir.file("c.gguf")).is_ok());
+  auto r = read_imatrix(dir.file("c.gguf"));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const auto& a = s->tensors.at("blk.0.ffn_down.weight");
+  const auto& b = r->tensors.at("blk.0.ffn_down.weight");
+  ASSERT_EQ(b.sum_xxt.size(), a.sum_xxt.size());
+  for (size_t i = 0; i < a.sum_xxt.size(); ++i) {
+    EXPECT_FLOAT_EQ(static_cast<float>(b.sum_xxt[i]), static_cast<float>(a.sum_xxt[i]));
+  }
+  // Without the flag, none.
+  o.covariance = false;
+  auto plain = collect_activation_stats(*t->model, *t->tokenizer, calibration_text(), o);
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_TRUE(plain->tensors.begin()->second.sum_xxt.empty());
 }
 
 TEST(ImatrixFile, GgufRoundTrip) {
@@ -306,6 +341,22 @@ TEST(ImatrixFile, HostileGgufFiles) {
                  "mixture-of-experts", ErrorCode::kUnsupported);
   expect_corrupt(write([&](GgufWriter& w) { add(w, "blk.0.attn_q.weight", {2, 1}, {1, 2}); }),
                  "neither");
+  // The covariance tensor (Tessera's addition): square, finite, with its in_sum2.
+  expect_corrupt(write([&](GgufWriter& w) { add(w, "a.weight.in_cov", {1, 1}, {1}); }),
+                 "but no .in_sum2");
+  const auto with_cov = [&](std::vector<int64_t> shape, std::vector<float> v) {
+    return write([&](GgufWriter& w) {
+      add(w, "a.weight.in_sum2", {2, 1}, {1, 2});
+      add(w, "a.weight.counts", {1, 1}, {3});
+      add(w, "a.weight.in_cov", std::move(shape), std::move(v));
+    });
+  };
+  expect_corrupt(with_cov({3, 3}, std::vector<float>(9, 1.0f)), "expected f32 [2, 2]");
+  expect_corrupt(with_cov({4, 1}, {1, 0, 0, 2}), "expected f32 [2, 2]");
+  expect_corrupt(with_cov({2, 2}, {1, 0, INFINITY, 2}), "not finite");
+  auto ok = parse_imatrix(with_cov({2, 2}, {1, 0.5f, 0.5f, 2}));
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->tensors.at("a.weight").sum_xxt, (std::vector<double>{1, 0.5, 0.5, 2}));
   expect_corrupt(write([](GgufWriter&) {}), "no tensors");
   // A model file is not an importance matrix.
   auto model = write([&](GgufWriter& w) {
@@ -329,8 +380,11 @@ TEST(ImatrixFile, HostileGgufFiles) {
 TEST(ImatrixFile, MutatedFilesNeverCrash) {
   testing::TempDir dir;
   ASSERT_TRUE(write_imatrix(small_stats(), dir.file("i.gguf")).is_ok());
-  const std::vector<std::vector<std::byte>> seeds = {file_bytes(dir.file("i.gguf")),
-                                                     legacy_file().b};
+  ActivationStats with_cov = small_stats();
+  with_cov.tensors.at("output.weight").sum_xxt = {3.0, 1.0, 1.0, 4.0};
+  ASSERT_TRUE(write_imatrix(with_cov, dir.file("c.gguf")).is_ok());
+  const std::vector<std::vector<std::byte>> seeds = {
+      file_bytes(dir.file("i.gguf")), file_bytes(dir.file("c.gguf")), legacy_file().b};
   std::mt19937 rng(42);
   int accepted = 0;
   for (const auto& seed : seeds) {
@@ -346,6 +400,10 @@ TEST(ImatrixFile, MutatedFilesNeverCrash) {
         ASSERT_GE(t.count, 1) << name;
         ASSERT_FALSE(t.sum_sq.empty()) << name;
         for (double v : t.sum_sq) ASSERT_TRUE(std::isfinite(v) && v >= 0) << name;
+        if (!t.sum_xxt.empty()) {
+          ASSERT_EQ(t.sum_xxt.size(), t.sum_sq.size() * t.sum_sq.size()) << name;
+          for (double v : t.sum_xxt) ASSERT_TRUE(std::isfinite(v)) << name;
+        }
       }
     }
   }
@@ -380,6 +438,20 @@ TEST(ImatrixQuantize, WeightsListsAndRefuses) {
             weighted->without_imatrix.end());
   EXPECT_NE(file_bytes(t->dir.file("plain.gguf")), file_bytes(t->dir.file("w.gguf")));
   EXPECT_TRUE(load_model(t->dir.file("w.gguf")).is_ok());
+  // With the whole second moments: error feedback on every matrix that has them.
+  ActivationStatsOptions oc = o;
+  oc.covariance = true;
+  auto sc = collect_activation_stats(*t->model, *t->tokenizer, calibration_text(), oc);
+  ASSERT_TRUE(sc.is_ok());
+  QuantizeOptions qc;
+  qc.imatrix = &*sc;
+  auto fb = quantize_model(*in, q4, t->dir.file("fb.gguf"), qc);
+  ASSERT_TRUE(fb.is_ok()) << fb.status().to_string();
+  EXPECT_GT(fb->n_error_feedback, 0);
+  EXPECT_EQ(fb->n_error_feedback, fb->n_weighted);
+  EXPECT_EQ(weighted->n_error_feedback, 0);
+  EXPECT_NE(file_bytes(t->dir.file("fb.gguf")), file_bytes(t->dir.file("w.gguf")));
+  EXPECT_TRUE(load_model(t->dir.file("fb.gguf")).is_ok());
   s->tensors.at("blk.1.ffn_up.weight").sum_sq.pop_back();
   auto bad = quantize_model(*in, q4, t->dir.file("bad.gguf"), qo);
   ASSERT_FALSE(bad.is_ok());

@@ -120,7 +120,8 @@ void add_quantize_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--type", a->type, "Type or mix: " + type_names())->required();
   cmd->add_option("--imatrix", a->imatrix,
                   "Importance matrix (`tessera eval imatrix` or llama-imatrix, GGUF or legacy "
-                  ".dat) weighting each matrix's rounding search");
+                  ".dat) weighting each matrix's rounding search; matrices it holds covariances "
+                  "for (`eval imatrix --covariance`) are coded with error feedback");
   cmd->add_option("--threads,-t", a->threads, "Threads (0: all cores)")->capture_default_str();
   cmd->add_flag("--plan", a->plan, "Print each tensor's type and why, write nothing");
   cmd->callback([&run, a] { run = [a] { return run_quantize(*a); }; });

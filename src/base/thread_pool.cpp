@@ -50,8 +50,8 @@ int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()
 ThreadPool::ThreadPool(int n_threads, bool pin) : n_threads_(std::max(1, n_threads)) {
   if (pin) {
     std::vector<int> allowed = allowed_cpus();
-    if (static_cast<int>(allowed.size()) >= n_threads_) {
-      cpus_.assign(allowed.begin(), allowed.begin() + n_threads_);
+    if (static_cast<int>(allowed.size()) == n_threads_) {
+      cpus_ = allowed;
       allowed_ = std::move(allowed);
     }
   }

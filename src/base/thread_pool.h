@@ -3,7 +3,9 @@
 // matrix product), so workers spin briefly before sleeping to keep the hand-off cheap.
 // Pinning (a pool that owns the machine's cores, as the shared device's does): worker i stays on
 // the i-th CPU of the process's affinity mask as it was at construction, and pin_caller() puts
-// the thread about to run regions on the 0th. Without it, when another thread takes over the
+// the thread about to run regions on the 0th. Only when the pool has exactly as many threads as
+// the mask has CPUs: a pool of fewer cannot know which CPUs are free (two processes of -t 8 on a
+// 64-core machine would both pin to the first 8); restrict the process (taskset) to pin those. Without it, when another thread takes over the
 // pool (a different engine's, each iteration), the OS places it where it woke - measured on this
 // 2-core VM, often beside the spinning worker: decode iterations after such a switch had a p90
 // of 3.3x their median (docs/SIMULATOR.md).
@@ -25,7 +27,7 @@ namespace tessera {
 class ThreadPool {
  public:
   // `n_threads` >= 1 counts the caller; n_threads - 1 workers are started. `pin`: pin as above
-  // when the affinity mask holds at least n_threads CPUs (else, and off Linux, nothing is pinned).
+  // when the affinity mask holds exactly n_threads CPUs (else, and off Linux, nothing is pinned).
   explicit ThreadPool(int n_threads, bool pin = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -51,7 +50,7 @@ using testing::affinity_of_this_thread;
 
 TEST(ThreadPool, PinnedPoolKeepsEachThreadOnItsCpuAndGivesTheCallerItsMaskBack) {
   const std::vector<int> before = affinity_of_this_thread();
-  const int n = std::min<int>(2, static_cast<int>(before.size()));
+  const auto n = static_cast<int>(before.size());
   ThreadPool pool(n, /*pin=*/true);
   ASSERT_TRUE(pool.pinned());
   std::vector<std::vector<int>> seen(static_cast<size_t>(n));
@@ -65,11 +64,16 @@ TEST(ThreadPool, PinnedPoolKeepsEachThreadOnItsCpuAndGivesTheCallerItsMaskBack) 
   }
   pool.unpin_caller();
   EXPECT_EQ(affinity_of_this_thread(), before);
-  // More threads than CPUs: nothing is pinned, the caller's mask is left alone.
-  ThreadPool over(static_cast<int>(before.size()) + 1, /*pin=*/true);
+  // More threads than CPUs, or fewer (which CPUs would be free?): nothing is pinned, the
+  // caller's mask is left alone.
+  ThreadPool over(n + 1, /*pin=*/true);
   EXPECT_FALSE(over.pinned());
   over.pin_caller();
   EXPECT_EQ(affinity_of_this_thread(), before);
+  if (n > 1) {
+    ThreadPool under(n - 1, /*pin=*/true);
+    EXPECT_FALSE(under.pinned());
+  }
 }
 #endif
 

@@ -90,7 +90,7 @@ using testing::affinity_of_this_thread;
 TEST(DeviceSchedulerTest, TheHolderRunsOnThePoolsFirstCpuAndGetsItsMaskBackOnRelease) {
   const std::vector<int> before = affinity_of_this_thread();
   DeviceSchedulerOptions o;
-  o.n_threads = 1;
+  o.n_threads = static_cast<int32_t>(before.size());  // the pool owns every CPU it may use
   DeviceScheduler s(o);
   const auto a = s.add_client("a");
   for (int i = 0; i < 3; ++i) {

@@ -94,7 +94,6 @@ class Sim final : public SimHost::Driver {
     std::unique_ptr<ReplicaSim> replica_sim;  // null when arbitrated
     // arbitrated (shared_device + device_arbitration): stepped one iteration per grant instead.
     std::unique_ptr<IterationReplica> iter;
-    int64_t plan_ns = 0;  // arbitrated: the planned iteration's length
     IterationReplica::Plan plan;  // arbitrated: the pending one
     int64_t asked_ns = 0, granted_ns = 0;  // arbitrated: of the pending iteration
     int32_t in_flight = 0;  // routed here, not finished
@@ -494,18 +493,16 @@ Status Sim::dispatch(int32_t slot, engine::RequestId id) {
 void Sim::device_ask(int32_t slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (arbiter_->holder() == slot || arbiter_->waiting(slot) || !s.iter->has_work()) return;
-  const IterationReplica::Plan p = s.iter->plan();
-  s.plan_ns = p.duration_ns;
-  s.plan = p;
+  s.plan = s.iter->plan();
   s.asked_ns = now();
-  if (arbiter_->acquire(slot, p.deadline_ns, now())) start_iteration(slot);
+  if (arbiter_->acquire(slot, s.plan.deadline_ns, now())) start_iteration(slot);
 }
 
 void Sim::start_iteration(int32_t slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   s.granted_ns = now();
   const bool prompt = s.plan.prefill_tokens > 0;
-  int64_t length = s.plan_ns;
+  int64_t length = s.plan.duration_ns;
   if (o_.step_block > 0 && !o_.step_series.empty()) {
     const size_t n = o_.step_series.size();
     if (block_left_ == 0) {

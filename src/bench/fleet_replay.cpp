@@ -85,6 +85,10 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
     }
     std::unique_lock<std::mutex> lock(wmu);
     wcv.wait(lock, [&] { return left == 0; });
+    lock.unlock();
+    // The warm-up is not the workload: the idle policies start learning at the replay (as the
+    // simulator's do), and every model's idle period starts with it.
+    f->forget_activity();
   }
 
   // The schedule: (time, model) over all models, and each request's prompt.

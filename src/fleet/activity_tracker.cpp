@@ -11,11 +11,22 @@ ModelActivity& ActivityTracker::get(const std::string& model) {
 void ActivityTracker::on_arrival(const std::string& model, int64_t t_ns) { arrive(get(model), t_ns); }
 
 void ActivityTracker::arrive(ModelActivity& a, int64_t t_ns) {
-  if (a.in_flight == 0 && a.idle_since_ns >= 0) a.idle.add(t_ns - a.idle_since_ns);
+  if (a.in_flight == 0 && a.idle_since_ns >= 0 && a.record_next_idle) {
+    a.idle.add(t_ns - a.idle_since_ns);
+  }
+  a.record_next_idle = true;
   ++a.in_flight;
   ++a.n_arrivals;
   if (a.first_arrival_ns < 0) a.first_arrival_ns = t_ns;
   a.last_arrival_ns = t_ns;
+}
+
+void ActivityTracker::forget(ModelActivity& a, int64_t t_ns) {
+  const int32_t in_flight = a.in_flight;
+  a = ModelActivity(a.idle.options());
+  a.in_flight = in_flight;
+  if (in_flight == 0) a.idle_since_ns = t_ns;
+  a.record_next_idle = false;  // nor after a forgotten request still in flight completes
 }
 
 void ActivityTracker::on_completion(const std::string& model, int64_t t_ns) {

@@ -23,6 +23,9 @@ struct ModelActivity {
   int64_t n_arrivals = 0;
   int64_t first_arrival_ns = -1;
   int64_t last_arrival_ns = -1;
+  // false after ActivityTracker::forget: the next arrival records no idle time (the gap since
+  // forgotten requests is not traffic's).
+  bool record_next_idle = true;
   IdleTimeHistogram idle;
 
   explicit ModelActivity(const HistogramOptions& options) : idle(options) {}
@@ -44,6 +47,11 @@ class ActivityTracker {
   ModelActivity& track(const std::string& model) { return get(model); }
   static void arrive(ModelActivity& a, int64_t t_ns);
   static void complete(ModelActivity& a, int64_t t_ns);
+  // Forgets what `a` learned (its idle times and arrivals; requests in flight stay counted): a
+  // benchmark's warm-up requests are not the workload's. An idle model's idle period restarts at
+  // `t_ns`; its next arrival records no idle time (nor, for a model busy now, the first arrival
+  // after the forgotten requests complete).
+  static void forget(ModelActivity& a, int64_t t_ns);
 
   // The model's activity, or nullptr if it has never been observed.
   const ModelActivity* find(const std::string& model) const;

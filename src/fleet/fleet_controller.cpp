@@ -269,6 +269,12 @@ bool FleetController::view_is_current() const {
   return true;
 }
 
+void FleetController::forget_activity() {
+  const int64_t now = clock_->now_ns();
+  for (const auto& e : models_) ActivityTracker::forget(*e->activity, now);
+  if (timer_ != nullptr) timer_->wake_at(now);  // idle clocks restarted: decisions move
+}
+
 void FleetController::note_arrival(Entry& e, int64_t now_ns, bool cold) {
   ActivityTracker::arrive(*e.activity, now_ns);
   if (e.parent >= 0) ActivityTracker::arrive(*at(e.parent).activity, now_ns);

@@ -168,6 +168,9 @@ class FleetController {
 
   // One control pass at clock->now_ns().
   void tick();
+  // Forgets what every model's activity learned so far (ActivityTracker::forget at now): for a
+  // benchmark whose warm-up requests must not teach the idle policies.
+  void forget_activity();
   // When the next tick is due without new events: the earliest queued request's deadline or
   // policy decision (IdlePolicy::next_decision_ns); IdlePolicy::kNever when nothing is due; -1
   // when a policy cannot tell. Bring-ups that can go now ask through the Timer instead.

@@ -258,6 +258,10 @@ void FleetManager::tick() {
   run_moves(true);
 }
 
+void FleetManager::forget_activity() {
+  locked([&] { controller_->forget_activity(); });
+}
+
 Status FleetManager::operator_move(const std::string& name,
                                    Status (FleetController::*move)(int32_t, std::string_view),
                                    std::string_view reason, bool bring_up) {

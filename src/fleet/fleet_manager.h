@@ -166,6 +166,8 @@ class FleetManager {
 
   // One control pass at clock->now_ns() (what the control thread runs every tick).
   void tick();
+  // FleetController::forget_activity: a benchmark's warm-up is not traffic for the policies.
+  void forget_activity();
 
   // As engine::Engine::submit, for model `name`. Errors (the sink is not called): kNotFound,
   // kUnavailable when stopped; for an Active model the engine's own errors. A request queued for

@@ -122,6 +122,41 @@ TEST(ActivityTrackerTest, IdleTimesOnlyBetweenBusyPeriods) {
   EXPECT_EQ(a->idle.bin_count(7), 1);
 }
 
+// A benchmark's warm-up is forgotten: no idle time, no arrival counted; an idle model's idle
+// period restarts at the forgetting, and the gap to its next arrival is not an idle time. A
+// model still busy then keeps its request in flight and records no idle time when the next comes.
+TEST(ActivityTrackerTest, ForgetStartsAfreshAtThatMoment) {
+  ActivityTracker t(one_second_bins());
+  t.on_arrival("idle", sec(0));
+  t.on_completion("idle", sec(1));
+  t.on_arrival("idle", sec(3));  // idle 2 s
+  t.on_completion("idle", sec(4));
+  t.on_arrival("busy", sec(3));
+  ActivityTracker::forget(t.track("idle"), sec(5));
+  ActivityTracker::forget(t.track("busy"), sec(5));
+  const ModelActivity* a = t.find("idle");
+  EXPECT_EQ(a->idle.total(), 0);
+  EXPECT_EQ(a->n_arrivals, 0);
+  EXPECT_EQ(a->first_arrival_ns, -1);
+  EXPECT_EQ(a->idle_since_ns, sec(5));
+  EXPECT_EQ(a->in_flight, 0);
+  t.on_arrival("idle", sec(8));  // not an idle time: the gap since forgotten requests
+  t.on_completion("idle", sec(9));
+  t.on_arrival("idle", sec(11));  // idle 2 s again
+  EXPECT_EQ(a->idle.total(), 1);
+  EXPECT_EQ(a->idle.bin_count(2), 1);
+  EXPECT_EQ(a->n_arrivals, 2);
+  const ModelActivity* b = t.find("busy");
+  EXPECT_EQ(b->in_flight, 1);
+  EXPECT_EQ(b->idle_since_ns, -1);
+  t.on_completion("busy", sec(6));  // the forgotten request
+  t.on_arrival("busy", sec(9));
+  EXPECT_EQ(b->idle.total(), 0);
+  t.on_completion("busy", sec(10));
+  t.on_arrival("busy", sec(13));
+  EXPECT_EQ(b->idle.total(), 1);
+}
+
 TEST(ActivityTrackerTest, IdleForUsesLaterOfCompletionAndStateEntry) {
   ActivityTracker t(one_second_bins());
   feed(t, "m", {}, 10.0);  // completes at 10 s

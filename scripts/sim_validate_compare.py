@@ -4,10 +4,13 @@ policy and prints live and simulated side by side.
 
 Each policy is simulated twice:
   sim      with the costs `bench model` and `bench resume` measured just before the live run;
-  sim fit  with the unit costs the live run itself paid: a step's weight pass and per-row time
-           fitted to the live engines' device accounting (device time held by iterations with
-           prompt rows and by decode-only ones, as the engines held it, and their rows), and the mean resume and
-           suspension times the live controller timed.
+  sim fit  with the unit costs the live run itself paid: a step's weight pass, per-row time and
+           hand-off cost fitted to the live engines' device accounting, and the mean resume and
+           suspension times the live controller timed. With the live iteration log
+           (OUT/live-iterations.csv) the fit is least squares over every iteration's held time
+           (acquired to released): held = step + row x (rows - 1) + switch x [another engine ran
+           the device's previous iteration]; without it, from the per-engine totals of prompt and
+           decode iterations, with no switch term.
 This machine's speed drifts (memory bandwidth up to 2x within minutes), so a cost record taken
 minutes before a run can be far off; the second row separates the simulator's dynamics (queueing,
 batching, device sharing, the policies) from that drift. Neither row uses any latency or cold
@@ -18,10 +21,14 @@ run: one iteration at a time by the live DeviceScheduler's rule, batches compose
 composes them with its 512 rows per step (`tessera sim --device-arbitration --max-batch-tokens
 512`) instead of processor sharing. With the live run's iterations (OUT/live-iterations.csv,
 `bench fleet --iterations-out`) a third simulation, "sim var", adds how the live iterations'
-times varied about the fitted cost: each live iteration's held time over the fitted cost of its
-rows, marked contended when another engine waited for the device at its grant, drawn per
-iteration (`tessera sim --step-multipliers`); the draws make each run one sample of the tail, so
-this column is the median of SIM_VAR_SEEDS (9) seeds, with the p99 range over them.
+times varied about the fitted cost: each live iteration's device time over the fitted cost of
+its rows and hand-off, by kind (prompt rows or not, a switch or not), drawn per iteration
+(`tessera sim --step-multipliers`); the draws make each run one sample of the tail, so
+this column is the median of SIM_VAR_SEEDS (9) seeds, with the p99 range over them. And
+"fit(t)" is the fit with the device's speed over time: per window of SIM_SPEED_WINDOW (1) replay
+seconds, the live iterations' device time over their fitted cost (`tessera sim --device-speed`) -
+the costs as the run paid them second by second (this machine's speed drifts, and a burst that
+runs every engine at once is slower than the run's average), still no latency or cold start.
 
 usage: sim_validate_compare.py TESSERA OUT SPAN ACTIVE_BYTES KEEP_ALIVE_S HISTOGRAM_BIN_S TTFT_SLO_S
 """
@@ -32,6 +39,7 @@ import subprocess
 import sys
 
 VAR_SEEDS = int(os.environ.get("SIM_VAR_SEEDS", "9"))
+SPEED_WINDOW_S = float(os.environ.get("SIM_SPEED_WINDOW", "1"))
 PAIRS = [("always-on", "dedicated"), ("fixed", "keep-alive"), ("adaptive", "adaptive")]
 
 
@@ -54,38 +62,48 @@ def main():
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return json.load(open(f"{out}/sim-one.json"))["policies"][0]
 
-    def live_costs(l):
-        """(decode step s, per-row s, resume s, suspend s; None where not measured)."""
+    def live_costs(l, policy):
+        """(decode step s, per-row s, switch s, resume s, suspend s; None where not measured)."""
         ms = l["models"]
         total = lambda k: sum(m[k] for m in ms)
-        td = total("decode_held_s") / total("decode_grants")
-        rd = total("decode_rows") / total("decode_grants")
-        tp = total("prefill_held_s") / total("prefill_grants")
-        rp = total("prefill_rows") / total("prefill_grants")
-        row = (tp - td) / (rp - rd)
-        step = td - row * (rd - 1)
+        fitted = fit_iterations(out, policy)
+        if fitted:
+            step, row, switch = fitted
+        else:
+            td = total("decode_held_s") / total("decode_grants")
+            rd = total("decode_rows") / total("decode_grants")
+            tp = total("prefill_held_s") / total("prefill_grants")
+            rp = total("prefill_rows") / total("prefill_grants")
+            row = (tp - td) / (rp - rd)
+            step, switch = td - row * (rd - 1), None
         resumes, suspends = total("resumes"), total("suspends")
         resume = sum(m["mean_resume_s"] * m["resumes"] for m in ms) / resumes if resumes else None
         suspend = (sum(m["mean_suspend_s"] * m["suspends"] for m in ms) / suspends
                    if suspends else None)
-        return step, row, resume, suspend
+        return step, row, switch, resume, suspend
 
     rows = []
     for lp, sp in PAIRS:
         if lp not in live:
             continue
         l = live[lp]
-        step, row, resume, suspend = live_costs(l)
+        step, row, switch, resume, suspend = live_costs(l, lp)
         extra = ["--decode-step-s", f"{step:.9f}", "--row-s", f"{row:.9f}"]
+        if switch is not None and os.environ.get("SIM_ARBITRATION") == "1":
+            extra += ["--switch-s", f"{max(0.0, switch):.9f}"]
         if resume is not None:
             extra += ["--resume-s", f"{resume:.6f}"]
         if suspend is not None:
             extra += ["--suspend-s", f"{suspend:.6f}"]
         raw = simulate(sp, [])
         fit = simulate(sp, extra, f"{out}/sim-requests-{lp}.csv")
-        var = None
+        var = speed = None
         if os.environ.get("SIM_ARBITRATION") == "1":
-            mult = step_multipliers(out, lp, step, row)
+            sp_path = device_speed(out, lp, step, row, switch or 0.0, SPEED_WINDOW_S)
+            if sp_path:
+                speed = simulate(sp, extra + ["--device-speed", sp_path],
+                                 f"{out}/sim-requests-speed-{lp}.csv")
+            mult = step_multipliers(out, lp, step, row, switch or 0.0)
             if mult:
                 # The draws make one simulation one sample of the tail: the median over seeds.
                 runs = [simulate(sp, extra + ["--step-multipliers", mult, "--seed", str(seed)],
@@ -96,16 +114,18 @@ def main():
                                  "cold_starts", "resumes", "device_busy_s")}
                 var["p99_range"] = (min(r["ttft_p99_s"] for r in runs),
                                     max(r["ttft_p99_s"] for r in runs))
-        rows.append((lp, l, raw, fit, var, (step, row, resume, suspend)))
+        rows.append((lp, l, raw, fit, speed, var, (step, row, switch, resume, suspend)))
 
     def ratio(a, b):
         return f"{b / a:.3f}" if a else "-"
 
-    has_var = any(r[4] is not None for r in rows)
+    has_speed = any(r[4] is not None for r in rows)
+    has_var = any(r[5] is not None for r in rows)
     print(f"\n{'policy':<11}{'metric':<15}{'live':>9}{'sim':>9}{'sim/live':>10}{'sim fit':>9}"
-          f"{'fit/live':>10}" + (f"{'sim var':>9}{'var/live':>10}" if has_var else ""))
-    for lp, l, raw, fit, var, costs in rows:
-        sims = [raw, fit] + ([var] if var is not None else [])
+          f"{'fit/live':>10}" + (f"{'fit(t)':>9}{'(t)/live':>10}" if has_speed else "") +
+          (f"{'sim var':>9}{'var/live':>10}" if has_var else ""))
+    for lp, l, raw, fit, speed, var, costs in rows:
+        sims = [raw, fit] + ([speed] if speed is not None else []) + ([var] if var is not None else [])
         table = [
             ("TTFT p50 ms", l["ttft_p50_s"] * 1e3, [x["ttft_p50_s"] * 1e3 for x in sims]),
             ("TTFT p99 ms", l["ttft_p99_s"] * 1e3, [x["ttft_p99_s"] * 1e3 for x in sims]),
@@ -119,53 +139,121 @@ def main():
         for name, a, bs in table:
             print(f"{lp:<11}{name:<15}{a:>9.1f}" +
                   "".join(f"{b:>9.1f}{ratio(a, b):>10}" for b in bs))
-        step, row, resume, suspend = costs
+        step, row, switch, resume, suspend = costs
         fmt_ms = lambda v: "-" if v is None else f"{v * 1e3:.2f}"
         if var is not None:
             lo, hi = var["p99_range"]
             print(f"{lp:<11}sim var: median of {VAR_SEEDS} seeds; TTFT p99 {lo * 1e3:.0f}-{hi * 1e3:.0f} "
                   f"ms over them ({lo / l['ttft_p99_s']:.3f}-{hi / l['ttft_p99_s']:.3f} of live)")
-        print(f"{lp:<11}live costs: step {step * 1e3:.2f} ms + {row * 1e3:.3f} ms/row, resume "
+        print(f"{lp:<11}live costs: step {step * 1e3:.2f} ms + {row * 1e3:.3f} ms/row, switch "
+              f"{fmt_ms(switch)} ms, resume "
               f"{fmt_ms(resume)} ms, suspend {fmt_ms(suspend)} ms")
 
     cold_agreement(out, [lp for lp, *_ in rows])
 
 
-def step_multipliers(out, policy, step, row):
-    """Writes OUT/step-multipliers-POLICY.csv from the live iterations: the device's time over the
-    fitted cost step + row x (rows - 1), whether another engine waited for the device at the grant
-    (some other iteration asked before it and was granted after) and whether it ran prompt rows. Returns the path, or None
-    without OUT/live-iterations.csv."""
-    import bisect
+def live_iterations(out, policy):
+    """The policy's live iterations in grant order, each with `switch` set when another engine
+    ran the device's previous iteration (the first has none before it); [] without
+    OUT/live-iterations.csv."""
     import csv
     try:
         its = [r for r in csv.DictReader(open(f"{out}/live-iterations.csv"))
                if r["policy"] == policy]
     except OSError:
+        return []
+    its.sort(key=lambda r: float(r["granted_s"]))
+    for i, r in enumerate(its):
+        r["switch"] = i > 0 and its[i - 1]["model"] != r["model"]
+    return its
+
+
+def fit_iterations(out, policy):
+    """(step, row, switch) seconds: least squares of every live iteration's device time
+    (device_time) on 1, rows - 1 and switch; None without the iteration log."""
+    sums = [[0.0] * 4 for _ in range(3)]  # the normal equations, right-hand side last
+    n = 0
+    its = live_iterations(out, policy)
+    for k, r in enumerate(its):
+        rows = int(r["prefill_rows"]) + int(r["decode_rows"])
+        if rows == 0:
+            continue
+        x = (1.0, rows - 1.0, 1.0 if r["switch"] else 0.0)
+        y = device_time(its, k)
+        for i in range(3):
+            for j in range(3):
+                sums[i][j] += x[i] * x[j]
+            sums[i][3] += x[i] * y
+        n += 1
+    if n < 3 or sums[2][2] == 0.0:
         return None
-    waits = sorted((float(r["asked_s"]), float(r["granted_s"])) for r in its)
-    asked = [a for a, _ in waits]
-    grants = sorted(float(r["granted_s"]) for r in its)
+    # Gaussian elimination with partial pivoting on the 3 x 4 system.
+    a = sums
+    for c in range(3):
+        p = max(range(c, 3), key=lambda k: abs(a[k][c]))
+        a[c], a[p] = a[p], a[c]
+        for k in range(3):
+            if k != c:
+                f = a[k][c] / a[c][c]
+                a[k] = [a[k][j] - f * a[c][j] for j in range(4)]
+    return tuple(a[i][3] / a[i][i] for i in range(3))
+
+
+def device_speed(out, policy, step, row, switch, window_s):
+    """Writes OUT/device-speed-POLICY.csv: per window of window_s replay seconds, the live
+    iterations' device time over their fitted cost (ratio of the sums; 1 in a window with fewer
+    than 5 iterations), for `tessera sim --device-speed`. Returns the path, or None without
+    OUT/live-iterations.csv."""
+    its = live_iterations(out, policy)
+    if not its:
+        return None
+    windows = {}
+    for k, r in enumerate(its):
+        rows = int(r["prefill_rows"]) + int(r["decode_rows"])
+        if rows == 0:
+            continue
+        w = windows.setdefault(int(float(r["granted_s"]) // window_s), [0.0, 0.0, 0])
+        w[0] += device_time(its, k)
+        w[1] += step + row * (rows - 1) + (switch if r["switch"] else 0.0)
+        w[2] += 1
+    path = f"{out}/device-speed-{policy}.csv"
+    with open(path, "w") as f:
+        f.write("t_s,factor\n")
+        for w in sorted(windows):
+            t, c, n = windows[w]
+            f.write(f"{w * window_s:.6f},{t / c if n >= 5 else 1.0:.4f}\n")
+    return path
+
+
+def device_time(its, k):
+    """The device's time for iteration k of `its` (grant order): from its grant to the next
+    grant, when its release granted the next (the next grant falls before its release returned),
+    else to its release. Not the engine's held time, which after a hand-off also counts the
+    releasing thread waiting for a core while the next holder already runs."""
+    g, rel = float(its[k]["granted_s"]), float(its[k]["released_s"])
+    if k + 1 < len(its) and float(its[k + 1]["granted_s"]) <= rel:
+        return float(its[k + 1]["granted_s"]) - g
+    return rel - g
+
+
+def step_multipliers(out, policy, step, row, switch):
+    """Writes OUT/step-multipliers-POLICY.csv from the live iterations: the device's time over the
+    fitted cost step + row x (rows - 1) (+ switch after a hand-off), whether another engine ran
+    the device's previous iteration, and whether it ran prompt rows. Returns the path, or None
+    without OUT/live-iterations.csv."""
+    its = live_iterations(out, policy)
+    if not its:
+        return None
     path = f"{out}/step-multipliers-{policy}.csv"
     with open(path, "w") as f:
-        f.write("multiplier,contended,prompt\n")
-        for r in its:
+        f.write("multiplier,switch,prompt\n")
+        for k, r in enumerate(its):
             rows = int(r["prefill_rows"]) + int(r["decode_rows"])
             if rows == 0:
                 continue
-            g, rel = float(r["granted_s"]), float(r["released_s"])
-            k = bisect.bisect_left(asked, g)
-            # Clients are few: another waiting at g asked within the last few asks before g.
-            contended = any(waits[i][1] > g + 1e-7 and waits[i][0] < g
-                            for i in range(max(0, k - 16), k))
-            # The device's time: from this grant to the next, when this release granted it (the
-            # next grant falls before this release returned); else to this release. Not the
-            # engine's held time, which after a hand-off also counts the releasing thread waiting
-            # for a core while the next holder already runs.
-            j = bisect.bisect_right(grants, g)
-            end = grants[j] if j < len(grants) and grants[j] <= rel else rel
             prompt = int(int(r["prefill_rows"]) > 0)
-            f.write(f"{(end - g) / (step + row * (rows - 1)):.4f},{int(contended)},{prompt}\n")
+            cost = step + row * (rows - 1) + (switch if r["switch"] else 0.0)
+            f.write(f"{device_time(its, k) / cost:.4f},{int(r['switch'])},{prompt}\n")
     return path
 
 

@@ -77,7 +77,9 @@ struct SimArgs {
   std::string requests_out;  // every request's outcome (CSV)
   std::string iterations_out;  // every arbitrated iteration (CSV)
   int32_t step_block = 0;  // SimOptions::step_block
-  std::string step_multipliers;  // CSV: multiplier,contended (SimOptions::step_multipliers_*)
+  std::string step_multipliers;  // CSV: multiplier,switch,prompt (SimOptions::step_multipliers)
+  double switch_s = 0.0;         // SimOptions::device_switch_ns
+  std::string device_speed;      // CSV: t_s,factor (SimOptions::device_speed)
   int64_t trace_events = 20000;
 };
 
@@ -127,8 +129,8 @@ Result<std::unique_ptr<sim::Workload>> make_workload(const SimArgs& a) {
   return sim::make_servegen_workload(o);
 }
 
-// `--step-multipliers FILE`: a header line, then `multiplier,contended,prompt` rows (the last
-// two 0 or 1), into pools[prompt][contended].
+// `--step-multipliers FILE`: a header line, then `multiplier,switch,prompt` rows (the last
+// two 0 or 1), into pools[prompt][switch].
 Status read_step_multipliers(const std::string& path, std::vector<double> (&pools)[2][2],
                              std::vector<std::pair<double, bool>>& series) {
   std::ifstream in(path);
@@ -143,12 +145,34 @@ Status read_step_multipliers(const std::string& path, std::vector<double> (&pool
     std::istringstream row(line);
     if (!(row >> m >> comma1 >> c >> comma2 >> p) || comma1 != ',' || comma2 != ',' ||
         !(m > 0.0) || !std::isfinite(m) || (c != 0 && c != 1) || (p != 0 && p != 1)) {
-      return invalid_argument(fmt::format("{}:{}: expected 'multiplier,contended,prompt' with a "
+      return invalid_argument(fmt::format("{}:{}: expected 'multiplier,switch,prompt' with a "
                                           "multiplier > 0 and the others 0 or 1, got '{}'",
                                           path, n, line));
     }
     pools[p][c].push_back(m);
     series.emplace_back(m, p == 1);
+  }
+  return Status();
+}
+
+// `--device-speed FILE`: a header line, then `t_s,factor` rows, times increasing, factors > 0.
+Status read_device_speed(const std::string& path, std::vector<std::pair<int64_t, double>>& out) {
+  std::ifstream in(path);
+  if (!in) return io_error("cannot read " + path);
+  std::string line;
+  std::getline(in, line);  // the header
+  for (int64_t n = 2; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    double t = 0.0, f = 0.0;
+    char comma = 0;
+    std::istringstream row(line);
+    if (!(row >> t >> comma >> f) || comma != ',' || !std::isfinite(t) || t < 0.0 || t > 1e9 ||
+        !std::isfinite(f) || !(f > 0.0) ||
+        (!out.empty() && static_cast<int64_t>(t * 1e9) <= out.back().first)) {
+      return invalid_argument(fmt::format("{}:{}: expected 't_s,factor' with times increasing "
+                                          "and a factor > 0, got '{}'", path, n, line));
+    }
+    out.emplace_back(static_cast<int64_t>(t * 1e9), f);
   }
   return Status();
 }
@@ -269,8 +293,14 @@ int run_sim(const SimArgs& a) {
     for (std::string p; std::getline(ss, p, ',');) policies.push_back(p);
   }
   if (a.device_arbitration && !a.shared_device) return fail(std::string("--device-arbitration needs --shared-device"));
+  if (a.switch_s > 0.0 && !a.device_arbitration) return fail(std::string("--switch-s needs --device-arbitration"));
   std::vector<double> multipliers[2][2];
   std::vector<std::pair<double, bool>> series;
+  std::vector<std::pair<int64_t, double>> speed;
+  if (!a.device_speed.empty()) {
+    if (!a.device_arbitration) return fail(std::string("--device-speed needs --device-arbitration"));
+    if (Status st = read_device_speed(a.device_speed, speed); !st.is_ok()) return fail(st);
+  }
   if (!a.step_multipliers.empty()) {
     if (!a.device_arbitration) return fail(std::string("--step-multipliers needs --device-arbitration"));
     if (Status st = read_step_multipliers(a.step_multipliers, multipliers, series);
@@ -303,6 +333,8 @@ int run_sim(const SimArgs& a) {
     so.step_seed = a.seed + 1;
     so.step_series = series;
     so.step_block = a.step_block;
+    so.device_switch_ns = static_cast<int64_t>(std::llround(a.switch_s * 1e9));
+    so.device_speed = speed;
     // The deployment search is its own row; every other policy runs the naive configuration, so
     // that it differs from dedicated only in how replicas are held.
     const auto& models = p == "search" ? searched_models : naive_models;
@@ -422,9 +454,19 @@ void add_sim_command(CLI::App& app, RunFn& run) {
                   "With --bench-record: seconds per suspension instead of the resume record's");
   cmd->add_option("--step-multipliers", a->step_multipliers,
                   "With --device-arbitration: CSV of measured iteration time / cost-model time "
-                  "(header, then 'multiplier,contended,prompt' rows, the last two 0/1); each "
+                  "(header, then 'multiplier,switch,prompt' rows, the last two 0/1); each "
                   "iteration's time is multiplied by a seeded draw from the rows of its kind "
-                  "(prompt rows or not; another replica waiting at its grant or not)");
+                  "(prompt rows or not; another replica ran the previous iteration or not)");
+  cmd->add_option("--device-speed", a->device_speed,
+                  "With --device-arbitration: CSV of the device's speed over time (header, then "
+                  "'t_s,factor' rows, times increasing): an iteration granted at t takes its "
+                  "cost times the factor of the last row at or before t (e.g. measured per "
+                  "window in a live run, scripts/sim_validate_compare.py)");
+  cmd->add_option("--switch-s", a->switch_s,
+                  "With --device-arbitration: seconds an iteration takes longer when another "
+                  "replica ran the device's previous iteration (a hand-off; e.g. fitted to a live "
+                  "run's device accounting, `bench fleet --json`)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--step-block", a->step_block,
                   "With --step-multipliers: take them in blocks of this many iterations of the "
                   "file's order (a block bootstrap: keeps its slow and fast stretches) instead of "

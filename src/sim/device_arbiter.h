@@ -30,7 +30,6 @@ class DeviceArbiter {
 
   int32_t holder() const { return holder_; }
   bool waiting(int32_t c) const;
-  int32_t n_waiting() const { return static_cast<int32_t>(waiters_.size()); }
   int64_t wait_ns(int32_t c) const { return clients_[static_cast<size_t>(c)].wait_ns; }
   int64_t late_grants(int32_t c) const { return clients_[static_cast<size_t>(c)].late_grants; }
 

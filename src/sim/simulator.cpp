@@ -174,6 +174,7 @@ class Sim final : public SimHost::Driver {
   double device_stretch_ = 1.0;  // shared_device
   std::unique_ptr<DeviceArbiter> arbiter_;  // arbitrated
   Rng step_rng_;  // arbitrated: draws of step_multipliers
+  int32_t last_device_slot_ = -1;  // arbitrated: the slot that ran the device's last iteration
   size_t series_at_ = 0;    // step_block: the cursor into step_series
   int32_t block_left_ = 0;  // step_block: iterations before the cursor jumps
   // Requests in flight, in a slab: a request's id is its index + 1 (ids are reused once it ends).
@@ -502,7 +503,18 @@ void Sim::start_iteration(int32_t slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   s.granted_ns = now();
   const bool prompt = s.plan.prefill_tokens > 0;
-  int64_t length = s.plan.duration_ns;
+  const bool handoff = last_device_slot_ >= 0 && last_device_slot_ != slot;
+  last_device_slot_ = slot;
+  int64_t length = s.plan.duration_ns + (handoff ? o_.device_switch_ns : 0);
+  if (!o_.device_speed.empty()) {
+    auto it = std::upper_bound(
+        o_.device_speed.begin(), o_.device_speed.end(), now(),
+        [](int64_t t, const std::pair<int64_t, double>& e) { return t < e.first; });
+    if (it != o_.device_speed.begin()) {
+      length = std::max<int64_t>(
+          1, std::llround(static_cast<double>(length) * std::prev(it)->second));
+    }
+  }
   if (o_.step_block > 0 && !o_.step_series.empty()) {
     const size_t n = o_.step_series.size();
     if (block_left_ == 0) {
@@ -518,7 +530,7 @@ void Sim::start_iteration(int32_t slot) {
       break;
     }
   } else if (const std::vector<double>& pool =
-                 o_.step_multipliers[prompt ? 1 : 0][arbiter_->n_waiting() > 0 ? 1 : 0];
+                 o_.step_multipliers[prompt ? 1 : 0][handoff ? 1 : 0];
              !pool.empty()) {
     const double m = pool[step_rng_.next_u64() % pool.size()];
     length = std::max<int64_t>(1, std::llround(static_cast<double>(length) * m));
@@ -563,12 +575,15 @@ void Sim::on_arrival(const SimRequest& r) {
                                             std::max(1, r.input_tokens),
                                             std::max(0, r.prefix_tokens), slot, false});
   ++s.in_flight;
-  if (o_.record_requests) {
-    reqs_[id - 1].log = static_cast<int64_t>(result_.request_log.size());
-    result_.request_log.push_back(SimRequestRecord{r.model, static_cast<double>(now()) * 1e-9, -1.0,
-                                                   s.state != ModelState::kActive});
-  }
   Node& node = nodes_[static_cast<size_t>(s.node)];
+  if (o_.record_requests) {
+    // Cold as the controller counts it (its model not Active when the request comes), as the
+    // live replay flags its requests.
+    reqs_[id - 1].log = static_cast<int64_t>(result_.request_log.size());
+    result_.request_log.push_back(SimRequestRecord{
+        r.model, static_cast<double>(now()) * 1e-9, -1.0,
+        node.ctl->state(s.local) != ModelState::kActive});
+  }
   Status why;
   if (node.ctl->submit(s.local, id, &why) == fleet::Admission::kRefused) {
     // The controller counted it; the request is gone.

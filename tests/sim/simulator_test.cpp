@@ -332,42 +332,46 @@ TEST(SimulatorTest, SharedDeviceWithTheLiveArbitrationRunsOneIterationAtATime) {
   }
 }
 
-// Measured variability (--step-multipliers): each iteration's planned time times a draw from the
-// pool of its kind - here 1 when granted alone and 2 when another replica waited at its grant -
-// and the iteration log (--iterations-out) shows each one's ask, grant, release and rows.
-TEST(SimulatorTest, StepMultipliersStretchIterationsByTheirKind) {
-  ScriptedWorkload w(3, {req(10, 0), req(10, 1), req(10, 2)}, 60);
+// A hand-off (--switch-s) and measured variability (--step-multipliers): an iteration granted to
+// another replica than the one that ran the device's previous iteration takes the switch cost
+// more, and each iteration's time is then multiplied by a draw from the pool of its kind - here
+// 1 when the same replica ran before it and 2 after a switch. Model 0 runs alone for three
+// iterations, then model 1 arrives: they alternate while both have work (m1, m0, m1), and model 1
+// finishes alone. The iteration log (--iterations-out) shows each one's ask, grant, release and
+// rows.
+TEST(SimulatorTest, HandOffsCostTheSwitchAndDrawFromTheirOwnPool) {
+  ScriptedWorkload w(2, {req(10, 0), req(10.025, 1)}, 60);
   SimOptions o;
   o.policy = "dedicated";
   o.shared_device = true;
   o.device_arbitration = true;
   o.record_iterations = true;
+  o.device_switch_ns = 5'000'000;
   for (int prompt = 0; prompt < 2; ++prompt) {
     o.step_multipliers[prompt][0] = {1.0};
     o.step_multipliers[prompt][1] = {2.0};
   }
   auto cost = std::make_shared<FixedCost>(0.01, 1.0, 1.0);
-  auto r = run_simulation(w, models_with(3, cost), test_accelerator(), o);
+  auto r = run_simulation(w, models_with(2, cost), test_accelerator(), o);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  EXPECT_EQ(r->served, 3);
-  ASSERT_EQ(r->iteration_log.size(), 12u);  // 3 requests x 4 tokens, one row per iteration
+  EXPECT_EQ(r->served, 2);
+  ASSERT_EQ(r->iteration_log.size(), 8u);  // 2 requests x 4 tokens, one row per iteration
   double busy = 0.0;
-  int contended = 0;
-  for (const SimIterationRecord& it : r->iteration_log) {
-    bool waited = false;  // another asked before this grant and was granted after it
-    for (const SimIterationRecord& other : r->iteration_log) {
-      if (&other != &it && other.asked_s < it.granted_s - 1e-12 && other.granted_s > it.granted_s + 1e-12) {
-        waited = true;
-      }
-    }
+  int switches = 0, same = 0;
+  for (size_t i = 0; i < r->iteration_log.size(); ++i) {
+    const SimIterationRecord& it = r->iteration_log[i];
+    const bool handoff = i > 0 && r->iteration_log[i - 1].model != it.model;
     const double length = it.released_s - it.granted_s;
-    EXPECT_NEAR(length, waited ? 0.02 : 0.01, 1e-9);
+    EXPECT_NEAR(length, handoff ? (0.01 + 0.005) * 2.0 : 0.01, 1e-9) << i;
     EXPECT_EQ(it.prefill_rows + it.decode_rows, 1 + (it.prefill_rows > 0 ? 7 : 0));
     busy += length;
-    contended += waited ? 1 : 0;
+    (handoff ? switches : same) += 1;
   }
-  EXPECT_GT(contended, 0);
+  EXPECT_EQ(switches, 3);  // m0 m0 m0 | m1 m0 m1 | m1 m1
+  EXPECT_EQ(same, 5);      // the first (the device's first iteration: no hand-off) included
   EXPECT_NEAR(r->device_busy_s, busy, 1e-9);
+  // Model 1 waited for model 0's third iteration (to 10.03 s), then ran its prompt after a switch.
+  EXPECT_NEAR(r->iteration_log[3].granted_s, 10.03, 1e-9);
 }
 
 TEST(SimulatorTest, SameInputsSameResult) {

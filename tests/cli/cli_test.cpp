@@ -68,6 +68,44 @@ TEST(Cli, MissingAndCorruptFilesGiveClearErrors) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// The measured-cost files of `tessera sim` (a live run's step multipliers and the device's speed
+// over time) are checked row by row; a good pair runs.
+TEST(Cli, SimChecksItsMeasuredCostFiles) {
+  testing::TempDir dir;
+  std::ofstream(dir.file("schedule.csv")) << "model,t_s,input_tokens,output_tokens\n"
+                                             "m0,0.0,64,16\nm1,0.01,64,16\nm0,0.5,64,16\n";
+  const std::string base = "sim --schedule " + dir.file("schedule.csv") +
+                           " --shape smollm2-135m --shared-device --device-arbitration"
+                           " --policy keep-alive --keep-alive 0.2 --json " + dir.file("out.json");
+  std::ofstream(dir.file("speed.csv")) << "t_s,factor\n0,1.0\n0.25,1.5\n";
+  std::ofstream(dir.file("mult.csv")) << "multiplier,switch,prompt\n1.0,0,0\n1.2,1,1\n";
+  auto r = run_cli(base + " --device-speed " + dir.file("speed.csv") + " --step-multipliers " +
+                   dir.file("mult.csv") + " --switch-s 0.001");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  struct Bad {
+    const char* name;
+    const char* body;
+    const char* says;  // the message names the file and line too
+    const char* line;
+  };
+  for (const Bad& b : {Bad{"speed-order.csv", "t_s,factor\n0,1.0\n0,2.0\n", "times increasing", ":3"},
+                       Bad{"speed-zero.csv", "t_s,factor\n0,0\n", "factor > 0", ":2"},
+                       Bad{"speed-junk.csv", "t_s,factor\nnan,1\n", "'t_s,factor'", ":2"},
+                       Bad{"mult-junk.csv", "multiplier,switch,prompt\n1.0,2,0\n",
+                           "'multiplier,switch,prompt'", ":2"}}) {
+    std::ofstream(dir.file(b.name)) << b.body;
+    const bool speed = std::string(b.name).rfind("speed", 0) == 0;
+    r = run_cli(base + (speed ? " --device-speed " : " --step-multipliers ") + dir.file(b.name));
+    EXPECT_EQ(r.exit_code, 1) << b.name;
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << b.name << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string(b.name) + b.line), std::string::npos) << b.name << ": " << r.err;
+  }
+  // A hand-off cost or a speed needs the arbitrated device.
+  r = run_cli("sim --schedule " + dir.file("schedule.csv") + " --shape smollm2-135m --switch-s 0.001");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--switch-s needs --device-arbitration"), std::string::npos) << r.err;
+}
+
 TEST(Cli, SynthInfoGenerateJson) {
   testing::TempDir dir;
   const std::string model = dir.file("tiny.gguf");

@@ -202,7 +202,8 @@ def fit_iterations(out, policy):
 def device_speed(out, policy, step, row, switch, window_s):
     """Writes OUT/device-speed-POLICY.csv: per window of window_s replay seconds, the live
     iterations' device time over their fitted cost (ratio of the sums; 1 in a window with fewer
-    than 5 iterations), for `tessera sim --device-speed`. Returns the path, or None without
+    than 5 iterations, so that a simulated iteration where the live device was idle takes no
+    stale factor), for `tessera sim --device-speed`. Returns the path, or None without
     OUT/live-iterations.csv."""
     its = live_iterations(out, policy)
     if not its:
@@ -219,8 +220,8 @@ def device_speed(out, policy, step, row, switch, window_s):
     path = f"{out}/device-speed-{policy}.csv"
     with open(path, "w") as f:
         f.write("t_s,factor\n")
-        for w in sorted(windows):
-            t, c, n = windows[w]
+        for w in range(max(windows) + 1):  # every window: one without iterations is 1
+            t, c, n = windows.get(w, (0.0, 0.0, 0))
             f.write(f"{w * window_s:.6f},{t / c if n >= 5 else 1.0:.4f}\n")
     return path
 

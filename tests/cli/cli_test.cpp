@@ -75,7 +75,8 @@ TEST(Cli, SimChecksItsMeasuredCostFiles) {
   std::ofstream(dir.file("schedule.csv")) << "model,t_s,input_tokens,output_tokens\n"
                                              "m0,0.0,64,16\nm1,0.01,64,16\nm0,0.5,64,16\n";
   const std::string base = "sim --schedule " + dir.file("schedule.csv") +
-                           " --shape smollm2-135m --shared-device --device-arbitration"
+                           " --shape smollm2-135m --fixed-lengths 64 --fixed-output 16"
+                           " --shared-device --device-arbitration"
                            " --policy keep-alive --keep-alive 0.2 --json " + dir.file("out.json");
   std::ofstream(dir.file("speed.csv")) << "t_s,factor\n0,1.0\n0.25,1.5\n";
   std::ofstream(dir.file("mult.csv")) << "multiplier,switch,prompt\n1.0,0,0\n1.2,1,1\n";
@@ -101,7 +102,8 @@ TEST(Cli, SimChecksItsMeasuredCostFiles) {
     EXPECT_NE(r.err.find(std::string(b.name) + b.line), std::string::npos) << b.name << ": " << r.err;
   }
   // A hand-off cost or a speed needs the arbitrated device.
-  r = run_cli("sim --schedule " + dir.file("schedule.csv") + " --shape smollm2-135m --switch-s 0.001");
+  r = run_cli("sim --schedule " + dir.file("schedule.csv") +
+              " --shape smollm2-135m --fixed-lengths 64 --fixed-output 16 --switch-s 0.001");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--switch-s needs --device-arbitration"), std::string::npos) << r.err;
 }

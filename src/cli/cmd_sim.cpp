@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -129,16 +130,26 @@ Result<std::unique_ptr<sim::Workload>> make_workload(const SimArgs& a) {
   return sim::make_servegen_workload(o);
 }
 
-// `--step-multipliers FILE`: a header line, then `multiplier,switch,prompt` rows (the last
-// two 0 or 1), into pools[prompt][switch].
-Status read_step_multipliers(const std::string& path, std::vector<double> (&pools)[2][2],
-                             std::vector<std::pair<double, bool>>& series) {
+// The rows of a small CSV file after its header line: `row(text, line number)` for each non-empty
+// one, stopping at the first error it returns.
+Status for_each_csv_row(const std::string& path,
+                        const std::function<Status(const std::string&, int64_t)>& row) {
   std::ifstream in(path);
   if (!in) return io_error("cannot read " + path);
   std::string line;
   std::getline(in, line);  // the header
   for (int64_t n = 2; std::getline(in, line); ++n) {
     if (line.empty()) continue;
+    if (Status st = row(line, n); !st.is_ok()) return st;
+  }
+  return Status();
+}
+
+// `--step-multipliers FILE`: a header line, then `multiplier,switch,prompt` rows (the last
+// two 0 or 1), into pools[prompt][switch].
+Status read_step_multipliers(const std::string& path, std::vector<double> (&pools)[2][2],
+                             std::vector<std::pair<double, bool>>& series) {
+  return for_each_csv_row(path, [&](const std::string& line, int64_t n) {
     double m = 0.0;
     int c = -1, p = -1;
     char comma1 = 0, comma2 = 0;
@@ -151,18 +162,13 @@ Status read_step_multipliers(const std::string& path, std::vector<double> (&pool
     }
     pools[p][c].push_back(m);
     series.emplace_back(m, p == 1);
-  }
-  return Status();
+    return Status();
+  });
 }
 
 // `--device-speed FILE`: a header line, then `t_s,factor` rows, times increasing, factors > 0.
 Status read_device_speed(const std::string& path, std::vector<std::pair<int64_t, double>>& out) {
-  std::ifstream in(path);
-  if (!in) return io_error("cannot read " + path);
-  std::string line;
-  std::getline(in, line);  // the header
-  for (int64_t n = 2; std::getline(in, line); ++n) {
-    if (line.empty()) continue;
+  return for_each_csv_row(path, [&](const std::string& line, int64_t n) {
     double t = 0.0, f = 0.0;
     char comma = 0;
     std::istringstream row(line);
@@ -173,8 +179,8 @@ Status read_device_speed(const std::string& path, std::vector<std::pair<int64_t,
                                           "and a factor > 0, got '{}'", path, n, line));
     }
     out.emplace_back(static_cast<int64_t>(t * 1e9), f);
-  }
-  return Status();
+    return Status();
+  });
 }
 
 Result<nlohmann::json> read_json(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tessera/base/clock.h"
+#include "tessera/base/page_buffer.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/bench/read_probe.h"
 #include "tessera/bench/stats.h"
@@ -53,7 +54,24 @@ MachineCeilings measure_machine(const MachineBenchOptions& o) {
   c.fma_gflops = summarize(gflops).max;
   c.fma_gflops_median = summarize(gflops).median;
   if (sink.load() == 12345.0f) c.reps += 0;  // keeps `sink` observable
+  c.first_touch_us_per_page = first_touch_us_per_page(int64_t{32} << 20, c.reps);
   return c;
+}
+
+double first_touch_us_per_page(int64_t bytes, int reps) {
+  constexpr size_t kPage = 4096;
+  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, kPage)) / kPage * kPage;
+  std::vector<double> us;
+  for (int r = 0; r < std::max(1, reps); ++r) {
+    auto buffer = PageBuffer::allocate(n);
+    if (!buffer.is_ok()) return 0.0;
+    volatile std::byte* p = buffer->data();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t off = 0; off < n; off += kPage) p[off] = std::byte{1};
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    us.push_back(s * 1e6 / static_cast<double>(n / kPage));
+  }
+  return summarize(us).median;
 }
 
 double measure_bf16_gflops(int threads, int reps, std::string* isa) {

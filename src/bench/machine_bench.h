@@ -16,6 +16,11 @@ struct MachineCeilings {
   double fma_gflops = 0.0;    // best over repetitions, f32
   double read_gbps_median = 0.0;
   double fma_gflops_median = 0.0;
+  // Fresh memory: microseconds to write the first byte of each 4 KiB page of a new anonymous
+  // mapping (the kernel's fault, allocation and zeroing; on a VM also the host backing a page the
+  // guest had given back), median over repetitions of a 32 MiB mapping. What a buffer allocated
+  // anew costs before its first use: a resumed engine's KV pool, a suspension's kept blocks.
+  double first_touch_us_per_page = 0.0;
   std::string fma_isa;        // which probe ran: avx512, avx2, scalar
   int threads = 0;
   int64_t buffer_bytes = 0;
@@ -29,6 +34,9 @@ struct MachineBenchOptions {
 };
 
 MachineCeilings measure_machine(const MachineBenchOptions& options);
+
+// MachineCeilings::first_touch_us_per_page over a fresh mapping of `bytes` (median of `reps`).
+double first_touch_us_per_page(int64_t bytes, int reps);
 
 // Peak BF16 dot-product throughput (kernels::probe_bf16_dot: vdpbf16ps chains on every thread,
 // 4 operations per f32 lane), the ceiling `--compute bf16` training's MFU is against: the best of

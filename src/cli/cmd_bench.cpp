@@ -45,7 +45,7 @@ struct BenchArgs {
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
   return {{"read_gbps", c.read_gbps}, {"fma_gflops", c.fma_gflops},
           {"read_gbps_median", c.read_gbps_median}, {"fma_gflops_median", c.fma_gflops_median},
-          {"fma_isa", c.fma_isa},
+          {"fma_isa", c.fma_isa}, {"first_touch_us_per_page", c.first_touch_us_per_page},
           {"threads", c.threads},     {"buffer_bytes", c.buffer_bytes}, {"reps", c.reps}};
 }
 
@@ -68,6 +68,9 @@ int run_bench_machine(const BenchArgs& a) {
               c.read_gbps, c.reps, static_cast<long long>(c.buffer_bytes >> 20), c.read_gbps_median);
   std::printf("peak f32 FMA:      %.1f GFLOP/s (best of %d, %s chains; median %.1f)\n", c.fma_gflops,
               c.reps, c.fma_isa.c_str(), c.fma_gflops_median);
+  std::printf("fresh memory:      %.2f us per 4 KiB page at first write (%.0f MB/s; median of %d)\n",
+              c.first_touch_us_per_page,
+              c.first_touch_us_per_page > 0 ? 4.096e3 / c.first_touch_us_per_page : 0.0, c.reps);
   return 0;
 }
 

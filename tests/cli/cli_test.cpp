@@ -364,6 +364,7 @@ TEST(Cli, BenchMachineAndModelJson) {
   auto m = nlohmann::json::parse(r.out);
   EXPECT_GT(m["machine"]["read_gbps"].get<double>(), 0);
   EXPECT_GT(m["machine"]["fma_gflops"].get<double>(), 0);
+  EXPECT_GT(m["machine"]["first_touch_us_per_page"].get<double>(), 0);
   EXPECT_FALSE(m["environment"]["commit"].get<std::string>().empty());
   testing::TempDir dir;
   std::ofstream(dir.file("machine.json")) << r.out;

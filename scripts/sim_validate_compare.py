@@ -2,15 +2,14 @@
 """The comparison half of scripts/sim-validate.sh: simulates the live run's exact schedule once per
 policy and prints live and simulated side by side.
 
-Each policy is simulated twice:
+Each policy is simulated at least twice:
   sim      with the costs `bench model` and `bench resume` measured just before the live run;
   sim fit  with the unit costs the live run itself paid: a step's weight pass, per-row time and
-           hand-off cost fitted to the live engines' device accounting, and the mean resume and
-           suspension times the live controller timed. With the live iteration log
-           (OUT/live-iterations.csv) the fit is least squares over every iteration's held time
-           (acquired to released): held = step + row x (rows - 1) + switch x [another engine ran
-           the device's previous iteration]; without it, from the per-engine totals of prompt and
-           decode iterations, with no switch term.
+           hand-off cost, and the mean resume and suspension times the live controller timed.
+           With the live iteration log (OUT/live-iterations.csv) the fit is least squares over
+           every iteration's device time (device_time below): time = step + row x (rows - 1) +
+           switch x [another engine ran the device's previous iteration]; without it, from the
+           engines' totals of held time for prompt and decode iterations, with no switch term.
 This machine's speed drifts (memory bandwidth up to 2x within minutes), so a cost record taken
 minutes before a run can be far off; the second row separates the simulator's dynamics (queueing,
 batching, device sharing, the policies) from that drift. Neither row uses any latency or cold
@@ -32,6 +31,7 @@ runs every engine at once is slower than the run's average), still no latency or
 
 usage: sim_validate_compare.py TESSERA OUT SPAN ACTIVE_BYTES KEEP_ALIVE_S HISTOGRAM_BIN_S TTFT_SLO_S
 """
+import functools
 import json
 import os
 import statistics
@@ -152,20 +152,28 @@ def main():
     cold_agreement(out, [lp for lp, *_ in rows])
 
 
+@functools.lru_cache(maxsize=None)
 def live_iterations(out, policy):
-    """The policy's live iterations in grant order, each with `switch` set when another engine
-    ran the device's previous iteration (the first has none before it); [] without
-    OUT/live-iterations.csv."""
+    """The policy's live iterations in grant order (read once), each with `rows` (prompt and
+    decode rows), `switch` (another engine ran the device's previous iteration; the first has
+    none before it) and `device_s` (device_time); () without OUT/live-iterations.csv."""
     import csv
     try:
         its = [r for r in csv.DictReader(open(f"{out}/live-iterations.csv"))
                if r["policy"] == policy]
     except OSError:
-        return []
+        return ()
     its.sort(key=lambda r: float(r["granted_s"]))
     for i, r in enumerate(its):
+        r["rows"] = int(r["prefill_rows"]) + int(r["decode_rows"])
         r["switch"] = i > 0 and its[i - 1]["model"] != r["model"]
-    return its
+        r["device_s"] = device_time(its, i)
+    return tuple(its)
+
+
+def fitted_cost(r, step, row, switch):
+    """An iteration's time by the fitted cost model (the one `tessera sim` runs)."""
+    return step + row * (r["rows"] - 1) + (switch if r["switch"] else 0.0)
 
 
 def fit_iterations(out, policy):
@@ -173,13 +181,11 @@ def fit_iterations(out, policy):
     (device_time) on 1, rows - 1 and switch; None without the iteration log."""
     sums = [[0.0] * 4 for _ in range(3)]  # the normal equations, right-hand side last
     n = 0
-    its = live_iterations(out, policy)
-    for k, r in enumerate(its):
-        rows = int(r["prefill_rows"]) + int(r["decode_rows"])
-        if rows == 0:
+    for r in live_iterations(out, policy):
+        if r["rows"] == 0:
             continue
-        x = (1.0, rows - 1.0, 1.0 if r["switch"] else 0.0)
-        y = device_time(its, k)
+        x = (1.0, r["rows"] - 1.0, 1.0 if r["switch"] else 0.0)
+        y = r["device_s"]
         for i in range(3):
             for j in range(3):
                 sums[i][j] += x[i] * x[j]
@@ -209,13 +215,12 @@ def device_speed(out, policy, step, row, switch, window_s):
     if not its:
         return None
     windows = {}
-    for k, r in enumerate(its):
-        rows = int(r["prefill_rows"]) + int(r["decode_rows"])
-        if rows == 0:
+    for r in its:
+        if r["rows"] == 0:
             continue
         w = windows.setdefault(int(float(r["granted_s"]) // window_s), [0.0, 0.0, 0])
-        w[0] += device_time(its, k)
-        w[1] += step + row * (rows - 1) + (switch if r["switch"] else 0.0)
+        w[0] += r["device_s"]
+        w[1] += fitted_cost(r, step, row, switch)
         w[2] += 1
     path = f"{out}/device-speed-{policy}.csv"
     with open(path, "w") as f:
@@ -248,13 +253,12 @@ def step_multipliers(out, policy, step, row, switch):
     path = f"{out}/step-multipliers-{policy}.csv"
     with open(path, "w") as f:
         f.write("multiplier,switch,prompt\n")
-        for k, r in enumerate(its):
-            rows = int(r["prefill_rows"]) + int(r["decode_rows"])
-            if rows == 0:
+        for r in its:
+            if r["rows"] == 0:
                 continue
             prompt = int(int(r["prefill_rows"]) > 0)
-            cost = step + row * (rows - 1) + (switch if r["switch"] else 0.0)
-            f.write(f"{device_time(its, k) / cost:.4f},{int(r['switch'])},{prompt}\n")
+            f.write(f"{r['device_s'] / fitted_cost(r, step, row, switch):.4f},"
+                    f"{int(r['switch'])},{prompt}\n")
     return path
 
 

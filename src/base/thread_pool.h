@@ -5,10 +5,10 @@
 // the i-th CPU of the process's affinity mask as it was at construction, and pin_caller() puts
 // the thread about to run regions on the 0th. Only when the pool has exactly as many threads as
 // the mask has CPUs: a pool of fewer cannot know which CPUs are free (two processes of -t 8 on a
-// 64-core machine would both pin to the first 8); restrict the process (taskset) to pin those. Without it, when another thread takes over the
-// pool (a different engine's, each iteration), the OS places it where it woke - measured on this
-// 2-core VM, often beside the spinning worker: decode iterations after such a switch had a p90
-// of 3.3x their median (docs/SIMULATOR.md).
+// 64-core machine would both pin to the first 8); restrict the process (taskset) to pin those.
+// Without it, when another thread takes over the pool (a different engine's, each iteration),
+// the OS places it where it woke - measured on this 2-core VM, often beside the spinning worker:
+// decode iterations after such a switch had a p90 of 3.3x their median (docs/SIMULATOR.md).
 // Thread-safety: run() must be called from one thread at a time (the owner, e.g. the model's
 // scheduler thread); it returns after every task has finished. pin_caller()/unpin_caller() act on
 // the calling thread only.

@@ -29,6 +29,7 @@ Result<FleetReplayResult> run_fleet_replay(const FleetReplayOptions& o) {
   if (o.time_scale <= 0) return invalid_argument("fleet replay: time scale must be > 0");
   fleet::FleetOptions fo;
   fo.active_budget_bytes = o.active_budget_bytes;
+  fo.keep_prefix_bytes = o.keep_prefix_bytes;
   fo.tick_ns = 20'000'000;
   const auto scaled_ns = [&](double trace_s) {
     return static_cast<int64_t>(trace_s / o.time_scale * 1e9);

@@ -32,6 +32,8 @@ struct FleetReplayOptions {
   bool shared_device = true;        // false: each model's engine owns a pool of `threads` (for
                                     // comparison: N models then run N pools on the same cores)
   int64_t active_budget_bytes = 0;  // 0: unlimited
+  // Prefix-cache blocks a suspended model keeps (fleet::FleetOptions::keep_prefix_bytes; 0: none).
+  int64_t keep_prefix_bytes = int64_t{64} << 20;
   int prompt_tokens = 16;
   int max_tokens = 4;
   double ttft_slo_s = 1.0;

@@ -245,7 +245,7 @@ int run_bench_fleet(FleetBenchArgs a) {
                         {"prompt_tokens", a.run.prompt_tokens},
                         {"max_tokens", a.run.max_tokens},
                         {"shared_device", a.run.shared_device},
-                        {"warmup", a.run.warmup},
+                        {"warmup", a.run.warmup}, {"keep_prefix_bytes", a.run.keep_prefix_bytes},
                         {"policies", records}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -305,6 +305,11 @@ void add_bench_fleet_command(CLI::App* bench, RunFn& run) {
   c->add_option("--threads,-t", a->run.threads, "Threads of the shared device (0: all cores)");
   c->add_option("--mem-budget-bytes", a->run.active_budget_bytes, "Active memory budget (0: none)")
       ->capture_default_str();
+  c->add_option("--keep-prefix-cache", a->run.keep_prefix_bytes,
+                "Bytes of prefix-cache blocks a suspended model keeps and restores on resume "
+                "(0: none)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   c->add_flag("--no-shared-device", a->no_shared_device,
               "Give each model its own thread pool instead of one shared device (comparison)");
   c->add_flag("--warmup", a->run.warmup,

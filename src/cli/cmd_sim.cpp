@@ -471,7 +471,7 @@ void add_sim_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--switch-s", a->switch_s,
                   "With --device-arbitration: seconds an iteration takes longer when another "
                   "replica ran the device's previous iteration (a hand-off; e.g. fitted to a live "
-                  "run's device accounting, `bench fleet --json`)")
+                  "run's iterations, `bench fleet --iterations-out`)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--step-block", a->step_block,
                   "With --step-multipliers: take them in blocks of this many iterations of the "

@@ -37,8 +37,9 @@ struct DeviceSchedulerOptions {
   // run iteration by iteration with a simulation of it (`tessera bench fleet --iterations-out`).
   bool record_iterations = false;
   // Pin the pool's threads (ThreadPool's pinning: workers to their CPUs, each lease's holder to
-  // the first while it holds the device) - when n_threads equals the CPUs the process may use. Measured on the fleet replay: decode iterations right
-  // after another engine's had a p90 of 12.7 ms unpinned against 5.1 ms pinned, TTFT p99 1087
+  // the first while it holds the device) - when n_threads equals the CPUs the process may use.
+  // Measured on the fleet replay: decode iterations right after another engine's had a p90 of
+  // 12.7 ms unpinned against 5.1 ms pinned, TTFT p99 1087
   // against 729 ms (docs/SIMULATOR.md). Off when other work shares the cores.
   bool pin_threads = true;
 };

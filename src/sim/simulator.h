@@ -76,16 +76,16 @@ struct SimOptions {
   // With device_arbitration: an iteration granted to another replica than the one that ran the
   // device's previous iteration takes this much longer (a hand-off: on the live CPU device the
   // new holder's thread wakes and its activations, KV and scratch are cold in the caches after
-  // another model's weights streamed through them). Fitted to a live run's device accounting
-  // (DeviceClientStats' switch counts); measured on this CPU at 1.2-2.2 ms on a 3.3 ms step.
+  // another model's weights streamed through them). Fitted to a live run's iteration log
+  // (scripts/sim_validate_compare.py): 0.1-0.8 ms on a 3.2-4.5 ms step on this CPU.
   int64_t device_switch_ns = 0;
   // With device_arbitration: how an iteration's time varies about its cost model's (which gives
   // a mean). Each iteration's planned time is multiplied by a draw (seeded by step_seed, with
   // replacement) from the pool of its kind: [prompt][switch], prompt = the iteration has
   // prompt rows, switch = another replica ran the device's previous iteration (as for
   // device_switch_ns); an empty pool draws 1. Measured per iteration in a live run (`bench fleet
-  // --iterations-out`: held time over the fitted cost), they carry the variability a mean cost
-  // leaves out - and queues grow with service-time variance, not only with its mean.
+  // --iterations-out`: the device's time over the fitted cost), they carry the variability a
+  // mean cost leaves out - and queues grow with service-time variance, not only with its mean.
   std::vector<double> step_multipliers[2][2];
   // With device_arbitration: the device's speed over time, as (from ns, factor) in time order -
   // an iteration granted at t takes its cost model's time times the factor of the last entry at

@@ -156,6 +156,27 @@ TEST_F(FleetControllerTest, KeepAliveSuspendsAtItsNextDecisionTime) {
   EXPECT_EQ(c_->next_tick_ns(), IdlePolicy::kNever);
 }
 
+// A benchmark's warm-up forgotten (forget_activity): the keep-alive counts from the forgetting,
+// not from the warm-up's completion, and the warm-up taught no idle time.
+TEST_F(FleetControllerTest, ForgottenActivityRestartsTheIdleClock) {
+  make(0, std::make_shared<FixedKeepAlivePolicy>(60 * kSecond));
+  bring_up(0);
+  EXPECT_EQ(c_->submit(0, 1), Admission::kDispatched);  // the warm-up
+  c_->finished(0, 1, true);
+  clock_.advance_ns(30 * kSecond);
+  c_->forget_activity();
+  EXPECT_TRUE(c_->view_is_current());
+  EXPECT_EQ(c_->next_tick_ns(), clock_.now_ns() + 60 * kSecond);  // not 30 s from now
+  clock_.advance_ns(59 * kSecond);
+  c_->tick();
+  EXPECT_EQ(c_->state(0), ModelState::kActive);
+  EXPECT_EQ(c_->submit(0, 2), Admission::kDispatched);
+  const ModelActivity* a = c_->activity().find("m0");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->idle.total(), 0);  // the 89 s since the warm-up are not an idle time
+  EXPECT_EQ(a->n_arrivals, 1);
+}
+
 // The view the policies read is kept current incrementally (sync_view): after every operation of
 // a random run (requests, finishes, ticks, moves completing, time passing, resizes) it must equal
 // one rebuilt from the models' state.

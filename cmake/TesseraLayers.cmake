@@ -19,6 +19,20 @@ function(tessera_library target)
   target_include_directories(${target} PUBLIC ${inc})
   target_link_libraries(${target} PUBLIC ${L_DEPS} PRIVATE ${L_PRIVATE_DEPS})
   target_compile_options(${target} PRIVATE ${TESSERA_WARNINGS})
+  tessera_unity(${target})
+endfunction()
+
+# Unity builds (TESSERA_UNITY, on by default): a target's sources are compiled in batches of
+# TESSERA_UNITY_BATCH files, so the heavy headers (nlohmann-json, Boost.Beast/Asio, CLI11, fmt)
+# are parsed and their templates instantiated once per batch instead of once per file. Measured
+# in docs/PERFORMANCE.md ("Build time"). Files with per-file flags (the SIMD kernels) are never
+# batched (CMake leaves them out); a file whose file-local names clash with another's is marked
+# SKIP_UNITY_BUILD_INCLUSION where its layer lists it.
+function(tessera_unity target)
+  if(TESSERA_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON
+                          UNITY_BUILD_BATCH_SIZE ${TESSERA_UNITY_BATCH})
+  endif()
 endfunction()
 
 function(tessera_layer name)

@@ -37,7 +37,7 @@
 namespace tessera::cli {
 namespace {
 
-struct ServeArgs {
+struct BenchServeArgs {
   std::string target;
   std::string model;
   std::string tokenizer;
@@ -108,7 +108,7 @@ Result<std::vector<nlohmann::json>> read_body_variants(const std::string& path) 
   return out;
 }
 
-Result<Target> make_target(const ServeArgs& a) {
+Result<Target> make_target(const BenchServeArgs& a) {
   Target t;
   const std::string& s = a.target;
   if (s == "null" || s.rfind("null:", 0) == 0) {
@@ -181,7 +181,7 @@ struct Workload {
   nlohmann::json description;
 };
 
-Result<Workload> make_workload(const ServeArgs& a, const model::Tokenizer* tokenizer) {
+Result<Workload> make_workload(const BenchServeArgs& a, const model::Tokenizer* tokenizer) {
   Workload w;
   bench::PromptSynthesizer synth(tokenizer);
   TS_ASSIGN_OR_RETURN(bench::LengthSpec out_len, bench::parse_length_spec(a.output_len));
@@ -232,7 +232,7 @@ Result<double> parse_rate(const std::string& s) {
   return v[0];
 }
 
-int run_bench_serve(const ServeArgs& a) {
+int run_bench_serve(const BenchServeArgs& a) {
   const bool sweep = a.scenario == "sweep";
   bench::TestSettings base;
   if (!sweep) {
@@ -404,7 +404,7 @@ int run_bench_serve(const ServeArgs& a) {
 }  // namespace
 
 void add_bench_serve_command(CLI::App* bench, RunFn& run) {
-  auto a = std::make_shared<ServeArgs>();
+  auto a = std::make_shared<BenchServeArgs>();
   CLI::App* c = bench->add_subcommand(
       "serve", "Serving benchmark (LoadGen rules) against an OpenAI-compatible URL, the "
                "in-process engine, or the null backend");

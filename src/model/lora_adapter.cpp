@@ -26,10 +26,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using kernels::DType;
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // A tensor as f32 values in its memory order. Errors: kUnsupported for types without kernels.
 Result<std::vector<float>> to_f32(const TensorInfo& t) {
   if (!kernels::dtype_info(t.dtype).supported) {
@@ -125,10 +121,10 @@ Result<std::pair<std::string, bool>> map_peft_name(const std::string& key) {
   }
   bool is_a = false;
   std::string_view rest;
-  if (ends_with(key, ".lora_A.weight")) {
+  if (key.ends_with(".lora_A.weight")) {
     is_a = true;
     rest = std::string_view(key).substr(0, key.size() - 14);
-  } else if (ends_with(key, ".lora_B.weight")) {
+  } else if (key.ends_with(".lora_B.weight")) {
     rest = std::string_view(key).substr(0, key.size() - 14);
   } else {
     return unsupported(fmt::format("tensor '{}' is not a LoRA A/B weight (embeddings, biases and "
@@ -251,7 +247,7 @@ Result<LoraAdapter> load_peft(const fs::path& dir, const fs::path& weights, cons
     TS_RETURN_IF_ERROR(check_and_fill(base, target, p, m, b));
     const double r = static_cast<double>(m.rank);
     m.scale = static_cast<float>(cfg.rslora ? cfg.alpha / std::sqrt(r) : cfg.alpha / r);
-    const bool q = ends_with(target, ".attn_q.weight"), k = ends_with(target, ".attn_k.weight");
+    const bool q = target.ends_with(".attn_q.weight"), k = target.ends_with(".attn_k.weight");
     // GGUF converters permute q/k rows for normal-RoPE families only; NeoX families keep HF's.
     if ((q || k) && family->rope == RopeStyle::kNormal) {
       const int64_t heads = q ? mc.n_heads : mc.n_kv_heads;
@@ -292,12 +288,12 @@ Result<LoraAdapter> load_gguf_lora(const std::string& path, const ModelFile& bas
   }
   std::map<std::string, Pair> pairs;
   for (const TensorInfo& t : g.tensors) {
-    const bool a = ends_with(t.name, ".lora_a"), b = ends_with(t.name, ".lora_b");
+    const bool a = t.name.ends_with(".lora_a"), b = t.name.ends_with(".lora_b");
     if (!a && !b) return invalid_argument(fmt::format("{}: tensor '{}' is not a lora_a/lora_b", path, t.name));
     const std::string target = t.name.substr(0, t.name.size() - 7);
     bool known = false;
     for (const auto& [hf, gguf] : hf_projections()) {
-      known = known || (target.rfind("blk.", 0) == 0 && ends_with(target, fmt::format(".{}.weight", gguf)));
+      known = known || (target.rfind("blk.", 0) == 0 && target.ends_with(fmt::format(".{}.weight", gguf)));
     }
     if (!known) {
       return invalid_argument(fmt::format("{}: target '{}' is not supported (attn_q/k/v/output and "
@@ -374,9 +370,9 @@ Result<LoraAdapter> load_lora_adapter(const std::string& path, const ModelFile& 
     } else {
       r = load_peft(p, p / "adapter_model.safetensors", base);
     }
-  } else if (ends_with(path, ".gguf")) {
+  } else if (path.ends_with(".gguf")) {
     r = load_gguf_lora(path, base);
-  } else if (ends_with(path, ".safetensors")) {
+  } else if (path.ends_with(".safetensors")) {
     if (!fs::exists(p.parent_path() / "adapter_config.json", ec)) {
       r = not_found(fmt::format("{}: no adapter_config.json beside it", path));
     } else {

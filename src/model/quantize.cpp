@@ -31,10 +31,6 @@ bool more_bits(int64_t layer, int64_t n_layers) {
   return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The type llama.cpp falls back to when a row is not a whole number of the type's blocks.
 DType fallback_of(DType t) {
   switch (t) {
@@ -91,7 +87,7 @@ Result<std::vector<QuantPlanEntry>> plan_quantization(const ModelFile& in, const
   std::vector<QuantPlanEntry> plan;
   for (const TensorInfo& ti : in.tensors) {
     QuantPlanEntry e{ti.name, ti.dtype, ti.dtype, "kept"};
-    if (ti.n_dims < 2 || !ends_with(ti.name, ".weight")) {
+    if (ti.n_dims < 2 || !ti.name.ends_with(".weight")) {
       e.to = DType::kF32;
       e.why = ti.dtype == DType::kF32 ? "kept (1-D)" : "1-D: f32";
       plan.push_back(std::move(e));
@@ -120,7 +116,7 @@ Result<std::vector<QuantPlanEntry>> plan_quantization(const ModelFile& in, const
       } else if (type.base != DType::kQ8_0) {
         raise(DType::kQ6_K, "output");
       }
-    } else if (quantized && ends_with(ti.name, ".attn_v.weight")) {
+    } else if (quantized && ti.name.ends_with(".attn_v.weight")) {
       if (t == "q2_k") {
         raise(n_gqa >= 4 ? DType::kQ4_K : DType::kQ3_K, "attn_v");
       } else if (t == "q3_k_m") {
@@ -134,7 +130,7 @@ Result<std::vector<QuantPlanEntry>> plan_quantization(const ModelFile& in, const
       } else if (t == "q4_k_s" && layer < 4) {
         raise(DType::kQ5_K, fmt::format("attn_v (layer {})", layer));
       }
-    } else if (quantized && ends_with(ti.name, ".ffn_down.weight")) {
+    } else if (quantized && ti.name.ends_with(".ffn_down.weight")) {
       if (t == "q2_k") {
         raise(DType::kQ3_K, "ffn_down");
       } else if (t == "q3_k_m") {
@@ -148,7 +144,7 @@ Result<std::vector<QuantPlanEntry>> plan_quantization(const ModelFile& in, const
       } else if (t == "q4_k_s" && layer < n_layers / 8) {
         raise(DType::kQ5_K, fmt::format("ffn_down (layer {})", layer));
       }
-    } else if (quantized && ends_with(ti.name, ".attn_output.weight")) {
+    } else if (quantized && ti.name.ends_with(".attn_output.weight")) {
       if (t == "q2_k") {
         raise(DType::kQ3_K, "attn_output");
       } else if (t == "q3_k_m") {

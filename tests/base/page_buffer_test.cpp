@@ -5,7 +5,7 @@
 #include <utility>
 
 namespace tessera {
-namespace {
+namespace page_buffer_test {
 
 TEST(PageBuffer, StartsZeroedAndMoves) {
   auto b = PageBuffer::allocate(3 << 20);
@@ -31,5 +31,5 @@ TEST(PageBuffer, EmptyAndHugeRequests) {
   EXPECT_EQ(huge.status().code(), ErrorCode::kResourceExhausted);
 }
 
-}  // namespace
+}  // namespace page_buffer_test
 }  // namespace tessera

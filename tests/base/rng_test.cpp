@@ -5,7 +5,7 @@
 #include <cmath>
 
 namespace tessera {
-namespace {
+namespace rng_test {
 
 TEST(Rng, SameSeedSameStream) {
   Rng a(42), b(42), c(43);
@@ -36,5 +36,5 @@ TEST(Rng, UniformAndNormalMoments) {
   EXPECT_NEAR(sn2 / n, 1.0, 0.02);
 }
 
-}  // namespace
+}  // namespace rng_test
 }  // namespace tessera

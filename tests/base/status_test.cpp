@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera {
-namespace {
+namespace status_test {
 
 Result<int> parse_positive(int v) {
   if (v <= 0) return invalid_argument("expected a positive value");
@@ -49,5 +49,5 @@ TEST(StatusDeathTest, ValueOfErrorAborts) {
   EXPECT_DEATH((void)r.value(), "boom");
 }
 
-}  // namespace
+}  // namespace status_test
 }  // namespace tessera

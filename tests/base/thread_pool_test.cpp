@@ -8,7 +8,7 @@
 #include "test_util.h"
 
 namespace tessera {
-namespace {
+namespace thread_pool_test {
 
 TEST(ThreadPool, RunCallsEveryThreadOnce) {
   for (int n : {1, 2, 3, 4}) {
@@ -77,5 +77,5 @@ TEST(ThreadPool, PinnedPoolKeepsEachThreadOnItsCpuAndGivesTheCallerItsMaskBack) 
 }
 #endif
 
-}  // namespace
+}  // namespace thread_pool_test
 }  // namespace tessera

@@ -6,7 +6,7 @@
 #include <limits>
 
 namespace tessera::bench {
-namespace {
+namespace arrival_test {
 
 struct Moments {
   double mean = 0, cv = 0;
@@ -66,5 +66,5 @@ TEST(Arrival, ValidationAndParsing) {
   EXPECT_FALSE(parse_arrival_kind("weibull").is_ok());
 }
 
-}  // namespace
+}  // namespace arrival_test
 }  // namespace tessera::bench

@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 namespace tessera::bench {
-namespace {
+namespace fleet_replay_test {
 
 TEST(ServeGenTest, ParsesWindowsAndRefusesCorruptLines) {
   testing::TempDir dir;
@@ -167,5 +167,5 @@ TEST(FleetReplayTest, KeepAliveHoldsLessMemoryThanAlwaysOnAndLosesNoRequest) {
   EXPECT_EQ(run_fleet_replay(o).status().code(), ErrorCode::kInvalidArgument);
 }
 
-}  // namespace
+}  // namespace fleet_replay_test
 }  // namespace tessera::bench

@@ -6,7 +6,7 @@
 #include "tessera/bench/null_backend.h"
 
 namespace tessera::bench {
-namespace {
+namespace load_generator_test {
 
 constexpr int64_t kMs = 1'000'000;
 
@@ -212,5 +212,5 @@ TEST(LoadGenerator, ServerScheduleCoversMinimumDuration) {
   EXPECT_EQ(sched[6].sample_index, 1u);
 }
 
-}  // namespace
+}  // namespace load_generator_test
 }  // namespace tessera::bench

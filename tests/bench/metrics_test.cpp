@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera::bench {
-namespace {
+namespace metrics_test {
 
 constexpr int64_t kMs = 1'000'000;
 
@@ -110,5 +110,5 @@ TEST(Metrics, EmptyDistributionIsZero) {
   EXPECT_EQ(d.p[4], 0.0);
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace tessera::bench

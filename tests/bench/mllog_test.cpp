@@ -9,7 +9,7 @@
 #include "tessera/bench/train_report_html.h"
 
 namespace tessera::bench {
-namespace {
+namespace mllog_test {
 
 std::vector<std::string> complete_log(bool with_stop) {
   int64_t t = 1000;
@@ -83,5 +83,5 @@ TEST(TrainCorpus, SyntheticTextIsDeterministicSentences) {
   EXPECT_EQ(a.find_first_not_of("abcdefghijklmnopqrstuvwxyzATOE. \n"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace mllog_test
 }  // namespace tessera::bench

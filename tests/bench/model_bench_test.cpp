@@ -10,7 +10,7 @@
 #include "test_util.h"
 
 namespace tessera::bench {
-namespace {
+namespace model_bench_test {
 
 // The "tiny" synthetic shape in F32 (dim 128, 2 layers, 4 heads, 2 kv, ffn 384, vocab 1024).
 Result<std::unique_ptr<model::Model>> load_tiny(const testing::TempDir& dir) {
@@ -126,5 +126,5 @@ TEST(ModelBench, WorkModelCountsWhatAStepReads) {
   EXPECT_EQ(run_model_bench(**m, pool, bo).status().code(), ErrorCode::kOutOfRange);
 }
 
-}  // namespace
+}  // namespace model_bench_test
 }  // namespace tessera::bench

@@ -17,7 +17,7 @@
 #include "test_util.h"
 
 namespace tessera::bench {
-namespace {
+namespace perplexity_test {
 
 struct Loaded {
   std::unique_ptr<model::Model> model;
@@ -213,5 +213,5 @@ TEST(Perplexity, LogSoftmaxSumsToOne) {
   EXPECT_NEAR(lp[0] - lp[1], 1.0f, 1e-4);
 }
 
-}  // namespace
+}  // namespace perplexity_test
 }  // namespace tessera::bench

@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 namespace tessera::bench {
-namespace {
+namespace prompts_test {
 
 TEST(LengthSpec, ParsesAndDraws) {
   EXPECT_EQ(parse_length_spec("64")->a, 64);
@@ -212,5 +212,5 @@ TEST(Trace, BadLinesNameTheLine) {
   EXPECT_NE(t.status().message().find(":3:"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace prompts_test
 }  // namespace tessera::bench

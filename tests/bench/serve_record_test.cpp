@@ -15,7 +15,7 @@
 #include "test_util.h"
 
 namespace tessera::bench {
-namespace {
+namespace serve_record_test {
 
 ServePoint null_point(const std::string& label, double rate, const Slo& slo) {
   static NullBackend sut(NullBackendOptions{});
@@ -190,5 +190,5 @@ TEST(EngineBackend, CountsTokensExactlyThroughTheHarness) {
   (*e)->stop();
 }
 
-}  // namespace
+}  // namespace serve_record_test
 }  // namespace tessera::bench

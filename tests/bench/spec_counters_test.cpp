@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera::bench {
-namespace {
+namespace spec_counters_test {
 
 TEST(SpecCounters, SumsBothFamiliesOverModels) {
   const std::string text =
@@ -29,5 +29,5 @@ TEST(SpecCounters, AbsentOrMalformedGivesNothing) {
   EXPECT_FALSE(scrape_spec_counters("http://127.0.0.1:1", 0.5).has_value());  // nothing listens
 }
 
-}  // namespace
+}  // namespace spec_counters_test
 }  // namespace tessera::bench

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera::bench {
-namespace {
+namespace stats_test {
 
 TEST(Stats, PercentilesInterpolateBetweenClosestRanks) {
   const std::vector<double> v = {15, 20, 35, 40, 50};  // unsorted input is fine too
@@ -27,5 +27,5 @@ TEST(Stats, Summary) {
   EXPECT_EQ(summarize({3}).stddev, 0.0);
 }
 
-}  // namespace
+}  // namespace stats_test
 }  // namespace tessera::bench

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace tessera::cluster {
-namespace {
+namespace prefix_affinity_test {
 
 std::vector<int32_t> match(const PrefixAffinity& p, const std::string& text, size_t n = 3) {
   std::vector<int32_t> out(n, -1);
@@ -49,5 +49,5 @@ TEST(PrefixAffinity, ForgetDropsAReplicaAndLruBoundsTheIndex) {
   EXPECT_EQ(p.blocks(), 0u);
 }
 
-}  // namespace
+}  // namespace prefix_affinity_test
 }  // namespace tessera::cluster

@@ -11,7 +11,7 @@
 #include "tessera/cluster/subprocess.h"
 
 namespace tessera::cluster {
-namespace {
+namespace slurm_commands_test {
 
 const std::vector<std::string>& odd_arguments() {
   static const std::vector<std::string> args = {"plain",
@@ -224,5 +224,5 @@ TEST(SlurmScancel, RecognisesAlreadyGone) {
   EXPECT_FALSE(scancel_says_already_gone("scancel: error: Unable to contact slurm controller\n"));
 }
 
-}  // namespace
+}  // namespace slurm_commands_test
 }  // namespace tessera::cluster

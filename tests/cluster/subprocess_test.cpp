@@ -15,7 +15,7 @@
 #include "tessera/base/clock.h"
 
 namespace tessera::cluster {
-namespace {
+namespace subprocess_test {
 
 SubprocessResult run_ok(const std::vector<std::string>& argv, SubprocessOptions options = {}) {
   auto r = run_subprocess(argv, options);
@@ -132,5 +132,5 @@ TEST(SubprocessTest, EmptyArgvIsInvalid) {
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
 }
 
-}  // namespace
+}  // namespace subprocess_test
 }  // namespace tessera::cluster

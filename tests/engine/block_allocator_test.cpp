@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera::engine {
-namespace {
+namespace block_allocator_test {
 
 TEST(BlockAllocator, AllocatesEveryBlockOnceThenRunsOut) {
   BlockAllocator a(3);
@@ -93,5 +93,5 @@ TEST(BlockAllocatorDeath, ReleasingAnUnreferencedBlockIsABug) {
   EXPECT_DEATH(a.release(b), "");
 }
 
-}  // namespace
+}  // namespace block_allocator_test
 }  // namespace tessera::engine

@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 namespace tessera::engine {
-namespace {
+namespace device_scheduler_test {
 
 constexpr int64_t kMs = 1'000'000;
 
@@ -248,5 +248,5 @@ TEST(DeviceSchedulerTest, ManyThreadsNeverOverlap) {
   EXPECT_EQ(grants, 800);
 }
 
-}  // namespace
+}  // namespace device_scheduler_test
 }  // namespace tessera::engine

@@ -17,7 +17,7 @@
 #include "test_util.h"
 
 namespace tessera::engine {
-namespace {
+namespace embedding_test {
 
 class EmbeddingTest : public ::testing::Test {
  protected:
@@ -152,5 +152,5 @@ TEST_F(EmbeddingTest, EngineEmbedsBetweenStepsWhileGenerating) {
   EXPECT_EQ(stopped.get_future().get().code(), ErrorCode::kUnavailable);
 }
 
-}  // namespace
+}  // namespace embedding_test
 }  // namespace tessera::engine

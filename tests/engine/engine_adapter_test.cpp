@@ -16,7 +16,7 @@
 #include "test_util.h"
 
 namespace tessera::engine {
-namespace {
+namespace engine_adapter_test {
 
 class EngineAdapterTest : public ::testing::Test {
  protected:
@@ -146,5 +146,5 @@ TEST_F(EngineAdapterTest, UnloadingAnAdapterInUseIsRefusedAndTheRequestCompletes
   EXPECT_FALSE(late.finished);
 }
 
-}  // namespace
+}  // namespace engine_adapter_test
 }  // namespace tessera::engine

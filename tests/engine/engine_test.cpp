@@ -15,7 +15,7 @@
 #include "test_util.h"
 
 namespace tessera::engine {
-namespace {
+namespace engine_test {
 
 struct Outcome {
   std::vector<int32_t> tokens;
@@ -549,11 +549,11 @@ TEST_F(EngineTest, StopCancelsWhatIsLeft) {
   EXPECT_EQ(reason, FinishReason::kCancelled);
 }
 
-}  // namespace
+}  // namespace engine_test
 }  // namespace tessera::engine
 
 namespace tessera::engine {
-namespace {
+namespace engine_test {
 
 // Engines sharing one DeviceScheduler (as a fleet's models do) run on its pool, one iteration at
 // a time, and give the same tokens as an engine with its own pool.
@@ -605,11 +605,11 @@ TEST_F(EngineTest, EnginesSharingADeviceGiveTheTokensEachGivesAlone) {
   EXPECT_EQ(device->stats().size(), 2u);
 }
 
-}  // namespace
+}  // namespace engine_test
 }  // namespace tessera::engine
 
 namespace tessera::engine {
-namespace {
+namespace engine_test {
 
 // A model's old engine may be destroyed after its replacement registered under the same name (a
 // resume while someone still holds the stopped engine): stop() leaves the device, so the late
@@ -632,5 +632,5 @@ TEST_F(EngineTest, AStoppedEngineLeavesTheDeviceBeforeItIsDestroyed) {
   EXPECT_EQ(device->stats().size(), 1u);
 }
 
-}  // namespace
+}  // namespace engine_test
 }  // namespace tessera::engine

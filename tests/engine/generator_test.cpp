@@ -7,7 +7,7 @@
 #include "test_util.h"
 
 namespace tessera::engine {
-namespace {
+namespace generator_test {
 
 TEST(Utf8, CompletePrefix) {
   EXPECT_EQ(complete_utf8_prefix("abc"), 3u);
@@ -86,5 +86,5 @@ TEST_F(GeneratorTest, CallbackCanStop) {
   EXPECT_EQ(r->tokens.size(), 10u);
 }
 
-}  // namespace
+}  // namespace generator_test
 }  // namespace tessera::engine

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera::engine {
-namespace {
+namespace ngram_drafter_test {
 
 std::vector<int32_t> draft(const NgramDrafter& d, const std::vector<int32_t>& toks, int32_t k,
                            std::unique_ptr<DraftState>& state) {
@@ -61,5 +61,5 @@ TEST(NgramDrafter, TheIndexGrowsWithTheSequence) {
   }
 }
 
-}  // namespace
+}  // namespace ngram_drafter_test
 }  // namespace tessera::engine

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera::engine {
-namespace {
+namespace prefix_blocks_test {
 
 // A cached block named by `hash` under `parent` (tokens do not matter to the selection).
 CachedBlock blk(uint64_t hash, uint64_t parent) { return {static_cast<int32_t>(hash), hash, parent, {}}; }
@@ -48,5 +48,5 @@ TEST(SelectKeptBlocksTest, SharedHeadsRankAsTheirMostRecentUse) {
   EXPECT_EQ(hashes(c, select_kept_blocks(c, 3)), (std::vector<uint64_t>{1, 9, 3}));
 }
 
-}  // namespace
+}  // namespace prefix_blocks_test
 }  // namespace tessera::engine

@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace tessera::engine {
-namespace {
+namespace sampler_test {
 
 std::vector<float> logits_from_probs(const std::vector<double>& p) {
   std::vector<float> l;
@@ -208,5 +208,5 @@ TEST(Sampler, ValidateRejectsBadValues) {
   EXPECT_TRUE(SamplingParams{}.validate().is_ok());
 }
 
-}  // namespace
+}  // namespace sampler_test
 }  // namespace tessera::engine

@@ -8,7 +8,7 @@
 #include "tessera/engine/kv_manager.h"
 
 namespace tessera::engine {
-namespace {
+namespace scheduler_test {
 
 model::ModelConfig tiny_config() {
   model::ModelConfig c;
@@ -364,5 +364,5 @@ TEST(KvManager, PublishesOnlyVerifiedBlocks) {
   EXPECT_EQ(f.kv->allocator().n_cached(), 1);
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace tessera::engine

@@ -18,7 +18,7 @@
 #include "test_util.h"
 
 namespace tessera::engine {
-namespace {
+namespace spec_engine_test {
 
 struct Out {
   std::vector<int32_t> tokens;
@@ -440,5 +440,5 @@ TEST_F(Stories, SampledTokensFollowTheSameDistributionWithAndWithoutSpeculation)
   EXPECT_LT(stat, df * t * t * t) << "df " << df;  // the 0.1% critical value
 }
 
-}  // namespace
+}  // namespace spec_engine_test
 }  // namespace tessera::engine

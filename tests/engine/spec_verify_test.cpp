@@ -12,7 +12,7 @@
 #include "tessera/base/rng.h"
 
 namespace tessera::engine {
-namespace {
+namespace spec_verify_test {
 
 constexpr int32_t kVocab = 12;
 
@@ -210,5 +210,5 @@ TEST(SpecVerify, PointMassDraftsAreVerifiedLosslessly) {
   }
 }
 
-}  // namespace
+}  // namespace spec_verify_test
 }  // namespace tessera::engine

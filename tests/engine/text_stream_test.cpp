@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera::engine {
-namespace {
+namespace text_stream_test {
 
 TEST(TextStream, PassesTextThroughWithoutStopStrings) {
   TextStream s({});
@@ -52,5 +52,5 @@ TEST(TextStream, StopStringInsideOneTokenKeepsTextBeforeIt) {
   EXPECT_TRUE(s.stopped());
 }
 
-}  // namespace
+}  // namespace text_stream_test
 }  // namespace tessera::engine

@@ -16,7 +16,7 @@
 #include "tessera/fleet/keep_alive_policy.h"
 
 namespace tessera::fleet {
-namespace {
+namespace fleet_adapter_test {
 
 constexpr int64_t kSecond = 1'000'000'000;
 
@@ -391,5 +391,5 @@ TEST_F(FleetAdapterTest, ARandomRunKeepsTheAdapterInvariantsAndLosesNoRequest) {
   for (const char* k : {"load", "suspend", "resume", "dispatch"}) EXPECT_GT(kinds[k], 0) << k;
 }
 
-}  // namespace
+}  // namespace fleet_adapter_test
 }  // namespace tessera::fleet

@@ -15,7 +15,7 @@
 #include "tessera/fleet/keep_alive_policy.h"
 
 namespace tessera::fleet {
-namespace {
+namespace fleet_controller_test {
 
 constexpr int64_t kSecond = 1'000'000'000;
 
@@ -268,5 +268,5 @@ TEST_F(FleetControllerTest, AFailedBringUpRefusesItsQueueAndBacksOff) {
   EXPECT_EQ(c_->status(0).retry_at_ns, clock_.now_ns() + 10 * kSecond);  // doubled
 }
 
-}  // namespace
+}  // namespace fleet_controller_test
 }  // namespace tessera::fleet

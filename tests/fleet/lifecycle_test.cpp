@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace tessera::fleet {
-namespace {
+namespace lifecycle_test {
 
 using S = ModelState;
 
@@ -185,5 +185,5 @@ TEST(ModelLifecycleTest, ListenersSeeEveryTransitionInOrder) {
   EXPECT_EQ(b, want);
 }
 
-}  // namespace
+}  // namespace lifecycle_test
 }  // namespace tessera::fleet

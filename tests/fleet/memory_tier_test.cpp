@@ -26,7 +26,7 @@
 namespace tessera::fleet {
 // RSS checks allow 25% slack: sanitizer runtimes allocate (shadow, quarantine) between
 // measurements; page residency (mincore) checks stay at 90%.
-namespace {
+namespace memory_tier_test {
 
 constexpr size_t kMiB = 1u << 20;
 
@@ -321,5 +321,5 @@ TEST(TierTimingsTest, ResumeTimesNextToMemcpy) {
   }
 }
 
-}  // namespace
+}  // namespace memory_tier_test
 }  // namespace tessera::fleet

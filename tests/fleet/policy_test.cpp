@@ -12,7 +12,7 @@
 #include "tessera/fleet/keep_alive_policy.h"
 
 namespace tessera::fleet {
-namespace {
+namespace policy_test {
 
 constexpr int64_t kSec = 1'000'000'000;
 int64_t sec(double s) { return static_cast<int64_t>(std::llround(s * 1e9)); }
@@ -389,5 +389,5 @@ TEST(ColdStartCostEvictionTest, CheapestExpectedCostPerByteFirstNotLru) {
   EXPECT_EQ(plan.bytes_freed, 3750);  // its host bytes (weights), not its active bytes
 }
 
-}  // namespace
+}  // namespace policy_test
 }  // namespace tessera::fleet

@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace tessera::fleet {
-namespace {
+namespace replica_choice_test {
 
 using S = ModelState;
 
@@ -40,5 +40,5 @@ TEST(ReplicaChoice, StartingThenCheapestToBringUpThenLeastLoaded) {
   EXPECT_EQ(pick({{S::kActive, 1}}, 0), 0);  // cap < 1 counts as 1: full, still the only one
 }
 
-}  // namespace
+}  // namespace replica_choice_test
 }  // namespace tessera::fleet

@@ -12,7 +12,7 @@
 #include "tessera/model/format/gguf_writer.h"
 
 namespace tessera::model {
-namespace {
+namespace gguf_hostile_test {
 
 using kernels::DType;
 using testing::RawGguf;
@@ -295,5 +295,5 @@ TEST(GgufHostile, BadTensorNames) {
   expect_error(control, ErrorCode::kCorruptData, {"tensor 'a\\x0a'"});
 }
 
-}  // namespace
+}  // namespace gguf_hostile_test
 }  // namespace tessera::model

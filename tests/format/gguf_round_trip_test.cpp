@@ -16,7 +16,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace gguf_round_trip_test {
 
 using kernels::DType;
 using testing::RawGguf;
@@ -265,5 +265,5 @@ TEST(GgufRoundTrip, ReadsLlamaCppVocabFiles) {
   EXPECT_GE(n_files, 6);
 }
 
-}  // namespace
+}  // namespace gguf_round_trip_test
 }  // namespace tessera::model

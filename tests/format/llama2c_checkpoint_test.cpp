@@ -13,7 +13,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace llama2c_checkpoint_test {
 
 struct Config {
   int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
@@ -221,5 +221,5 @@ TEST(Llama2c, AiDreams260K) {
   expect_real_model(path.string(), 4, 4, 4, 128);
 }
 
-}  // namespace
+}  // namespace llama2c_checkpoint_test
 }  // namespace tessera::model

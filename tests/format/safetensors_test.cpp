@@ -12,7 +12,7 @@
 #include "tessera/model/format/safetensors.h"
 
 namespace tessera::model {
-namespace {
+namespace safetensors_test {
 
 using kernels::DType;
 
@@ -188,5 +188,5 @@ TEST(SafetensorsHostile, EveryTruncationIsAnError) {
   }
 }
 
-}  // namespace
+}  // namespace safetensors_test
 }  // namespace tessera::model

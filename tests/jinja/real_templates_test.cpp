@@ -17,7 +17,7 @@
 #include "tessera/serve/jinja_json.h"
 
 namespace tessera::jinja {
-namespace {
+namespace real_templates_test {
 
 constexpr int kMaxRefused = 5;
 
@@ -125,5 +125,5 @@ TEST(RealTemplates, RenderAsJinja2Does) {
   EXPECT_GE(n_templates, 50);
 }
 
-}  // namespace
+}  // namespace real_templates_test
 }  // namespace tessera::jinja

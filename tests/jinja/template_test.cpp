@@ -9,7 +9,7 @@
 #include "tessera/jinja/template.h"
 
 namespace tessera::jinja {
-namespace {
+namespace template_test {
 
 Result<std::string> try_render(std::string_view src, const Dict& ctx = {},
                                const RenderOptions& opt = {}) {
@@ -305,5 +305,5 @@ TEST(JinjaErrors, HostileTemplatesHitBounds) {
                }() + "1 }}").is_ok());
 }
 
-}  // namespace
+}  // namespace template_test
 }  // namespace tessera::jinja

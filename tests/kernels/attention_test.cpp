@@ -15,7 +15,7 @@
 #include "tessera/kernels/half.h"
 
 namespace tessera::kernels {
-namespace {
+namespace attention_test {
 
 // Outputs are convex combinations of V rows (|v| <= 1); the two kernels differ only in float
 // summation order and in rescaling per block instead of per position.
@@ -297,5 +297,5 @@ TEST(Attention, AViewFromALaterPositionAttendsToTheSuffix) {
   }
 }
 
-}  // namespace
+}  // namespace attention_test
 }  // namespace tessera::kernels

@@ -15,7 +15,7 @@
 #include "tessera/kernels/scalar_kernels.h"
 
 namespace tessera::kernels {
-namespace {
+namespace elementwise_test {
 
 TEST(SiluMul, Avx2MatchesReference) {
   if (!cpu_features().has_avx2_set()) GTEST_SKIP() << "this CPU has no AVX2/FMA/F16C";
@@ -95,5 +95,5 @@ TEST(Rope, TwoStepsEqualOneBitwise) {
   }
 }
 
-}  // namespace
+}  // namespace elementwise_test
 }  // namespace tessera::kernels

@@ -18,7 +18,7 @@
 #include "tessera/kernels/kernel_table.h"
 
 namespace tessera::kernels {
-namespace {
+namespace gemm_bf16_test {
 
 std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
@@ -198,5 +198,5 @@ TEST(GemmBf16, RoundsInputsAndRespectsTheRowStride) {
   EXPECT_EQ(f32_to_bf16(1.0f + 0x1p-9f), f32_to_bf16(1.0f));
 }
 
-}  // namespace
+}  // namespace gemm_bf16_test
 }  // namespace tessera::kernels

@@ -16,7 +16,7 @@
 #include "tessera/kernels/kernel_table.h"
 
 namespace tessera::kernels {
-namespace {
+namespace gemm_f32_test {
 
 std::vector<float> random_values(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -168,5 +168,5 @@ TEST(GemmF32, OverwritesOrAccumulatesAndRespectsTheRowStride) {
   EXPECT_EQ(c[2], 7.0f);
 }
 
-}  // namespace
+}  // namespace gemm_f32_test
 }  // namespace tessera::kernels

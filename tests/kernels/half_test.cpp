@@ -7,7 +7,7 @@
 #include <limits>
 
 namespace tessera::kernels {
-namespace {
+namespace half_test {
 
 double half_value(uint16_t h) {  // from the IEEE 754 binary16 definition
   const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
@@ -77,5 +77,5 @@ TEST(BFloat16, RoundTripAndRounding) {
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
 }
 
-}  // namespace
+}  // namespace half_test
 }  // namespace tessera::kernels

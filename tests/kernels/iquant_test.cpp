@@ -28,7 +28,7 @@
 #include "tile_check.h"
 
 namespace tessera::kernels {
-namespace {
+namespace iquant_test {
 
 const DType kTypes[] = {DType::kIQ4_NL, DType::kIQ4_XS};
 
@@ -590,5 +590,5 @@ TEST(IQuant, MatmulOfSeveralTokensEqualsOneAtATime) {
   }
 }
 
-}  // namespace
+}  // namespace iquant_test
 }  // namespace tessera::kernels

@@ -22,7 +22,7 @@
 #include "tessera/kernels/ops.h"
 
 namespace tessera::kernels {
-namespace {
+namespace kquant_test {
 
 const DType kWeightTypes[] = {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 // Row lengths: one block, two, a Llama-7B hidden size, and the 11008 FFN width (43 blocks).
@@ -517,5 +517,5 @@ TEST(KQuant, ActiveTableAgreesWithScalarTable) {
   }
 }
 
-}  // namespace
+}  // namespace kquant_test
 }  // namespace tessera::kernels

@@ -27,7 +27,7 @@
 #include "tile_check.h"
 
 namespace tessera::kernels {
-namespace {
+namespace legacy_quant_test {
 
 constexpr int kQK = 32;
 const DType kTypes[] = {DType::kQ5_0, DType::kQ4_1, DType::kQ5_1};
@@ -518,5 +518,5 @@ TEST(LegacyQuant, MatmulUsesQ8_0Activations) {
   }
 }
 
-}  // namespace
+}  // namespace legacy_quant_test
 }  // namespace tessera::kernels

@@ -12,7 +12,7 @@
 #include "tessera/kernels/kernel_table.h"
 
 namespace tessera::kernels {
-namespace {
+namespace lora_test {
 
 struct Case {
   int64_t rank, n_in, n_out, rows;
@@ -142,5 +142,5 @@ TEST(FixedDot, SameBitsWhateverTheAddresses) {
   }
 }
 
-}  // namespace
+}  // namespace lora_test
 }  // namespace tessera::kernels

@@ -10,7 +10,7 @@
 #include "tessera/kernels/kernel_table.h"
 
 namespace tessera::kernels {
-namespace {
+namespace ops_test {
 
 TEST(Ops, RmsNorm) {
   std::vector<float> x = {1, -2, 3, -4}, w = {1, 2, 0.5f, 1}, out(4);
@@ -154,5 +154,5 @@ TEST(Ops, MatmulTilingGivesEachOutputItsVecDot) {
   }
 }
 
-}  // namespace
+}  // namespace ops_test
 }  // namespace tessera::kernels

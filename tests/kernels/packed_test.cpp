@@ -18,7 +18,7 @@
 #include "tessera/kernels/ops.h"
 
 namespace tessera::kernels {
-namespace {
+namespace packed_test {
 
 uint32_t bits_of(float f) {
   uint32_t u;
@@ -312,5 +312,5 @@ TEST(PackedMatmul, PreferredLayout) {
             MatrixLayout::kRows);
 }
 
-}  // namespace
+}  // namespace packed_test
 }  // namespace tessera::kernels

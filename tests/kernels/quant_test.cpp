@@ -10,7 +10,7 @@
 #include "tessera/kernels/kernel_table.h"
 
 namespace tessera::kernels {
-namespace {
+namespace quant_test {
 
 const DType kSupported[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
 
@@ -117,5 +117,5 @@ TEST(DType, TableIsConsistent) {
   EXPECT_FALSE(dtype_info(DType::kIQ2_XXS).supported);
 }
 
-}  // namespace
+}  // namespace quant_test
 }  // namespace tessera::kernels

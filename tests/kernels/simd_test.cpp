@@ -23,7 +23,7 @@
 #include "tessera/kernels/quant_blocks.h"
 
 namespace tessera::kernels {
-namespace {
+namespace simd_test {
 
 // |simd - scalar| <= tolerance * sum_i |w_i * x_i| (the products' magnitude, in double). Both sides
 // round every product the same way (or, for integer block dots, not at all); only the order of the
@@ -408,5 +408,5 @@ TEST(Dispatch, ActiveTableFollowsCpuAndEnvironment) {
   std::cout << "cpu flags: " << cpu_flags_string() << "; active kernels: " << isa << "\n";
 }
 
-}  // namespace
+}  // namespace simd_test
 }  // namespace tessera::kernels

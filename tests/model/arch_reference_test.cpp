@@ -18,7 +18,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace arch_reference_test {
 
 using kernels::DType;
 using Vec = std::vector<double>;
@@ -524,5 +524,5 @@ TEST(ArchRegistry, EveryFamilyRunsItsSyntheticModel) {
   }
 }
 
-}  // namespace
+}  // namespace arch_reference_test
 }  // namespace tessera::model

@@ -15,7 +15,7 @@
 #include "tessera/kernels/weighted_quantize.h"
 
 namespace tessera::model {
-namespace {
+namespace gptq_test {
 
 using kernels::DType;
 
@@ -187,5 +187,5 @@ TEST(Gptq, RefusesWhatDoesNotFit) {
   EXPECT_TRUE(gptq_quantize(w2, 2, 64, h3, DType::kQ4_0, out, pool).is_ok());
 }
 
-}  // namespace
+}  // namespace gptq_test
 }  // namespace tessera::model

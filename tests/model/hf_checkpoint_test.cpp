@@ -31,7 +31,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace hf_checkpoint_test {
 
 namespace fs = std::filesystem;
 using kernels::DType;
@@ -419,5 +419,5 @@ TEST(HfFormats, ConfigAndIndexParsers) {
   }
 }
 
-}  // namespace
+}  // namespace hf_checkpoint_test
 }  // namespace tessera::model

@@ -24,7 +24,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace imatrix_test {
 
 using kernels::DType;
 
@@ -459,5 +459,5 @@ TEST(ImatrixQuantize, WeightsListsAndRefuses) {
   EXPECT_NE(bad.status().message().find("blk.1.ffn_up.weight"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace imatrix_test
 }  // namespace tessera::model

@@ -15,7 +15,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace iquant_model_test {
 
 std::vector<float> last_logits(const std::string& path) {
   std::shared_ptr<Model> m(load_model(path).value());
@@ -71,5 +71,5 @@ TEST(IQuantModel, SynthesizedModelRunsCloseToF32) {
   }
 }
 
-}  // namespace
+}  // namespace iquant_model_test
 }  // namespace tessera::model

@@ -7,7 +7,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace layer_skip_test {
 
 TEST(LayerSkip, ParsesLayerLists) {
   EXPECT_EQ(parse_layer_list("3").value(), (std::vector<int32_t>{3}));
@@ -61,5 +61,5 @@ TEST(LayerSkip, SkipsLayersOfTheSameWeights) {
   EXPECT_EQ(run(*full, 0), f);  // the full model is untouched by its skipping view
 }
 
-}  // namespace
+}  // namespace layer_skip_test
 }  // namespace tessera::model

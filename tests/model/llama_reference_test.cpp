@@ -13,7 +13,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace llama_reference_test {
 
 using kernels::DType;
 using testing::RefModel;
@@ -378,5 +378,5 @@ INSTANTIATE_TEST_SUITE_P(ShapesAndTypes, LlamaReferenceTest,
                          ::testing::Combine(::testing::ValuesIn(kShapes), ::testing::ValuesIn(kTypes)),
                          case_name);
 
-}  // namespace
+}  // namespace llama_reference_test
 }  // namespace tessera::model

@@ -20,7 +20,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace lora_adapter_test {
 
 using kernels::DType;
 
@@ -331,5 +331,5 @@ TEST_F(LoraAdapterTest, RefusesShapesThatDoNotFitTheBase) {
   expect_refused(load_lora_adapter(dir_.file("nan.gguf"), base_), ErrorCode::kCorruptData, "non-finite");
 }
 
-}  // namespace
+}  // namespace lora_adapter_test
 }  // namespace tessera::model

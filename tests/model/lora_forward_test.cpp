@@ -22,7 +22,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace lora_forward_test {
 
 using kernels::DType;
 
@@ -220,5 +220,5 @@ TEST_P(LoraForwardTest, UnregisteredIdsAreRefusedAndRemovalWorks) {
 INSTANTIATE_TEST_SUITE_P(Families, LoraForwardTest,
                          ::testing::Values("llama", "qwen2", "qwen3", "mistral"));
 
-}  // namespace
+}  // namespace lora_forward_test
 }  // namespace tessera::model

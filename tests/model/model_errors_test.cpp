@@ -8,7 +8,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace model_errors_test {
 
 SynthOptions tiny_options() {
   SynthOptions o;
@@ -107,5 +107,5 @@ TEST(Synth, RefusesShapesThatDoNotFitTheBlockSize) {
   EXPECT_EQ(write_synthetic_model(o, dir.file("x.gguf")).code(), ErrorCode::kInvalidArgument);
 }
 
-}  // namespace
+}  // namespace model_errors_test
 }  // namespace tessera::model

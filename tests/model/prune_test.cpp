@@ -18,7 +18,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace prune_test {
 
 using kernels::DType;
 
@@ -229,5 +229,5 @@ TEST(Prune, WandaUsesTheNormsAndErrorsAreClear) {
   EXPECT_NE(bad_type.status().message().find("f16, q8_0 or q4_0"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace prune_test
 }  // namespace tessera::model

@@ -17,7 +17,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace quantize_test {
 
 using kernels::DType;
 
@@ -197,5 +197,5 @@ TEST(Quantize, ErrorsAreClear) {
   EXPECT_EQ(r.status().code(), ErrorCode::kIoError);
 }
 
-}  // namespace
+}  // namespace quantize_test
 }  // namespace tessera::model

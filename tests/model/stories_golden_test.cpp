@@ -10,7 +10,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace stories_golden_test {
 
 struct GoldenRun {
   std::string prompt;
@@ -98,5 +98,5 @@ TEST(Stories260KGolden, SecondRealModelLoadsAndRuns) {
   EXPECT_EQ(r->tokens.size(), 16u);
 }
 
-}  // namespace
+}  // namespace stories_golden_test
 }  // namespace tessera::model

@@ -25,7 +25,7 @@
 
 
 namespace tessera::serve {
-namespace {
+namespace chat_template_golden_test {
 
 // ---- Conversations (generated; see the top of the file) ----
 const std::vector<ChatMessage> kUserOnly = {
@@ -852,5 +852,5 @@ TEST(ChatTemplate, EveryKindHasAGoldenForEveryConversation) {
   }
 }
 
-}  // namespace
+}  // namespace chat_template_golden_test
 }  // namespace tessera::serve

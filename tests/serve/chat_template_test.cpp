@@ -12,7 +12,7 @@
 #include "test_util.h"
 
 namespace tessera::serve {
-namespace {
+namespace chat_template_test {
 TEST(ChatTemplate, NamesRoundTrip) {
   for (ChatTemplateKind kind :
        {ChatTemplateKind::kLlama2, ChatTemplateKind::kLlama3, ChatTemplateKind::kChatML,
@@ -181,5 +181,5 @@ TEST(ResolveChatTemplate, VocabulariesWithoutTemplateGiveTheClearError) {
   }
 }
 
-}  // namespace
+}  // namespace chat_template_test
 }  // namespace tessera::serve

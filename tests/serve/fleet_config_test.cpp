@@ -10,7 +10,7 @@
 #include "test_util.h"
 
 namespace tessera::serve {
-namespace {
+namespace fleet_config_test {
 
 TEST(FleetConfigTest, ReadsPerModelSettingsOverTheDefaults) {
   engine::EngineOptions d;
@@ -175,5 +175,5 @@ TEST(FleetConfigTest, ListsTheGgufFilesOfADirectory) {
   EXPECT_FALSE(fleet_specs_from_dir(dir.file("missing"), d).is_ok());
 }
 
-}  // namespace
+}  // namespace fleet_config_test
 }  // namespace tessera::serve

@@ -13,7 +13,7 @@
 #include "http_test_client.h"
 
 namespace tessera::serve {
-namespace {
+namespace http_server_test {
 
 using testing::TestClient;
 using namespace std::chrono_literals;
@@ -283,5 +283,5 @@ TEST(HttpServerStart, BadAddressAndBusyPortAreErrors) {
   EXPECT_NE(s.message().find(std::to_string(first.port())), std::string::npos);
 }
 
-}  // namespace
+}  // namespace http_server_test
 }  // namespace tessera::serve

@@ -7,7 +7,7 @@
 #include <thread>
 
 namespace tessera::serve {
-namespace {
+namespace metrics_test {
 
 TEST(Metrics, RendersExpositionFormat) {
   MetricsRegistry r;
@@ -109,5 +109,5 @@ TEST(Metrics, FormatsSpecialValues) {
   EXPECT_EQ(format_metric_value(1e21), "1e+21");
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace tessera::serve

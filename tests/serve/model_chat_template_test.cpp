@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 namespace tessera::serve {
-namespace {
+namespace model_chat_template_test {
 
 // TinyLlama-1.1B-Chat's (zephyr-style) template, which no built-in family matches.
 constexpr const char* kZephyr =
@@ -148,5 +148,5 @@ TEST(ModelChatTemplate, InterpreterAgreesWithTheBuiltinOnPhi35) {
   }
 }
 
-}  // namespace
+}  // namespace model_chat_template_test
 }  // namespace tessera::serve

@@ -8,7 +8,7 @@
 #include "tessera/serve/openai_response.h"
 
 namespace tessera::serve {
-namespace {
+namespace openai_request_test {
 
 TEST(CompletionRequest, DefaultsAreOpenAIs) {
   std::string param;
@@ -228,11 +228,11 @@ TEST(Response, InvalidUtf8InPiecesDoesNotThrow) {
   EXPECT_NE(s.find("\"bytes\":[226,150]"), std::string::npos) << s;
 }
 
-}  // namespace
+}  // namespace openai_request_test
 }  // namespace tessera::serve
 
 namespace tessera::serve {
-namespace {
+namespace openai_request_test {
 
 TEST(Request, ToolsAndToolChoice) {
   std::string param;
@@ -312,5 +312,5 @@ TEST(Request, ToolsAndToolChoice) {
   }
 }
 
-}  // namespace
+}  // namespace openai_request_test
 }  // namespace tessera::serve

@@ -13,7 +13,7 @@
 #include "test_util.h"
 
 namespace tessera::serve {
-namespace {
+namespace server_engine_test {
 
 using json = nlohmann::json;
 using testing::TestClient;
@@ -434,5 +434,5 @@ TEST_F(ServerEngineTest, FiveHundredConcurrentRequestsAreAnsweredAndServingConti
   EXPECT_EQ(s.running, 0);
 }
 
-}  // namespace
+}  // namespace server_engine_test
 }  // namespace tessera::serve

@@ -27,7 +27,7 @@
 #include "test_util.h"
 
 namespace tessera::serve {
-namespace {
+namespace server_fleet_lora_test {
 
 using json = nlohmann::json;
 using testing::TestClient;
@@ -268,5 +268,5 @@ TEST_F(ServerFleetLoraTest, SuspendingAnAdapterLetsItsRequestInFlightFinish) {
   EXPECT_EQ(after.status, 200) << after.body;
 }
 
-}  // namespace
+}  // namespace server_fleet_lora_test
 }  // namespace tessera::serve

@@ -16,7 +16,7 @@
 #include "test_util.h"
 
 namespace tessera::serve {
-namespace {
+namespace server_fleet_test {
 
 using json = nlohmann::json;
 using testing::TestClient;
@@ -231,5 +231,5 @@ TEST_F(ServerFleetTest, ATruncatedModelIsListedFailedAndTheOtherServes) {
   EXPECT_TRUE(seen) << admin.dump();
 }
 
-}  // namespace
+}  // namespace server_fleet_test
 }  // namespace tessera::serve

@@ -21,7 +21,7 @@
 #include "test_util.h"
 
 namespace tessera::serve {
-namespace {
+namespace server_lora_test {
 
 using json = nlohmann::json;
 using testing::TestClient;
@@ -200,5 +200,5 @@ TEST_F(ServerLoraTest, RuntimeChangesNeedTheFlag) {
   EXPECT_EQ(status, 200);
 }
 
-}  // namespace
+}  // namespace server_lora_test
 }  // namespace tessera::serve

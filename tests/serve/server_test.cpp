@@ -13,7 +13,7 @@
 #include "http_test_client.h"
 
 namespace tessera::serve {
-namespace {
+namespace server_test {
 
 using json = nlohmann::json;
 using testing::FakeBackend;
@@ -584,5 +584,5 @@ TEST_F(ServerTest, MetricsExposeRequestsLatenciesAndEngineState) {
   EXPECT_NE(t.find("tessera_queue_depth{model=\"tiny\"} 0"), std::string::npos) << t;
 }
 
-}  // namespace
+}  // namespace server_test
 }  // namespace tessera::serve

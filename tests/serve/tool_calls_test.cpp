@@ -16,7 +16,7 @@
 #include "test_util.h"
 
 namespace tessera::serve {
-namespace {
+namespace tool_calls_test {
 
 using ojson = nlohmann::ordered_json;
 
@@ -478,5 +478,5 @@ TEST(ToolCalls, QwenTemplateRendersToolsAndCalls) {
   EXPECT_NE(refused.status().message().find("does not render tools"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace tool_calls_test
 }  // namespace tessera::serve

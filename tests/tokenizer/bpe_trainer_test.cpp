@@ -15,7 +15,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace bpe_trainer_test {
 
 BpeTrainResult train(const std::string& text, BpeTrainerOptions o) {
   auto t = BpeTrainer::create(std::move(o));
@@ -331,5 +331,5 @@ TEST(BpeTrainer, TrainedFileLoadsThroughTheModelFileReader) {
   EXPECT_EQ((*tok)->decode((*tok)->encode(s, false, false)), s);
 }
 
-}  // namespace
+}  // namespace bpe_trainer_test
 }  // namespace tessera::model

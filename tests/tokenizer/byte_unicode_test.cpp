@@ -5,7 +5,7 @@
 #include <set>
 
 namespace tessera::model {
-namespace {
+namespace byte_unicode_test {
 
 TEST(ByteUnicode, KnownCharacters) {
   EXPECT_EQ(byte_to_unicode(' '), "\xC4\xA0");   // Ġ U+0120
@@ -37,5 +37,5 @@ TEST(ByteUnicode, CharactersOutsideTheAlphabetPassThrough) {
   EXPECT_EQ(unicode_to_byte(0x4F60), -1);
 }
 
-}  // namespace
+}  // namespace byte_unicode_test
 }  // namespace tessera::model

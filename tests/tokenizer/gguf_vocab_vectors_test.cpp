@@ -16,7 +16,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace gguf_vocab_vectors_test {
 
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -165,5 +165,5 @@ INSTANTIATE_TEST_SUITE_P(SharedVocabularies, VocabVectors,
                                            "deepseek-coder"),
                          vocab_test_name);
 
-}  // namespace
+}  // namespace gguf_vocab_vectors_test
 }  // namespace tessera::model

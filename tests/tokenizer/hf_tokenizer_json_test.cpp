@@ -11,7 +11,7 @@
 #include "tessera/model/tokenizer/tokenizer.h"
 
 namespace tessera::model {
-namespace {
+namespace hf_tokenizer_json_test {
 
 using nlohmann::json;
 
@@ -208,5 +208,5 @@ TEST(HfTokenizerJson, RefusesWhatItCannotRunByName) {
   EXPECT_NE(md.status().message().find("not a JSON object"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace hf_tokenizer_json_test
 }  // namespace tessera::model

@@ -10,7 +10,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace llama2c_tokenizer_test {
 
 constexpr int32_t kVocab = 512;
 
@@ -137,5 +137,5 @@ TEST(Llama2cTokenizer, TinyVocabularyWithoutSpaceOrBytesStillEncodes) {
   EXPECT_EQ((*tok)->encode("aaab", true, false), (std::vector<int32_t>{1, 4, 3, 0}));
 }
 
-}  // namespace
+}  // namespace llama2c_tokenizer_test
 }  // namespace tessera::model

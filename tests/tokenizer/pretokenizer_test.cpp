@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace tessera::model {
-namespace {
+namespace pretokenizer_test {
 
 std::vector<std::string> split(const PreTokenizer& p, std::string_view text) {
   std::vector<std::string> out;
@@ -108,5 +108,5 @@ TEST(PreTokenizer, EmptyMatchesDoNotLoop) {
   EXPECT_EQ(split(*p, "abxxc"), (Words{"ab", "xx", "c"}));
 }
 
-}  // namespace
+}  // namespace pretokenizer_test
 }  // namespace tessera::model

@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 namespace tessera::model {
-namespace {
+namespace tokenizer_behaviour_test {
 
 using Ids = std::vector<int32_t>;
 
@@ -363,5 +363,5 @@ TEST(SharedVocabularies, EncodeIsThreadSafe) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
-}  // namespace
+}  // namespace tokenizer_behaviour_test
 }  // namespace tessera::model

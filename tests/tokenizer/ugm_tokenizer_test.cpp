@@ -12,7 +12,7 @@
 #include "tessera/model/tokenizer/ugm_tokenizer.h"
 
 namespace tessera::model {
-namespace {
+namespace ugm_tokenizer_test {
 
 using nlohmann::json;
 using Ids = std::vector<int32_t>;
@@ -178,5 +178,5 @@ TEST(UgmTokenizer, RefusesWhatItDoesNotImplement) {
   EXPECT_NE(tok.status().message().find("precompiled_charsmap"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace ugm_tokenizer_test
 }  // namespace tessera::model

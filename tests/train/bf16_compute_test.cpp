@@ -13,7 +13,7 @@
 #include "tessera/train/pretrain.h"
 
 namespace tessera::train {
-namespace {
+namespace bf16_compute_test {
 
 std::vector<int32_t> pattern_text(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -105,5 +105,5 @@ TEST(Bf16Compute, LoraRefusesIt) {
   EXPECT_NE(r.status().to_string().find("bf16"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace bf16_compute_test
 }  // namespace tessera::train

@@ -17,7 +17,7 @@
 #include "test_util.h"
 
 namespace tessera::train {
-namespace {
+namespace llama_trainer_test {
 
 LlamaShape tiny_shape() {
   LlamaShape s;
@@ -195,5 +195,5 @@ TEST(LlamaTrainer, InferenceForwardOfTheCheckpointGivesTheSameLogits) {
   EXPECT_FALSE(write_llama_gguf(path, s, std::span<const float>(p32).first(10), nullptr, "x").is_ok());
 }
 
-}  // namespace
+}  // namespace llama_trainer_test
 }  // namespace tessera::train

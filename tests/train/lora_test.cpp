@@ -26,7 +26,7 @@
 #include "test_util.h"
 
 namespace tessera::train {
-namespace {
+namespace lora_test {
 
 LlamaShape tiny_shape() {
   LlamaShape s;
@@ -416,5 +416,5 @@ TEST(LoraBase, ReadsAQuantizedBaseAsTheModelComputesIt) {
   EXPECT_NE(q.status().message().find("qwen2"), std::string::npos) << q.status().to_string();
 }
 
-}  // namespace
+}  // namespace lora_test
 }  // namespace tessera::train

@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace tessera::train {
-namespace {
+namespace ops_test {
 
 using Vec = std::vector<double>;
 
@@ -269,5 +269,5 @@ TEST(TrainOps, CrossEntropyGradientsAndIgnoredTargets) {
   EXPECT_EQ(cross_entropy(z.data(), none.data(), n, v, nullptr, 1.0), 0.0);
 }
 
-}  // namespace
+}  // namespace ops_test
 }  // namespace tessera::train

@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace tessera::train {
-namespace {
+namespace optimizer_test {
 
 TEST(AdamW, FollowsTheEquationsWithDecoupledDecayOnMaskedParameters) {
   AdamWOptions o;
@@ -99,5 +99,5 @@ TEST(AdamW, ClippingAndSchedule) {
   }
 }
 
-}  // namespace
+}  // namespace optimizer_test
 }  // namespace tessera::train

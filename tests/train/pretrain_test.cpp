@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace tessera::train {
-namespace {
+namespace pretrain_test {
 
 std::vector<int32_t> pattern_text(int64_t n, uint32_t seed) {
   // "0 1 2 3 4 5 x" repeated, x uniform in [6, 9): predictable except one token in seven.
@@ -91,5 +91,5 @@ TEST(Pretrain, RefusesBadInputs) {
   EXPECT_FALSE(pretrain(o, params, text, text, nullptr).is_ok());
 }
 
-}  // namespace
+}  // namespace pretrain_test
 }  // namespace tessera::train

@@ -11,7 +11,7 @@
 #include "tessera/train/pretrain.h"
 
 namespace tessera::train {
-namespace {
+namespace resume_test {
 
 std::vector<int32_t> random_text(int64_t n, uint32_t seed, int32_t vocab) {
   std::mt19937 rng(seed);
@@ -117,5 +117,5 @@ TEST(Resume, RefusesAStateOfAnotherRun) {
   EXPECT_FALSE(read_train_state(path, o).is_ok());
 }
 
-}  // namespace
+}  // namespace resume_test
 }  // namespace tessera::train

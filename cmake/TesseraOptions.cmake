@@ -25,6 +25,23 @@ if(TESSERA_FUZZ)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+# TESSERA_FUZZ_TARGETS (CI's ASan+UBSan build, scripts/test.sh): the fuzz targets are built beside
+# the tests in the same clang ASan+UBSan build, so the libraries are compiled once for both; only
+# the libraries the fuzzers exercise get libFuzzer's coverage instrumentation
+# (tessera_fuzz_coverage, called in fuzz/CMakeLists.txt), the tests of everything else run without it.
+if(TESSERA_FUZZ_TARGETS)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang" OR NOT "address" IN_LIST TESSERA_SANITIZE)
+    message(FATAL_ERROR "TESSERA_FUZZ_TARGETS=ON needs clang and TESSERA_SANITIZE with address")
+  endif()
+endif()
+function(tessera_fuzz_coverage)
+  if(TESSERA_FUZZ_TARGETS)
+    foreach(t ${ARGN})
+      target_compile_options(${t} PRIVATE -fsanitize=fuzzer-no-link)
+    endforeach()
+  endif()
+endfunction()
+
 # Asserts in hot paths stay on in release builds (TS_CHECK); NDEBUG only disables <cassert>.
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)

@@ -14,10 +14,15 @@ seconds="${1:-60}"
 build="${TESSERA_FUZZ_BUILD_DIR:-$root/build/fuzz}"
 jobs="${JOBS:-2}"
 
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
-  -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-  -DTESSERA_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
+# A build configured with TESSERA_FUZZ_TARGETS=ON (scripts/build.sh asan, as scripts/test.sh runs
+# it) already has the fuzz targets beside its tests: use it as it is. Otherwise configure a
+# fuzz-only build (every target coverage-instrumented).
+if ! grep -q '^TESSERA_FUZZ_TARGETS:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
+    -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+    -DTESSERA_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
+fi
 ninja -C "$build" -j "$jobs" gguf_fuzzer gguf_seed_writer safetensors_fuzzer safetensors_seed_writer \
   hf_fuzzer hf_seed_writer jinja_fuzzer json_schema_fuzzer
 

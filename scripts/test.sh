@@ -1,36 +1,68 @@
 #!/usr/bin/env bash
-# Every test Tessera has, as CI runs them: install dependencies; Release build + all tests;
-# ASan+UBSan build + all tests; TSan build + the engine and server tests (the threaded parts);
-# the GGUF fuzzer for a short run.
+# Every test Tessera has, as CI runs them (docs/CI.md says what runs where, and why):
+#   1. Release (GCC, -O3; what run.sh builds): build everything, run every test
+#   2. the kernel and model tests again with forced-scalar kernels
+#   3. ASan + UBSan (clang, -O1): every test but the real-daemon ones (label daemon), and in the
+#      same build the libFuzzer targets, each fuzzed for a short run
+#   4. TSan (clang, -O1): the engine, server, fleet and cluster-controller tests (the threaded parts)
+# Every stage is timed; the times are printed as they end and in a table at the end.
 #   scripts/test.sh            everything
 #   scripts/test.sh quick      Release tests only
 # Tests that need ../shared data skip with a message when it is absent.
+# Env: TESSERA_JOBS (nproc), TESSERA_FUZZ_SECONDS (60: the GGUF fuzzer's time; the others get
+# shares of it, scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
 mode="${1:-all}"
 jobs="${TESSERA_JOBS:-$(nproc)}"
 
-echo "== release build and tests"
-./scripts/build.sh release
-ctest --test-dir build/release --output-on-failure -j "$jobs"
-echo "== release tests with forced-scalar kernels"
-TESSERA_FORCE_SCALAR=1 ctest --test-dir build/release --output-on-failure -j "$jobs" -L "kernel|model"
-[ "$mode" = quick ] && exit 0
+t_start=$(date +%s)
+t_stage=$t_start
+stage_name=""
+summary=()
+end_stage() {
+  [ -n "$stage_name" ] || return 0
+  local now; now=$(date +%s)
+  summary+=("$(printf '%-58s %5d s' "$stage_name" $((now - t_stage)))")
+  echo "== $stage_name: $((now - t_stage)) s (total $((now - t_start)) s)"
+  t_stage=$now
+}
+stage() { end_stage; stage_name="$*"; echo "== $stage_name"; }
+print_summary() {
+  end_stage
+  stage_name=""
+  echo "== stage times"
+  printf '%s\n' "${summary[@]}"
+  printf '%-58s %5d s\n' "total" $(( $(date +%s) - t_start ))
+}
+trap 'status=$?; [ $status -eq 0 ] || { echo "== FAILED in stage: $stage_name"; print_summary; }' EXIT
 
-echo "== ASan + UBSan build and tests (the real-daemon tests, label daemon, ran in Release)"
+stage "dependencies"
+./scripts/install-deps.sh
+
+stage "release build (GCC -O3, unity batches)"
+./scripts/build.sh release
+stage "release tests"
+ctest --test-dir build/release --output-on-failure -j "$jobs"
+stage "release tests with forced-scalar kernels (labels kernel, model)"
+TESSERA_FORCE_SCALAR=1 ctest --test-dir build/release --output-on-failure -j "$jobs" -L "kernel|model"
+if [ "$mode" = quick ]; then print_summary; exit 0; fi
+
+stage "ASan+UBSan build (clang -O1; tests and fuzz targets)"
 ./scripts/build.sh asan
+stage "ASan+UBSan tests (all but label daemon: the real-daemon tests run in Release)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE daemon
+stage "fuzzers (libFuzzer + ASan + UBSan, the ASan build's fuzz targets)"
+TESSERA_FUZZ_BUILD_DIR="$PWD/build/asan" ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-60}"
 
-echo "== TSan build and the engine, server and fleet tests"
+stage "TSan build (clang -O1; the threaded parts' tests)"
 # (The binary-level curl/npm integration tests run in the Release and ASan stages; fleet_tests'
 # memory-tier checks read the resident set, which TSan's shadow memory distorts.)
 ./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests serve_fleet_tests \
   fleet_manager_tests fleet_controller_tests cluster_controller_tests
+stage "TSan tests (labels engine, server, fleet)"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server|fleet" -E "_integration$"
-
-echo "== GGUF fuzzer (libFuzzer, clang)"
-./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-60}"
+print_summary
 echo "== all tests passed"

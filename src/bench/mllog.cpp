@@ -20,23 +20,23 @@ MlLogger::MlLogger(std::function<void(const std::string&)> sink, std::function<i
     : sink_(std::move(sink)), wall_ms_(std::move(wall_ms)) {}
 
 void MlLogger::event(std::string_view key, nlohmann::ordered_json value,
-                     nlohmann::ordered_json metadata, std::source_location at) {
+                     nlohmann::ordered_json metadata, CallSite at) {
   log("POINT_IN_TIME", key, std::move(value), std::move(metadata), at);
 }
 void MlLogger::start(std::string_view key, nlohmann::ordered_json value,
-                     nlohmann::ordered_json metadata, std::source_location at) {
+                     nlohmann::ordered_json metadata, CallSite at) {
   log("INTERVAL_START", key, std::move(value), std::move(metadata), at);
 }
 void MlLogger::end(std::string_view key, nlohmann::ordered_json value,
-                   nlohmann::ordered_json metadata, std::source_location at) {
+                   nlohmann::ordered_json metadata, CallSite at) {
   log("INTERVAL_END", key, std::move(value), std::move(metadata), at);
 }
 
 void MlLogger::log(std::string_view type, std::string_view key, nlohmann::ordered_json value,
-                   nlohmann::ordered_json metadata, const std::source_location& at) {
-  std::string_view file = at.file_name();
+                   nlohmann::ordered_json metadata, const CallSite& at) {
+  std::string_view file = at.file;
   if (const size_t slash = file.find("src/"); slash != std::string_view::npos) file.remove_prefix(slash);
-  nlohmann::ordered_json md = {{"file", std::string(file)}, {"lineno", at.line()}};
+  nlohmann::ordered_json md = {{"file", std::string(file)}, {"lineno", at.line}};
   for (auto& [k, v] : metadata.items()) md[k] = v;
   nlohmann::ordered_json j;
   j["namespace"] = "";

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +19,18 @@
 namespace tessera::bench {
 
 inline constexpr std::string_view kMlLogPrefix = ":::MLLOG ";
+
+// The calling file and line, as a default argument takes them at the call site: the part of
+// std::source_location MLPerf's metadata carries (clang 14, CI's sanitizer compiler, has no
+// std::source_location over libstdc++ 12; both compilers have these builtins).
+struct CallSite {
+  const char* file = "";
+  unsigned line = 0;
+  static constexpr CallSite current(const char* file = __builtin_FILE(),
+                                    unsigned line = __builtin_LINE()) {
+    return CallSite{file, line};
+  }
+};
 
 // The keys a run's log must contain (each at least once), in the order a run first logs them.
 extern const std::vector<std::string_view> kMlPerfRequiredKeys;
@@ -33,22 +44,22 @@ class MlLogger {
   // POINT_IN_TIME: `key` has `value` now.
   void event(std::string_view key, nlohmann::ordered_json value = nullptr,
              nlohmann::ordered_json metadata = nlohmann::ordered_json::object(),
-             std::source_location at = std::source_location::current());
+             CallSite at = CallSite::current());
   // INTERVAL_START / INTERVAL_END of `key` (run_start/run_stop and the like: the key names the
   // boundary, as in MLPerf's logs).
   void start(std::string_view key, nlohmann::ordered_json value = nullptr,
              nlohmann::ordered_json metadata = nlohmann::ordered_json::object(),
-             std::source_location at = std::source_location::current());
+             CallSite at = CallSite::current());
   void end(std::string_view key, nlohmann::ordered_json value = nullptr,
            nlohmann::ordered_json metadata = nlohmann::ordered_json::object(),
-           std::source_location at = std::source_location::current());
+           CallSite at = CallSite::current());
 
   // Every line logged so far, in order.
   const std::vector<std::string>& lines() const { return lines_; }
 
  private:
   void log(std::string_view type, std::string_view key, nlohmann::ordered_json value,
-           nlohmann::ordered_json metadata, const std::source_location& at);
+           nlohmann::ordered_json metadata, const CallSite& at);
 
   std::function<void(const std::string&)> sink_;
   std::function<int64_t()> wall_ms_;

@@ -22,6 +22,9 @@ struct Route {
   std::string_view path;
   bool prefix;  // path is a prefix ("/v1/models/" + name)
   void (*handler)(const RouteContext&, HttpRequest&&, std::shared_ptr<ResponseWriter>);
+  // Non-empty: the whole handler blocks (a model move, reading an adapter's files) and runs on
+  // the work pool under this key. Routes that only partly block offload that part themselves.
+  std::string_view offload_key = {};
 };
 
 constexpr Route kRoutes[] = {
@@ -33,12 +36,12 @@ constexpr Route kRoutes[] = {
     {"GET", "/v1/models", false, handle_list_models},
     {"GET", "/v1/models/", true, handle_get_model},
     {"GET", "/v1/adapters", false, handle_list_adapters},
-    {"POST", "/v1/adapters", false, handle_load_adapter},
-    {"DELETE", "/v1/adapters/", true, handle_unload_adapter},
+    {"POST", "/v1/adapters", false, handle_load_adapter, " adapters"},
+    {"DELETE", "/v1/adapters/", true, handle_unload_adapter, " adapters"},
     {"GET", "/health", false, handle_health},
     {"GET", "/metrics", false, handle_metrics},
     {"GET", "/admin/models", false, handle_admin_list_models},
-    {"POST", "/admin/models/", true, handle_admin_model_action},
+    {"POST", "/admin/models/", true, handle_admin_model_action, " admin"},
 };
 
 bool matches(const Route& r, std::string_view path) {
@@ -57,6 +60,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
     : options_(std::move(options)),
       models_(std::move(models)),
+      work_(std::make_shared<WorkPool>(options_.work)),
       ctx_{models_, serving_metrics_,
            [this]() -> Status {
              switch (state_.load()) {
@@ -69,7 +73,8 @@ Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
            [this] {
              std::lock_guard lk(adapters_mu_);
              return adapters_;
-           }},
+           },
+           work_},
       http_(options_.http,
             [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) { handle(std::move(r), std::move(w)); },
             [this](const ExchangeRecord& rec) { serving_metrics_->record_exchange(rec.path, rec.status); }) {}
@@ -97,6 +102,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
     return;
   }
   http_.stop(grace);
+  work_->stop();
   state_.store(ServerState::kStopped);
 }
 
@@ -147,6 +153,15 @@ void Server::handle(HttpRequest&& request, std::shared_ptr<ResponseWriter> write
     HttpResponse r = api_error_response(e);
     r.headers.emplace_back("Allow", allow);
     writer->respond(std::move(r));
+    return;
+  }
+  if (!route->offload_key.empty()) {
+    // The key starts with a space: no model name does, so this never shares a model's turn.
+    auto shared = std::make_shared<HttpRequest>(std::move(request));
+    auto w = writer;
+    offload(ctx_, std::string(route->offload_key), *w, [this, route, shared, writer]() mutable {
+      route->handler(ctx_, std::move(*shared), std::move(writer));
+    });
     return;
   }
   route->handler(ctx_, std::move(request), std::move(writer));

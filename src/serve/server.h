@@ -25,12 +25,14 @@
 #include "tessera/serve/model_router.h"
 #include "tessera/serve/route_context.h"
 #include "tessera/serve/serving_metrics.h"
+#include "tessera/serve/work_pool.h"
 
 namespace tessera::serve {
 
 struct ServerOptions {
   HttpServerOptions http;  // host, port, limits, timeouts, I/O threads
   std::string api_key;     // non-empty: every route but /health needs "Authorization: Bearer <key>"
+  WorkPoolOptions work;    // the threads that render templates and tokenize (work_pool.h)
 };
 
 enum class ServerState { kLoading, kServing, kDraining, kStopped };
@@ -47,13 +49,19 @@ class Server {
   void set_serving();
   // Stops accepting generation requests (503), lets in-flight ones finish until `grace` passes,
   // then closes every connection (disconnect hooks cancel the engine requests left) and joins
-  // the I/O threads. Idempotent. The engines themselves are the caller's to drain or stop.
+  // the I/O threads, then cancels the renders still running and joins the work pool. Idempotent.
+  // The engines themselves are the caller's to drain or stop.
   void shutdown(std::chrono::milliseconds grace);
 
   ServerState state() const { return state_.load(); }
   int port() const { return http_.port(); }
   MetricsRegistry& metrics() { return *registry_; }
   const std::shared_ptr<ModelRouter>& models() const { return models_; }
+  // Set once shutdown() has given up waiting: chat renderers pass it to the interpreter
+  // (jinja RenderOptions::cancel) so that a render still running ends. Valid while it is held.
+  std::shared_ptr<const std::atomic<bool>> render_cancel() const {
+    return {work_, work_->cancel_flag()};
+  }
   // The LoRA adapters of the served base model (/v1/adapters); may be set while serving.
   void set_adapters(std::shared_ptr<AdapterRegistry> adapters);
 
@@ -68,6 +76,7 @@ class Server {
   std::shared_ptr<ServingMetrics> serving_metrics_ = std::make_shared<ServingMetrics>(registry_);
   mutable std::mutex adapters_mu_;
   std::shared_ptr<AdapterRegistry> adapters_;  // under adapters_mu_
+  std::shared_ptr<WorkPool> work_;
   RouteContext ctx_;
   HttpServer http_;  // last: stopped (in the destructor) before the members its handlers use
 };

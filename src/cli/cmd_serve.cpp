@@ -60,6 +60,7 @@ struct ServeArgs {
   bool no_prefix_cache = false;
   std::string kv_type = "f16";
   std::string api_key;
+  std::string admin_api_key;
   std::string chat_template;            // --chat-template NAME|FILE
   serve::ChatTemplateOverride chat_override;  // what it names, read once at start
   std::string embedding_pooling;   // mean | last; empty: the model's metadata (pooling_type)
@@ -390,6 +391,13 @@ int run_serve(const ServeArgs& args) {
   if (options.api_key.empty()) {
     if (const char* k = std::getenv("TESSERA_API_KEY")) options.api_key = k;
   }
+  options.admin_api_key = a.admin_api_key;
+  if (options.admin_api_key.empty()) {
+    if (const char* k = std::getenv("TESSERA_ADMIN_API_KEY")) options.admin_api_key = k;
+  }
+  if (!options.admin_api_key.empty() && options.admin_api_key == options.api_key) {
+    return fail("--admin-api-key must differ from --api-key");
+  }
   auto router = std::make_shared<serve::ModelRouter>();
   serve::Server server(options, router);
   a.render_limits.cancel = server.render_cancel();
@@ -561,6 +569,9 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "Do not reuse cached prompt prefixes");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' (or TESSERA_API_KEY)");
+  cmd->add_option("--admin-api-key", a->admin_api_key,
+                  "The key of the operator routes (/admin/..., loading adapters), which refuse "
+                  "the --api-key (or TESSERA_ADMIN_API_KEY); with --api-key alone they are off");
   cmd->add_option("--lora", a->loras,
                   "LoRA adapter served on the base model as MODEL:NAME, given as NAME=PATH (PEFT "
                   "directory or GGUF LoRA; in a fleet BASE:NAME=PATH, where it lives in the fleet's "

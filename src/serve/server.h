@@ -31,7 +31,12 @@ namespace tessera::serve {
 
 struct ServerOptions {
   HttpServerOptions http;  // host, port, limits, timeouts, I/O threads
-  std::string api_key;     // non-empty: every route but /health needs "Authorization: Bearer <key>"
+  // Keys, sent as "Authorization: Bearer <key>". With neither set every route is open. With
+  // `api_key`, every route but /health needs a key; the operator routes (/admin/..., loading and
+  // unloading adapters) need `admin_api_key`, and refuse the inference key (403): with no admin
+  // key they are off. The admin key is accepted on every route.
+  std::string api_key;
+  std::string admin_api_key;
   WorkPoolOptions work;    // the threads that render templates and tokenize (work_pool.h)
 };
 
@@ -67,7 +72,9 @@ class Server {
 
  private:
   void handle(HttpRequest&& request, std::shared_ptr<ResponseWriter> writer);
-  bool authorized(const HttpRequest& request) const;
+  enum class Caller { kAnonymous, kInference, kAdmin };
+  // Which key the request carries (kAnonymous: none, or neither key).
+  Caller caller(const HttpRequest& request) const;
 
   ServerOptions options_;
   std::shared_ptr<ModelRouter> models_;

@@ -66,6 +66,7 @@ struct ServeArgs {
   std::string embedding_pooling;   // mean | last; empty: the model's metadata (pooling_type)
   std::vector<std::string> loras;  // NAME=PATH
   bool lora_runtime = false;
+  std::string lora_dir;  // --lora-dir: runtime adapters load only from here
   int io_threads = 2;
   int work_threads = serve::WorkPoolOptions{}.n_threads;
   int64_t template_timeout_ms = serve::ChatRenderLimits{}.max_time_ms;
@@ -404,9 +405,19 @@ int run_serve(const ServeArgs& args) {
   if (Status s = server.start(); !s.is_ok()) return fail(s.with_context("starting the HTTP server"));
   std::printf("tessera serve: listening on http://%s:%d\n", a.host.c_str(), server.port());
   std::fflush(stdout);
+  if (!a.lora_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(a.lora_dir, ec)) {
+      return fail(fmt::format("--lora-dir '{}' is not a directory", a.lora_dir));
+    }
+    a.lora_runtime = true;
+  } else if (a.lora_runtime) {
+    return fail("--lora-runtime needs --lora-dir DIR: clients may load adapters only from a "
+                "directory the operator names");
+  }
   if (!a.models_dir.empty() || !a.config.empty()) {
     if (a.lora_runtime) {
-      return fail("--lora-runtime works with --model (one base model) for now; in a fleet, list "
+      return fail("--lora-dir works with --model (one base model) for now; in a fleet, list "
                   "adapters with --lora BASE:NAME=PATH or in the --config file");
     }
     return run_fleet(a, kv_dtype, server, *router, signals);
@@ -449,7 +460,7 @@ int run_serve(const ServeArgs& args) {
     // The adapters are checked against the file the base weights came from (the model keeps it).
     auto adapters = std::make_shared<serve::AdapterRegistry>(
         router, base_entry, engine, std::shared_ptr<const model::ModelFile>(model, &model->file()),
-        a.lora_runtime);
+        a.lora_runtime, a.lora_dir);
     for (const std::string& lora : a.loras) {
       const size_t eq = lora.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == lora.size()) {
@@ -576,9 +587,12 @@ void add_serve_command(CLI::App& app, RunFn& run) {
                   "LoRA adapter served on the base model as MODEL:NAME, given as NAME=PATH (PEFT "
                   "directory or GGUF LoRA; in a fleet BASE:NAME=PATH, where it lives in the fleet's "
                   "memory tiers like a model); repeatable. Requests of every adapter share the batches");
+  cmd->add_option("--lora-dir", a->lora_dir,
+                  "Let POST /v1/adapters load adapters from this directory (only; paths are "
+                  "resolved and kept inside it)");
   cmd->add_flag("--lora-runtime", a->lora_runtime,
                 "Allow POST /v1/adapters and DELETE /v1/adapters/{name} to load and unload adapters "
-                "while serving (they read files the caller names)");
+                "while serving (needs --lora-dir, which implies it)");
   cmd->add_option("--chat-template", a->chat_template,
                   fmt::format("Chat template: a built-in ({}) or a .jinja file; default: the "
                               "model's own tokenizer.chat_template",

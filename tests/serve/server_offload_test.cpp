@@ -155,6 +155,49 @@ TEST_F(ServerOffloadTest, AHostileTemplateFailsAloneAndSlowsNothingElse) {
   }
 }
 
+// The issue's /tokenize of 7 MB held an I/O thread for seconds; two such requests held both.
+// They now tokenize on the work pool, and /health answers meanwhile.
+TEST_F(ServerOffloadTest, TokenizingMegabytesLeavesHealthAlone) {
+  start(/*time_limit_ms=*/1000);
+  const int port = server_->port();
+  std::string text;
+  while (text.size() < (size_t{7} << 20)) text += "w12 w7 hello w3 x ";
+  const std::string body = json{{"model", "good"}, {"content", text}}.dump();
+  std::atomic<int> done{0};
+  double took_ms[2] = {0, 0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 2; ++i) {
+    clients.emplace_back([&, i] {
+      TestClient c(port);
+      const auto t0 = Clock::now();
+      auto r = c.request("POST", "/tokenize", body);
+      took_ms[i] = ms_since(t0);
+      EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
+      ++done;
+    });
+  }
+  std::this_thread::sleep_for(200ms);  // both bodies read, both tokenizing
+  std::vector<double> health_ms;
+  while (done.load() < 2 && health_ms.size() < 100) {
+    TestClient c(port);
+    const auto t0 = Clock::now();
+    EXPECT_EQ(c.request("GET", "/health").status, 200);
+    health_ms.push_back(ms_since(t0));
+    std::this_thread::sleep_for(10ms);
+  }
+  for (auto& t : clients) t.join();
+  const double tokenize_ms = std::max(took_ms[0], took_ms[1]);
+  ASSERT_FALSE(health_ms.empty());
+  std::sort(health_ms.begin(), health_ms.end());
+  std::printf("tokenizing 7 MB twice at once took %.0f ms; /health meanwhile: %zu probes, median %.1f ms, max "
+              "%.1f ms\n",
+              tokenize_ms, health_ms.size(), health_ms[health_ms.size() / 2], health_ms.back());
+  EXPECT_LT(health_ms[health_ms.size() / 2], 100.0);
+  // Every probe: one blocked behind the tokenizer would wait seconds (the JSON of the two
+  // bodies is still parsed on the I/O threads: tens of ms).
+  EXPECT_LT(health_ms.back(), 1000.0);
+}
+
 TEST_F(ServerOffloadTest, ShutdownCancelsARenderThatIsStillRunning) {
   start(/*time_limit_ms=*/120000);  // only the cancel can stop it within the test
   const int port = server_->port();

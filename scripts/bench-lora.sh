@@ -128,11 +128,11 @@ for m in mixes:
 PY
 
 # Runtime loading: 16 streams on the base while adapters load through POST /v1/adapters, one
-# after another (--lora-runtime); the inter-token gaps of the running requests against a run
+# after another (--lora-dir); the inter-token gaps of the running requests against a run
 # without loads (the loads parse files on the HTTP thread; the engine swaps them in between steps).
 if [ "${STALL:-1}" = 1 ] && [[ " $engines " == *" tessera "* ]]; then
   for mode in quiet loading; do
-    "$T" serve -m "$base" --port "$port" -t "$threads" --parallel "$conc" -c 512 --lora-runtime \
+    "$T" serve -m "$base" --port "$port" -t "$threads" --parallel "$conc" -c 512 --lora-dir "$ad" \
       > "$out/tessera-stall.log" 2>&1 &
     pid=$!
     healthy tessera-stall

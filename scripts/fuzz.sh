@@ -57,11 +57,18 @@ shared_templates="${TESSERA_SHARED_DIR:-$root/../shared}/templates"
 if [ -d "$shared_templates" ]; then cp "$shared_templates"/*.jinja "$jinja_corpus"/ 2>/dev/null || true; fi
 printf '%s' "{% for m in messages %}{{ '<|' + m.role + '|>' + m.content | trim }}{% endfor %}" \
   >"$jinja_corpus/seed-loop.jinja"
+# The issue-42 attacks as seeds: the fuzzer starts next to the bounds (time, memory, copies).
+printf '%s' "{% set s = 'a' * 6000000 %}{% for i in range(4990) %}{% if 'b' in s %}{% endif %}{{ s[0] }}{{ s|length }}{% endfor %}" \
+  >"$jinja_corpus/seed-time.jinja"
+printf '%s' "{% set s = 'a' * 5000000 %}{% set l = [s] * 60 %}{{ l|length }}{{ ('\n' * 2000)|indent(40, blank=true) }}{{ l|join|length }}" \
+  >"$jinja_corpus/seed-memory.jinja"
 "$build/fuzz/jinja_fuzzer" "$jinja_corpus" \
   -dict="$root/fuzz/jinja.dict" \
   -max_len=65536 \
   -max_total_time="$(( (seconds + 1) / 2 ))" \
-  -rss_limit_mb=2048 \
+  -rss_limit_mb=1024 \
+  -malloc_limit_mb=256 \
+  -timeout=10 \
   -print_final_stats=1 \
   -artifact_prefix="${artifacts}jinja-"
 

@@ -11,7 +11,9 @@
 namespace tessera {
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; the check below then
+  // refuses it before anything is read. It changes nothing for a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int err = errno;
     std::string msg = "cannot open " + path + ": " + std::strerror(err);
@@ -20,7 +22,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return io_error("cannot map " + path + ": not a regular file");
+    return invalid_argument("cannot map " + path + ": not a regular file");
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;

@@ -14,7 +14,9 @@ namespace tessera {
 
 class MappedFile {
  public:
-  // Maps `path` read-only. Errors: kNotFound (no such file), kIoError (cannot open or map).
+  // Maps `path` read-only. Opens without blocking (a FIFO or device is refused, never waited on).
+  // Errors: kNotFound (no such file), kInvalidArgument (not a regular file), kIoError (cannot
+  // open or map).
   // An empty file maps to an empty span.
   static Result<std::shared_ptr<MappedFile>> open(const std::string& path);
   ~MappedFile();

@@ -60,12 +60,18 @@ struct ServeArgs {
   bool no_prefix_cache = false;
   std::string kv_type = "f16";
   std::string api_key;
+  std::string admin_api_key;
   std::string chat_template;            // --chat-template NAME|FILE
   serve::ChatTemplateOverride chat_override;  // what it names, read once at start
   std::string embedding_pooling;   // mean | last; empty: the model's metadata (pooling_type)
   std::vector<std::string> loras;  // NAME=PATH
   bool lora_runtime = false;
+  std::string lora_dir;  // --lora-dir: runtime adapters load only from here
   int io_threads = 2;
+  int work_threads = serve::WorkPoolOptions{}.n_threads;
+  int64_t template_timeout_ms = serve::ChatRenderLimits{}.max_time_ms;
+  std::string template_memory = "128M";
+  serve::ChatRenderLimits render_limits;  // from the two above and the server, at start
   double drain_seconds = 30.0;
   SpecArgs spec;
 };
@@ -106,11 +112,15 @@ std::tm local_now() {
 // route answers 400 with that message; completions keep working).
 serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
                                        std::shared_ptr<const model::Tokenizer> tokenizer,
-                                       const serve::ChatTemplateOverride& override_spec) {
+                                       const serve::ChatTemplateOverride& override_spec,
+                                       const serve::ChatRenderLimits& limits) {
   auto resolved = serve::resolve_model_chat_template(metadata, override_spec);
   if (!resolved.is_ok()) {
     log_warn("chat route disabled: {}", resolved.status().message());
-    Status why = resolved.status();
+    // The model's file is at fault, whatever the code of the reason: the route answers 500
+    // chat_template_unavailable (never a status a client would retry).
+    Status why(ErrorCode::kInternal,
+               "it was refused when the model was loaded: " + resolved.status().message());
     return [why](const std::vector<serve::ChatTurn>&,
                  const nlohmann::ordered_json*) -> Result<serve::RenderedChat> { return why; };
   }
@@ -126,8 +136,8 @@ serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
   // the start, drop that one so the prompt does not begin with two.
   const bool tokenizer_adds_bos = !tokenizer->encode("", true, false).empty() &&
                                   tokenizer->encode("", true, false).front() == tokenizer->bos_id();
-  return [tmpl, bos, eos, tokenizer_adds_bos](const std::vector<serve::ChatTurn>& turns,
-                                              const nlohmann::ordered_json* tools)
+  return [tmpl, bos, eos, tokenizer_adds_bos, limits](const std::vector<serve::ChatTurn>& turns,
+                                                      const nlohmann::ordered_json* tools)
              -> Result<serve::RenderedChat> {
     std::vector<serve::ChatMessage> messages;
     messages.reserve(turns.size());
@@ -137,7 +147,7 @@ serve::ChatRenderer make_chat_renderer(const model::Metadata& metadata,
     bool used_fallback = false;
     TS_ASSIGN_OR_RETURN(std::string text,
                         serve::render_model_chat(*tmpl, messages, true, bos, eos, local_now(),
-                                                 &used_fallback, tools));
+                                                 &used_fallback, tools, limits));
     if (used_fallback) {
       log_warn("chat template: the interpreter refused a render; used the built-in {}",
                serve::chat_template_name(*tmpl->builtin));
@@ -292,18 +302,19 @@ int run_fleet(const ServeArgs& a, kernels::DType kv_dtype, serve::Server& server
     if (pooling_override) entry.pooling = *pooling_override;
     if (fleet->opened(name).is_ok()) {
       entry.chat = make_chat_renderer(fleet->metadata(name), fleet->shared_tokenizer(name),
-                                      a.chat_override);
+                                      a.chat_override, a.render_limits);
     } else {
       // The file did not open (the model is Failed; requests get 503 until a retry opens it):
       // the template comes from the file once it does.
       std::weak_ptr<fleet::FleetManager> weak = fleet;
-      entry.chat = [weak, name, tmpl = a.chat_override](
+      entry.chat = [weak, name, tmpl = a.chat_override, limits = a.render_limits](
                        const std::vector<serve::ChatTurn>& turns,
                        const nlohmann::ordered_json* tools) -> Result<serve::RenderedChat> {
         auto f = weak.lock();
         if (!f) return Status(ErrorCode::kUnavailable, "the server is stopping");
         TS_RETURN_IF_ERROR(f->opened(name));
-        serve::ChatRenderer r = make_chat_renderer(f->metadata(name), f->shared_tokenizer(name), tmpl);
+        serve::ChatRenderer r =
+            make_chat_renderer(f->metadata(name), f->shared_tokenizer(name), tmpl, limits);
         if (!r) return invalid_argument("the model has no usable chat template");
         return r(turns, tools);
       };
@@ -367,18 +378,46 @@ int run_serve(const ServeArgs& args) {
   options.http.host = a.host;
   options.http.port = a.port;
   options.http.n_threads = a.io_threads;
+  if (a.work_threads < 1) return fail("--work-threads must be >= 1");
+  options.work.n_threads = a.work_threads;
+  // A model's slow work takes at most half the pool: another model always finds a thread.
+  options.work.max_running_per_key = std::max(1, a.work_threads / 2);
+  auto template_memory = parse_bytes(a.template_memory);
+  if (!template_memory.is_ok()) return fail(template_memory.status().with_context("--template-memory"));
+  if (*template_memory < (int64_t{1} << 20)) return fail("--template-memory must be at least 1M");
+  a.render_limits.max_memory_bytes = static_cast<size_t>(*template_memory);
+  if (a.template_timeout_ms < 1) return fail("--template-timeout-ms must be >= 1");
+  a.render_limits.max_time_ms = a.template_timeout_ms;
   options.api_key = a.api_key;
   if (options.api_key.empty()) {
     if (const char* k = std::getenv("TESSERA_API_KEY")) options.api_key = k;
   }
+  options.admin_api_key = a.admin_api_key;
+  if (options.admin_api_key.empty()) {
+    if (const char* k = std::getenv("TESSERA_ADMIN_API_KEY")) options.admin_api_key = k;
+  }
+  if (!options.admin_api_key.empty() && options.admin_api_key == options.api_key) {
+    return fail("--admin-api-key must differ from --api-key");
+  }
   auto router = std::make_shared<serve::ModelRouter>();
   serve::Server server(options, router);
+  a.render_limits.cancel = server.render_cancel();
   if (Status s = server.start(); !s.is_ok()) return fail(s.with_context("starting the HTTP server"));
   std::printf("tessera serve: listening on http://%s:%d\n", a.host.c_str(), server.port());
   std::fflush(stdout);
+  if (!a.lora_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(a.lora_dir, ec)) {
+      return fail(fmt::format("--lora-dir '{}' is not a directory", a.lora_dir));
+    }
+    a.lora_runtime = true;
+  } else if (a.lora_runtime) {
+    return fail("--lora-runtime needs --lora-dir DIR: clients may load adapters only from a "
+                "directory the operator names");
+  }
   if (!a.models_dir.empty() || !a.config.empty()) {
     if (a.lora_runtime) {
-      return fail("--lora-runtime works with --model (one base model) for now; in a fleet, list "
+      return fail("--lora-dir works with --model (one base model) for now; in a fleet, list "
                   "adapters with --lora BASE:NAME=PATH or in the --config file");
     }
     return run_fleet(a, kv_dtype, server, *router, signals);
@@ -406,7 +445,8 @@ int run_serve(const ServeArgs& args) {
   serve::ModelEntry entry;
   entry.name = name;
   entry.backend = serve::engine_backend(engine);
-  entry.chat = make_chat_renderer(model->file().metadata, tokenizer, a.chat_override);
+  entry.chat = make_chat_renderer(model->file().metadata, tokenizer, a.chat_override,
+                                  a.render_limits);
   entry.pooling = engine::pooling_from_metadata(model->file().metadata);
   if (!a.embedding_pooling.empty()) {
     auto pooling = engine::parse_pooling(a.embedding_pooling);
@@ -420,7 +460,7 @@ int run_serve(const ServeArgs& args) {
     // The adapters are checked against the file the base weights came from (the model keeps it).
     auto adapters = std::make_shared<serve::AdapterRegistry>(
         router, base_entry, engine, std::shared_ptr<const model::ModelFile>(model, &model->file()),
-        a.lora_runtime);
+        a.lora_runtime, a.lora_dir);
     for (const std::string& lora : a.loras) {
       const size_t eq = lora.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == lora.size()) {
@@ -540,13 +580,19 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "Do not reuse cached prompt prefixes");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' (or TESSERA_API_KEY)");
+  cmd->add_option("--admin-api-key", a->admin_api_key,
+                  "The key of the operator routes (/admin/..., loading adapters), which refuse "
+                  "the --api-key (or TESSERA_ADMIN_API_KEY); with --api-key alone they are off");
   cmd->add_option("--lora", a->loras,
                   "LoRA adapter served on the base model as MODEL:NAME, given as NAME=PATH (PEFT "
                   "directory or GGUF LoRA; in a fleet BASE:NAME=PATH, where it lives in the fleet's "
                   "memory tiers like a model); repeatable. Requests of every adapter share the batches");
+  cmd->add_option("--lora-dir", a->lora_dir,
+                  "Let POST /v1/adapters load adapters from this directory (only; paths are "
+                  "resolved and kept inside it)");
   cmd->add_flag("--lora-runtime", a->lora_runtime,
                 "Allow POST /v1/adapters and DELETE /v1/adapters/{name} to load and unload adapters "
-                "while serving (they read files the caller names)");
+                "while serving (needs --lora-dir, which implies it)");
   cmd->add_option("--chat-template", a->chat_template,
                   fmt::format("Chat template: a built-in ({}) or a .jinja file; default: the "
                               "model's own tokenizer.chat_template",
@@ -556,6 +602,16 @@ void add_serve_command(CLI::App& app, RunFn& run) {
                   "model's pooling_type metadata, else mean)")
       ->check(CLI::IsMember({"mean", "last"}));
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--work-threads", a->work_threads,
+                  "Threads that render chat templates and tokenize off the I/O threads (a model "
+                  "uses at most half of them)")
+      ->capture_default_str();
+  cmd->add_option("--template-timeout-ms", a->template_timeout_ms,
+                  "Wall time one chat-template render may take")
+      ->capture_default_str();
+  cmd->add_option("--template-memory", a->template_memory,
+                  "Memory the values of one chat-template render may hold (K/M/G suffix)")
+      ->capture_default_str();
   cmd->add_option("--drain-seconds", a->drain_seconds, "On SIGTERM, time allowed to finish requests")
       ->capture_default_str();
   add_spec_options(cmd, &a->spec);

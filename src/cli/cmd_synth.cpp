@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "commands.h"
 #include "common.h"
@@ -16,6 +18,7 @@ struct SynthArgs {
   std::string dtype = "f32";
   std::string out;
   std::string vocab;
+  std::string chat_template;  // a file whose text becomes tokenizer.chat_template
   std::string arch = "llama";
   int64_t sliding_window = 0;
   uint64_t seed = 1;
@@ -62,6 +65,14 @@ int run_synth(const SynthArgs& a) {
     if (!f.is_ok()) return fail(f.status());
     opts.vocab = f->metadata;
   }
+  if (!a.chat_template.empty()) {
+    std::ifstream f(a.chat_template, std::ios::binary);
+    if (!f) return fail(fmt::format("--chat-template '{}': cannot read the file", a.chat_template));
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!opts.vocab) opts.vocab = model::synthetic_vocab(shape.n_vocab);
+    opts.vocab->set("tokenizer.chat_template", model::GgufValue::string(text.str()));
+  }
   Status s = model::write_synthetic_model(opts, a.out);
   if (!s.is_ok()) return fail(s);
   auto check = model::open_model_file(a.out);
@@ -87,6 +98,8 @@ void add_synth_command(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->add_option("--out,-o", a->out, "Output GGUF path")->required();
   cmd->add_option("--vocab", a->vocab, "Copy the tokenizer from this (vocab-only) GGUF");
+  cmd->add_option("--chat-template", a->chat_template,
+                  "Write this file's text as the model's tokenizer.chat_template");
   cmd->add_option("--arch", a->arch, "Model family: llama, qwen2, qwen3, mistral, phi3, gemma2, gemma3")
       ->capture_default_str();
   cmd->add_option("--sliding-window", a->sliding_window,

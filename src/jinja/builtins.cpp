@@ -6,6 +6,7 @@
 
 #include "tessera/jinja/error.h"
 #include "tessera/jinja/operators.h"
+#include "tessera/jinja/utf8.h"
 
 namespace tessera::jinja {
 namespace {
@@ -38,17 +39,8 @@ bool is_python_space(char32_t c) {
   }
 }
 
-// The code point of one utf8_chars() piece; a malformed byte (a piece of one byte >= 0x80) is
-// 0xFFFFFFFF, never whitespace.
-char32_t decode(const std::string& ch) {
-  const auto b0 = static_cast<unsigned char>(ch[0]);
-  if (ch.size() == 1) return b0 < 0x80 ? b0 : 0xFFFFFFFF;
-  char32_t c = b0 & (0x7f >> ch.size());
-  for (size_t k = 1; k < ch.size(); ++k) c = (c << 6) | (static_cast<unsigned char>(ch[k]) & 0x3f);
-  return c;
-}
-
-bool char_is_space(const std::string& ch) { return is_python_space(decode(ch)); }
+// Whether the code point at s[i] is whitespace (a malformed byte never is).
+bool space_at(std::string_view s, size_t i) { return is_python_space(utf8_decode(s, i)); }
 
 std::string ascii_upper(std::string s) {
   for (char& c : s) {
@@ -108,29 +100,33 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   std::string out;
   if (from.empty()) {
     // Python inserts `to` between every character (and at both ends).
-    const auto chars = utf8_chars(s);
     int64_t n = 0;
-    for (const auto& c : chars) {
+    for (size_t i = 0; i < s.size();) {
       if (count < 0 || n < count) {
         out += to;
         ++n;
+        check_value_size(out.size());
       }
-      out += c;
+      const size_t len = utf8_char_len(s, i);
+      out.append(s, i, len);
+      i += len;
     }
     if (count < 0 || n < count) out += to;
+    check_value_size(out.size());
     return out;
   }
   size_t pos = 0;
   int64_t n = 0;
   while (count < 0 || n < count) {
-    const size_t hit = s.find(from, pos);
+    const size_t hit = find_text(s, from, pos);
     if (hit == std::string::npos) break;
+    check_value_size(out.size() + (hit - pos) + to.size());
     out.append(s, pos, hit - pos);
     out += to;
     pos = hit + from.size();
     ++n;
-    if (out.size() > kMaxValueBytes) throw Error(ErrorKind::kLimit, "replace: result too large");
   }
+  check_value_size(out.size() + (s.size() - pos));
   out.append(s, pos);
   return out;
 }
@@ -138,23 +134,20 @@ std::string replace_all(const std::string& s, const std::string& from, const std
 List python_split(const std::string& s, const Value& sep_v, int64_t maxsplit) {
   List out;
   if (sep_v.is_none() || sep_v.is_undefined()) {
-    const auto chars = utf8_chars(s);
+    note_work(s.size());
     size_t i = 0;
     int64_t n = 0;
     while (true) {
-      while (i < chars.size() && char_is_space(chars[i])) ++i;
-      if (i >= chars.size()) break;
-      std::string word;
+      while (i < s.size() && space_at(s, i)) i += utf8_char_len(s, i);
+      if (i >= s.size()) break;
       if (maxsplit >= 0 && n >= maxsplit) {
         // The rest, with trailing whitespace stripped.
-        size_t end = chars.size();
-        while (end > i && char_is_space(chars[end - 1])) --end;
-        for (size_t k = i; k < end; ++k) word += chars[k];
-        out.emplace_back(std::move(word));
+        out.emplace_back(python_strip(std::string_view(s).substr(i), Value::none(), false, true));
         break;
       }
-      while (i < chars.size() && !char_is_space(chars[i])) word += chars[i++];
-      out.emplace_back(std::move(word));
+      const size_t start = i;
+      while (i < s.size() && !space_at(s, i)) i += utf8_char_len(s, i);
+      out.emplace_back(std::string_view(s).substr(start, i - start));
       ++n;
     }
     return out;
@@ -164,9 +157,9 @@ List python_split(const std::string& s, const Value& sep_v, int64_t maxsplit) {
   size_t pos = 0;
   int64_t n = 0;
   while (maxsplit < 0 || n < maxsplit) {
-    const size_t hit = s.find(sep, pos);
+    const size_t hit = find_text(s, sep, pos);
     if (hit == std::string::npos) break;
-    out.emplace_back(s.substr(pos, hit - pos));
+    out.emplace_back(std::string_view(s).substr(pos, hit - pos));
     pos = hit + sep.size();
     ++n;
   }
@@ -180,8 +173,14 @@ std::string join(const Value& seq, const std::string& sep, const Value& attribut
   for (const Value& v : iterate(seq)) {
     if (!first) out += sep;
     first = false;
-    out += attribute.is_undefined() ? v.str() : get_attr(v, attribute.str()).str();
-    if (out.size() > kMaxValueBytes) throw Error(ErrorKind::kLimit, "join: result too large");
+    const Value& piece = attribute.is_undefined() ? v : get_attr(v, attribute.str());
+    if (piece.is_string()) {  // appended without an intermediate copy
+      check_value_size(out.size() + piece.as_string().size());
+      out += piece.as_string();
+    } else {
+      out += piece.str();
+    }
+    check_value_size(out.size());
   }
   return out;
 }
@@ -236,25 +235,32 @@ Value indent(const std::string& s, const CallArgs& a) {
   const std::string pad = w.is_string() ? w.as_string() : std::string(static_cast<size_t>(width), ' ');
   const bool first = arg(a, 1, "first", Value(false)).truthy();
   const bool blank = arg(a, 2, "blank", Value(false)).truthy();
-  // jinja2 splits with str.splitlines() semantics on "\n" and re-joins with "\n".
-  std::vector<std::string> lines;
-  size_t pos = 0;
-  while (true) {
-    const size_t nl = s.find('\n', pos);
-    if (nl == std::string::npos) {
-      lines.push_back(s.substr(pos));
-      break;
+  // jinja2 splits with str.splitlines() semantics on "\n" and re-joins with "\n". Two passes
+  // over the lines in place: the size first (checked before anything is built), then the text.
+  const std::string_view text(s);
+  auto for_each_line = [&](auto&& fn) {
+    size_t pos = 0;
+    for (size_t i = 0;; ++i) {
+      const size_t nl = text.find('\n', pos);
+      const std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
+      fn(i, line, (i > 0 || first) && (blank || !line.empty()));
+      if (nl == std::string_view::npos) return;
+      pos = nl + 1;
     }
-    lines.push_back(s.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
+  };
+  size_t n = 0;
+  for_each_line([&](size_t i, std::string_view line, bool pad_this) {
+    n += (i > 0 ? 1 : 0) + (pad_this ? pad.size() : 0) + line.size();
+  });
+  note_work(text.size());
+  check_value_size(n);
   std::string out;
-  for (size_t i = 0; i < lines.size(); ++i) {
+  out.reserve(n);
+  for_each_line([&](size_t i, std::string_view line, bool pad_this) {
     if (i > 0) out += "\n";
-    const bool pad_this = (i > 0 || first) && (blank || !lines[i].empty());
     if (pad_this) out += pad;
-    out += lines[i];
-  }
+    out += line;
+  });
   return Value(std::move(out));
 }
 
@@ -353,24 +359,31 @@ Value min_max(const Value& seq, const CallArgs& a, bool want_max) {
 }  // namespace
 
 std::string python_strip(std::string_view s, const Value& chars, bool left, bool right) {
-  const auto cps = utf8_chars(s);
-  std::vector<std::string> set;
   const bool ws = chars.is_none() || chars.is_undefined();
-  if (!ws) set = utf8_chars(expect_string(chars, "strip"));
-  auto strip_this = [&](const std::string& c) {
-    return ws ? char_is_space(c) : std::find(set.begin(), set.end(), c) != set.end();
+  const std::string set = ws ? std::string() : expect_string(chars, "strip");
+  // Whether the code point s[at, at + len) is one to strip: whitespace, or one of `set`'s.
+  auto strip_this = [&](size_t at, size_t len) {
+    if (ws) return space_at(s, at);
+    const std::string_view c = s.substr(at, len);
+    for (size_t k = 0; k < set.size(); k += utf8_char_len(set, k)) {
+      if (std::string_view(set).substr(k, utf8_char_len(set, k)) == c) return true;
+    }
+    return false;
   };
   size_t b = 0;
-  size_t e = cps.size();
+  size_t e = s.size();
   if (left) {
-    while (b < e && strip_this(cps[b])) ++b;
+    while (b < e && strip_this(b, utf8_char_len(s, b))) b += utf8_char_len(s, b);
   }
   if (right) {
-    while (e > b && strip_this(cps[e - 1])) --e;
+    while (e > b) {
+      const size_t c = utf8_char_start_before(s, e);
+      if (c < b || !strip_this(c, e - c)) break;
+      e = c;
+    }
   }
-  std::string out;
-  for (size_t i = b; i < e; ++i) out += cps[i];
-  return out;
+  note_work(b + (s.size() - e));
+  return std::string(s.substr(b, e - b));
 }
 
 Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
@@ -506,10 +519,14 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a) {
   if (name == "wordcount") {
     int64_t n = 0;
     bool in_word = false;
-    for (const auto& c : utf8_chars(v.str())) {
-      const bool word_char = c.size() > 1 || std::isalnum(static_cast<unsigned char>(c[0])) || c[0] == '_';
+    const std::string text = v.str();
+    note_work(text.size());
+    for (size_t i = 0; i < text.size();) {
+      const size_t len = utf8_char_len(text, i);
+      const bool word_char = len > 1 || std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_';
       if (word_char && !in_word) ++n;
       in_word = word_char;
+      i += len;
     }
     return Value(n);
   }
@@ -597,17 +614,17 @@ Value call_method(const Value& obj, std::string_view name, CallArgs& a) {
     if (name == "find" || name == "rfind" || name == "index" || name == "count") {
       const std::string sub = expect_string(arg(a, 0, "sub"), name);
       if (name == "count") {
-        if (sub.empty()) return Value(static_cast<int64_t>(utf8_chars(s).size() + 1));
+        if (sub.empty()) return Value(obj.n_chars() + 1);
         int64_t n = 0;
-        for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
+        for (size_t p = find_text(s, sub); p != std::string::npos; p = find_text(s, sub, p + sub.size())) ++n;
         return Value(n);
       }
-      const size_t p = name == "rfind" ? s.rfind(sub) : s.find(sub);
+      const size_t p = name == "rfind" ? rfind_text(s, sub) : find_text(s, sub);
       if (p == std::string::npos) {
         if (name == "index") throw_runtime("substring not found");
         return Value(-1);
       }
-      return Value(static_cast<int64_t>(utf8_chars(s.substr(0, p)).size()));
+      return Value(utf8_count(std::string_view(s).substr(0, p)));
     }
     if (name == "join") return Value(join(arg(a, 0, "iterable"), s, Value()));
     if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace") {

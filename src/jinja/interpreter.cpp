@@ -39,9 +39,12 @@ void Interpreter::step(int line) {
     throw Error(ErrorKind::kLimit,
                 "more than " + std::to_string(opt_.max_steps) + " loop iterations and calls", line);
   }
+  budget_.check_time();
 }
 
 Interpreter::Frame& Interpreter::new_frame(Frame* parent) {
+  // Scopes live until the render ends (closures point into them): charged for good.
+  budget_.charge(sizeof(Frame) + 64);
   frames_.emplace_back();
   frames_.back().parent = parent;
   return frames_.back();
@@ -68,6 +71,7 @@ std::string Interpreter::render(const Body& body, const Dict& context) {
     List out;
     for (int64_t i = start; stepv > 0 ? i < stop : i > stop;) {
       step(0);
+      if ((out.size() & 4095) == 0) check_value_size((out.size() + 4096) * sizeof(Value));
       out.emplace_back(i);
       if (__builtin_add_overflow(i, stepv, &i)) break;  // past the end of int64: past `stop`
     }
@@ -349,6 +353,7 @@ Value Interpreter::eval_call(const Expr& e, Frame& frame) {
 }
 
 Value Interpreter::eval(const Expr& e, Frame& frame) {
+  if ((++evals_ & 15) == 0) budget_.check_time();
   try {
     switch (e.kind) {
       case Expr::Kind::kLiteral:

@@ -4,6 +4,8 @@
 // macros see the template's top-level variables and their arguments.
 // Values a template stores (set, loop and macro variables, namespace attributes) are bounded in
 // nesting (kMaxStoredDepth), and a namespace never holds a namespace: values stay acyclic.
+// Time and memory are checked against the render's RenderBudget: the deadline at every loop
+// iteration and call and every few expressions, and each scope is charged for the render.
 // Errors: throws jinja::Error (see error.h); Template converts it to a Status.
 // Thread-safety: one render, one thread.
 #pragma once
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "tessera/jinja/ast.h"
+#include "tessera/jinja/render_budget.h"
 #include "tessera/jinja/template.h"
 #include "tessera/jinja/value.h"
 
@@ -22,7 +25,8 @@ inline constexpr int kMaxStoredDepth = 256;
 
 class Interpreter {
  public:
-  explicit Interpreter(const RenderOptions& options) : opt_(options) {}
+  // `budget` is the render's (installed as current() on this thread) and outlives this.
+  Interpreter(const RenderOptions& options, RenderBudget& budget) : opt_(options), budget_(budget) {}
 
   // Renders `body` with `context` (and the globals) and returns the text.
   std::string render(const Body& body, const Dict& context);
@@ -53,9 +57,11 @@ class Interpreter {
   Frame& new_frame(Frame* parent);
 
   RenderOptions opt_;
+  RenderBudget& budget_;
   std::deque<Frame> frames_;  // every scope of this render; lives until it ends (closures point in)
   Dict globals_;
   int64_t steps_ = 0;
+  uint32_t evals_ = 0;  // expressions evaluated: the clock is read every few
   int call_depth_ = 0;
 };
 

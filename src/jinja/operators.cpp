@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "tessera/jinja/error.h"
+#include "tessera/jinja/utf8.h"
 
 namespace tessera::jinja {
 namespace {
@@ -17,11 +19,7 @@ namespace {
                 std::string(a.type_name()) + "' and '" + std::string(b.type_name()) + "'");
 }
 
-void check_size(size_t n) {
-  if (n > kMaxValueBytes) {
-    throw Error(ErrorKind::kLimit, "a value past " + std::to_string(kMaxValueBytes) + " bytes");
-  }
-}
+void check_size(size_t n) { check_value_size(n); }
 
 [[noreturn]] void overflow() {
   throw_unsupported("integer arithmetic past 64 bits (Python's big integers) is not supported");
@@ -102,20 +100,23 @@ Value repeat(const Value& seq, const Value& count) {
   if (unit > 0 && static_cast<uint64_t>(n) > kMaxValueBytes / unit) check_size(kMaxValueBytes + 1);
   if (seq.is_string()) {
     check_size(seq.as_string().size() * static_cast<size_t>(n));
+    // By doubling: log(n) copies however short the unit ('a' * 5000000 is 23, not 5,000,000).
+    const size_t total = seq.as_string().size() * static_cast<size_t>(n);
     std::string out;
-    for (int64_t i = 0; i < n; ++i) out += seq.as_string();
+    out.reserve(total);
+    if (total > 0) out = seq.as_string();
+    while (out.size() < total) out.append(out.data(), std::min(out.size(), total - out.size()));
+    note_work(total);
     return Value(std::move(out));
   }
   check_size(seq.as_list().size() * static_cast<size_t>(n) * sizeof(Value));
   List out;
+  out.reserve(seq.as_list().size() * static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     out.insert(out.end(), seq.as_list().begin(), seq.as_list().end());
+    note_work(seq.as_list().size() + 1);
   }
   return Value(std::move(out));
-}
-
-size_t utf8_len(unsigned char b0) {
-  return b0 < 0x80 ? 1 : (b0 >> 5) == 0x06 ? 2 : (b0 >> 4) == 0x0e ? 3 : (b0 >> 3) == 0x1e ? 4 : 1;
 }
 
 int64_t normalize_index(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
@@ -134,7 +135,11 @@ int64_t float_to_int(double d) {
 }
 
 std::string html_escape(std::string_view s) {
+  size_t n = s.size();
+  for (char c : s) n += c == '&' || c == '"' || c == '\'' ? 4 : c == '<' || c == '>' ? 3 : 0;
+  check_size(n);
   std::string out;
+  out.reserve(n);
   for (char c : s) {
     switch (c) {
       case '&': out += "&amp;"; break;
@@ -148,26 +153,52 @@ std::string html_escape(std::string_view s) {
   return out;
 }
 
-std::vector<std::string> utf8_chars(std::string_view s) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = utf8_len(static_cast<unsigned char>(s[i]));
-    if (i + n > s.size()) n = 1;
-    for (size_t k = 1; k < n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) n = 1;
+size_t find_text(std::string_view hay, std::string_view needle, size_t pos) {
+  if (pos > hay.size()) return std::string_view::npos;
+  if (needle.empty()) return pos;
+  if (needle.size() > hay.size() - pos) return std::string_view::npos;
+  const size_t last = hay.size() - needle.size();  // the last start that fits
+  for (size_t i = pos; i <= last;) {
+    const void* hit = std::memchr(hay.data() + i, needle[0], last - i + 1);
+    if (hit == nullptr) {
+      note_work(last - i + 1);
+      return std::string_view::npos;
     }
-    out.emplace_back(s.substr(i, n));
-    i += n;
+    const auto at = static_cast<size_t>(static_cast<const char*>(hit) - hay.data());
+    note_work(at - i + needle.size());
+    if (std::memcmp(hay.data() + at + 1, needle.data() + 1, needle.size() - 1) == 0) return at;
+    i = at + 1;
   }
-  return out;
+  return std::string_view::npos;
+}
+
+size_t rfind_text(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return std::string_view::npos;
+  if (needle.empty()) return hay.size();
+  for (size_t end = hay.size() - needle.size() + 1; end > 0;) {  // candidates start below `end`
+    const void* hit = memrchr(hay.data(), needle[0], end);
+    if (hit == nullptr) {
+      note_work(end);
+      return std::string_view::npos;
+    }
+    const auto at = static_cast<size_t>(static_cast<const char*>(hit) - hay.data());
+    note_work(end - at + needle.size());
+    if (std::memcmp(hay.data() + at + 1, needle.data() + 1, needle.size() - 1) == 0) return at;
+    end = at;
+  }
+  return std::string_view::npos;
 }
 
 bool less_than(const Value& a, const Value& b) {
+  note_work(1);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
     return a.as_int() < b.as_int();
   }
-  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.is_string() && b.is_string()) {
+    note_work(std::min(a.as_string().size(), b.as_string().size()));
+    return a.as_string() < b.as_string();
+  }
   if (a.is_list() && b.is_list()) {
     if (a.depth() > kMaxValueDepth || b.depth() > kMaxValueDepth) {
       throw Error(ErrorKind::kLimit, "comparing lists nested too deep");
@@ -192,7 +223,7 @@ bool contains(const Value& haystack, const Value& needle) {
         throw_runtime("'in <string>' requires string as left operand, not " +
                       std::string(needle.type_name()));
       }
-      return haystack.as_string().find(needle.as_string()) != std::string::npos;
+      return find_text(haystack.as_string(), needle.as_string()) != std::string_view::npos;
     case Value::Kind::kList:
       for (const Value& v : haystack.as_list()) {
         if (equals(v, needle)) return true;
@@ -216,8 +247,15 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (op == "in") return Value(contains(b, a));
   if (op == "not in") return Value(!contains(b, a));
   if (op == "~") {
-    std::string s = a.str() + b.str();
-    check_size(s.size());
+    // Strings are appended from where they are: no copy of either side first.
+    std::string sa = a.is_string() ? std::string() : a.str();
+    std::string sb = b.is_string() ? std::string() : b.str();
+    const std::string& x = a.is_string() ? a.as_string() : sa;
+    const std::string& y = b.is_string() ? b.as_string() : sb;
+    check_size(x.size() + y.size());
+    std::string s;
+    s.reserve(x.size() + y.size());
+    s.append(x).append(y);
     return Value(std::move(s));
   }
   if (op == "+") {
@@ -230,6 +268,7 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
       return Value(a.as_string() + b.as_string());
     }
     if (a.is_list() && b.is_list()) {
+      check_size((a.as_list().size() + b.as_list().size()) * sizeof(Value));
       List out = a.as_list();
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
       return Value(std::move(out));
@@ -276,10 +315,17 @@ Value get_item(const Value& obj, const Value& key) {
     }
     case Value::Kind::kString: {
       if (!key.is_int()) return Value::undefined(key.str());
-      const auto chars = utf8_chars(obj.as_string());
-      const int64_t i = normalize_index(key.as_int(), static_cast<int64_t>(chars.size()));
-      if (i < 0 || i >= static_cast<int64_t>(chars.size())) return Value::undefined("[index]");
-      return Value(chars[static_cast<size_t>(i)]);
+      const std::string& s = obj.as_string();
+      const int64_t n = obj.n_chars();
+      const int64_t i = normalize_index(key.as_int(), n);
+      if (i < 0 || i >= n) return Value::undefined("[index]");
+      // All ASCII (as many code points as bytes): the byte at i. Else walk to it.
+      size_t at = static_cast<size_t>(i);
+      if (n != static_cast<int64_t>(s.size())) {
+        note_work(s.size());
+        at = utf8_offset(s, i, n);
+      }
+      return Value(std::string_view(s).substr(at, utf8_char_len(s, at)));
     }
     default:
       return Value::undefined(key.str());
@@ -290,15 +336,14 @@ Value slice(const Value& obj, std::optional<int64_t> start, std::optional<int64_
             std::optional<int64_t> step_opt) {
   const int64_t step = step_opt.value_or(1);
   if (step == 0) throw_runtime("slice step cannot be zero");
-  std::vector<std::string> chars;
   const bool is_str = obj.is_string();
-  if (is_str) {
-    chars = utf8_chars(obj.as_string());
-  } else if (!obj.is_list()) {
+  if (!is_str && !obj.is_list()) {
     throw_runtime("'" + std::string(obj.type_name()) + "' object is not subscriptable");
   }
-  const int64_t n = is_str ? static_cast<int64_t>(chars.size())
-                           : static_cast<int64_t>(obj.as_list().size());
+  const int64_t n = is_str ? obj.n_chars() : static_cast<int64_t>(obj.as_list().size());
+  const std::string_view text = is_str ? std::string_view(obj.as_string()) : std::string_view();
+  const bool ascii = is_str && n == static_cast<int64_t>(text.size());
+  if (is_str && !ascii) note_work(text.size());
   // Python's slice.indices().
   auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
     if (!v) return dflt;
@@ -310,15 +355,35 @@ Value slice(const Value& obj, std::optional<int64_t> start, std::optional<int64_
   const int64_t hi = clamp(stop, step > 0 ? n : -1);
   std::string s;
   List l;
-  for (int64_t i = lo; step > 0 ? i < hi : i > hi;) {
-    if (is_str) {
-      s += chars[static_cast<size_t>(i)];
-    } else {
-      l.push_back(obj.as_list()[static_cast<size_t>(i)]);
+  if (is_str) {
+    // Code points are walked in place (ASCII: a byte each), never split into pieces first.
+    auto advance = [&](size_t at, int64_t k) {  // k code points forward from byte `at`
+      if (ascii) return at + static_cast<size_t>(std::min<int64_t>(k, static_cast<int64_t>(text.size() - at)));
+      return utf8_advance(text, at, k);
+    };
+    auto retreat = [&](size_t at, int64_t k) {  // k code points back from byte `at`
+      if (ascii) return at >= static_cast<size_t>(k) ? at - static_cast<size_t>(k) : size_t{0};
+      for (; k > 0 && at > 0; --k) at = utf8_char_start_before(text, at);
+      return at;
+    };
+    if (step > 0 ? lo >= hi : lo <= hi) return Value(std::string());
+    size_t at = ascii ? static_cast<size_t>(lo) : utf8_offset(text, lo, n);
+    if (step == 1) return Value(text.substr(at, advance(at, hi - lo) - at));
+    for (int64_t i = lo; step > 0 ? i < hi : i > hi;) {
+      s += text.substr(at, utf8_char_len(text, at));
+      int64_t next = 0;
+      if (__builtin_add_overflow(i, step, &next)) break;
+      if (step > 0 ? next >= hi : next <= hi) break;
+      at = step > 0 ? advance(at, step) : retreat(at, -step);
+      i = next;
     }
+    return Value(std::move(s));
+  }
+  for (int64_t i = lo; step > 0 ? i < hi : i > hi;) {
+    l.push_back(obj.as_list()[static_cast<size_t>(i)]);
     if (__builtin_add_overflow(i, step, &i)) break;  // a huge step: past either end
   }
-  return is_str ? Value(std::move(s)) : Value(std::move(l));
+  return Value(std::move(l));
 }
 
 List iterate(const Value& v) {
@@ -338,8 +403,15 @@ List iterate(const Value& v) {
       return keys;
     }
     case Value::Kind::kString: {
+      // One value per code point: each is charged as it is built, so a long string fails
+      // against the budget instead of exhausting memory.
+      const std::string& s = v.as_string();
       List out;
-      for (auto& c : utf8_chars(v.as_string())) out.emplace_back(std::move(c));
+      for (size_t i = 0; i < s.size();) {
+        const size_t n = utf8_char_len(s, i);
+        out.emplace_back(std::string_view(s).substr(i, n));
+        i += n;
+      }
       return out;
     }
     default:
@@ -350,7 +422,7 @@ List iterate(const Value& v) {
 int64_t length(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return static_cast<int64_t>(utf8_chars(v.as_string()).size());
+    case Value::Kind::kString: return v.n_chars();
     case Value::Kind::kList:
       if (v.is_generator()) throw_runtime("object of type 'generator' has no len()");
       return static_cast<int64_t>(v.as_list().size());

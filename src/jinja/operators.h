@@ -1,6 +1,7 @@
 // Python's operators and element access as Jinja templates see them: arithmetic, `~`, comparisons,
-// `in`, attribute and item lookup, slicing, iteration and UTF-8 code-point helpers (Python strings
-// index, slice and count code points, not bytes).
+// `in`, attribute and item lookup, slicing, iteration, and substring search (Python strings index,
+// slice and count code points, not bytes: utf8.h). Long operations note their work to the
+// render's budget, so a render stops near its deadline even inside one of them.
 // Errors: each throws jinja::Error (kRuntime) with Python's wording for a type mismatch ("unsupported
 // operand type(s) for +: 'str' and 'int'"), kLimit for a result past kMaxValueBytes.
 // Thread-safety: pure functions.
@@ -11,12 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/jinja/render_budget.h"
 #include "tessera/jinja/value.h"
 
 namespace tessera::jinja {
-
-// The largest string or list an operator builds ("x" * 10**9 is refused, not allocated).
-inline constexpr size_t kMaxValueBytes = size_t{64} << 20;
 
 // An integer argument (int or bool); throws kRuntime naming `what` for anything else.
 int64_t int_arg(const Value& v, std::string_view what);
@@ -54,8 +53,10 @@ int64_t length(const Value& v);
 // Markup's escaping: & < > " ' as &amp; &lt; &gt; &#34; &#39;.
 std::string html_escape(std::string_view s);
 
-// The code points of a UTF-8 string, each as its own UTF-8 string (malformed bytes pass through
-// one byte each).
-std::vector<std::string> utf8_chars(std::string_view s);
+// The byte offset of the first (last) `needle` in `hay` at or after (at or before) `pos`, or
+// npos; like std::string's find/rfind, but noting its work so that a pathological search
+// (a long needle over a long text) ends at the render's deadline.
+size_t find_text(std::string_view hay, std::string_view needle, size_t pos = 0);
+size_t rfind_text(std::string_view hay, std::string_view needle);
 
 }  // namespace tessera::jinja

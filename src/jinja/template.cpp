@@ -6,6 +6,7 @@
 #include "tessera/jinja/interpreter.h"
 #include "tessera/jinja/lexer.h"
 #include "tessera/jinja/parser.h"
+#include "tessera/jinja/render_budget.h"
 
 namespace tessera::jinja {
 namespace {
@@ -34,15 +35,26 @@ Result<Template> Template::parse(std::string_view source) {
   }
 }
 
-Result<std::string> Template::render(const Dict& context, const RenderOptions& options) const {
-  try {
-    Interpreter interpreter(options);
-    return interpreter.render(*body_, context);
-  } catch (const Error& e) {
-    return to_status(e);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("template: out of memory while rendering");
-  }
+Result<std::string> Template::render(const Dict& context, const RenderOptions& options,
+                                     size_t* peak_bytes) const {
+  // The budget outlives the interpreter, whose values give their bytes back as they go.
+  RenderBudget budget(options.max_memory_bytes,
+                      options.clock != nullptr ? options.clock : real_clock(),
+                      options.max_time_ms > 0 ? options.max_time_ms * 1'000'000 : 0,
+                      options.cancel);
+  const RenderBudget::Use use(&budget);
+  Result<std::string> out = [&]() -> Result<std::string> {
+    try {
+      Interpreter interpreter(options, budget);
+      return interpreter.render(*body_, context);
+    } catch (const Error& e) {
+      return to_status(e);
+    } catch (const std::bad_alloc&) {
+      return resource_exhausted("template: out of memory while rendering");
+    }
+  }();
+  if (peak_bytes != nullptr) *peak_bytes = budget.peak_bytes();
+  return out;
 }
 
 }  // namespace tessera::jinja

@@ -8,6 +8,8 @@
 
 #include "tessera/base/check.h"
 #include "tessera/jinja/error.h"
+#include "tessera/jinja/render_budget.h"
+#include "tessera/jinja/utf8.h"
 
 namespace tessera::jinja {
 
@@ -50,7 +52,52 @@ uint16_t child_depth(const Value& v) {
   return static_cast<uint16_t>(d > 65535 ? 65535 : d);
 }
 
+// What a shared list or dict costs beyond its items: the object and shared_ptr's control block.
+constexpr size_t kSharedOverhead = 64;
+
+// Frees a list or dict and gives its bytes back to the budget that was charged for them.
+struct ChargedDelete {
+  RenderBudget* budget;
+  size_t bytes;
+  template <typename T>
+  void operator()(T* p) const {
+    delete p;
+    if (budget != nullptr) budget->release(bytes);
+  }
+};
+
+// `obj` on the heap, charged `bytes` to this thread's budget (nothing outside a render).
+template <typename T>
+std::shared_ptr<T> make_charged(T&& obj, size_t bytes) {
+  RenderBudget* budget = RenderBudget::current();
+  if (budget == nullptr) return std::make_shared<T>(std::move(obj));
+  budget->charge(bytes);
+  try {
+    return std::shared_ptr<T>(new T(std::move(obj)), ChargedDelete{budget, bytes});
+  } catch (...) {
+    budget->release(bytes);
+    throw;
+  }
+}
+
 }  // namespace
+
+StringRep::~StringRep() {
+  if (budget != nullptr) budget->release(charged);
+}
+
+Value::Value(std::string s) {
+  // A string grown by appending may hold up to twice its size: what is charged is what is held.
+  if (s.capacity() > s.size() + s.size() / 8 + 64) s.shrink_to_fit();
+  auto rep = std::make_shared<StringRep>(std::move(s));
+  if (RenderBudget* budget = RenderBudget::current()) {
+    const size_t bytes = rep->text.capacity() + sizeof(StringRep) + kSharedOverhead;
+    budget->charge(bytes);  // throws before the rep records it: nothing to give back
+    rep->budget = budget;
+    rep->charged = bytes;
+  }
+  v_ = std::shared_ptr<const StringRep>(std::move(rep));
+}
 
 Value::Value(List l) {
   uint16_t depth = 1;
@@ -59,7 +106,8 @@ Value::Value(List l) {
     depth = std::max(depth, child_depth(v));
     ns = ns || v.holds_namespace_;
   }
-  v_ = std::make_shared<List>(std::move(l));
+  const size_t bytes = l.capacity() * sizeof(Value) + kSharedOverhead;
+  v_ = make_charged(std::move(l), bytes);
   depth_ = depth;
   holds_namespace_ = ns;
 }
@@ -71,7 +119,8 @@ Value::Value(Dict d) {
     depth = std::max(depth, child_depth(v));
     ns = ns || v.holds_namespace_;
   }
-  v_ = std::make_shared<Dict>(std::move(d));
+  const size_t bytes = d.size() * sizeof(std::pair<Value, Value>) + kSharedOverhead;
+  v_ = make_charged(std::move(d), bytes);
   depth_ = depth;
   holds_namespace_ = ns;
 }
@@ -91,7 +140,18 @@ double Value::as_double() const {
 }
 const std::string& Value::as_string() const {
   TS_CHECK(is_string());
-  return std::get<std::string>(v_);
+  return std::get<std::shared_ptr<const StringRep>>(v_)->text;
+}
+int64_t Value::n_chars() const {
+  TS_CHECK(is_string());
+  const StringRep& rep = *std::get<std::shared_ptr<const StringRep>>(v_);
+  int64_t n = rep.n_chars.load(std::memory_order_relaxed);
+  if (n < 0) {
+    note_work(rep.text.size());
+    n = utf8_count(rep.text);
+    rep.n_chars.store(n, std::memory_order_relaxed);
+  }
+  return n;
 }
 List& Value::as_list() const {
   TS_CHECK(is_list());
@@ -251,6 +311,7 @@ struct JsonWriter {
   }
 
   void write(const Value& v, int level) {
+    check_value_size(out.size());  // a list holding one big string many times
     if (level > kMaxValueDepth) {
       throw Error(ErrorKind::kLimit,
                   "tojson: nesting deeper than " + std::to_string(kMaxValueDepth) + " levels");
@@ -364,6 +425,7 @@ std::string Value::repr() const {
       for (size_t i = 0; i < l.size(); ++i) {
         if (i > 0) out += ", ";
         out += l[i].repr();
+        check_value_size(out.size());
       }
       if (tuple_) return out + (l.size() == 1 ? ",)" : ")");
       return out + "]";
@@ -376,6 +438,7 @@ std::string Value::repr() const {
         if (!first) out += ", ";
         first = false;
         out += k.repr() + ": " + v.repr();
+        check_value_size(out.size());
       }
       return out + (d.is_namespace ? "}>" : "}");
     }
@@ -386,6 +449,7 @@ std::string Value::repr() const {
 
 bool equals(const Value& a, const Value& b) {
   const RecursionGuard guard;
+  note_work(1);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
@@ -396,6 +460,8 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::kNone:
       return true;
     case Value::Kind::kString:
+      if (&a.as_string() == &b.as_string()) return true;  // one shared string
+      note_work(std::min(a.as_string().size(), b.as_string().size()));
       return a.as_string() == b.as_string();
     case Value::Kind::kList: {
       const List& x = a.as_list();

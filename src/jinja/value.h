@@ -2,10 +2,15 @@
 // list, dict (insertion-ordered, string keys) and callable, with Python's semantics where chat
 // templates see them: truthiness, equality, str() and repr() of every kind, and json.dumps as HF's
 // `tojson` calls it. Lists and dicts are shared by reference, as in Python (a namespace() is a
-// dict whose attributes `set` may assign).
+// dict whose attributes `set` may assign). Strings are immutable and shared too: copying a Value
+// never copies its text. A string, list or dict built while a render runs is charged to that
+// render's RenderBudget (render_budget.h) until its last reference goes.
 // Thread-safety: a Value is not synchronized; values built for one render stay on its thread.
+// Values built before a render (the context, the template's literals) may be read by several
+// renders at once: reading never writes, except a string's cached length, which is atomic.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +25,21 @@ namespace tessera::jinja {
 
 class Value;
 using List = std::vector<Value>;
+class RenderBudget;
+
+// The storage of a string value, shared by its copies: the text, the budget it is charged to
+// (null outside a render) and its length in code points, counted once when first asked.
+struct StringRep {
+  explicit StringRep(std::string s) : text(std::move(s)) {}
+  ~StringRep();
+  StringRep(const StringRep&) = delete;
+  StringRep& operator=(const StringRep&) = delete;
+
+  std::string text;
+  RenderBudget* budget = nullptr;
+  size_t charged = 0;
+  mutable std::atomic<int64_t> n_chars{-1};
+};
 
 // A dict that keeps insertion order (Python's dict order, which tojson and
 // `for k, v in d.items()` expose). Keys are strings, or any scalar a template writes in a dict
@@ -66,9 +86,9 @@ class Value {
   Value(int64_t i) : v_(i) {}                       // NOLINT
   Value(int i) : v_(static_cast<int64_t>(i)) {}     // NOLINT
   Value(double d) : v_(d) {}                        // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}        // NOLINT
-  Value(std::string_view s) : v_(std::string(s)) {}  // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}      // NOLINT
+  Value(std::string s);                             // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}  // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}      // NOLINT
   Value(List l);  // NOLINT: implicit by design
   Value(Dict d);  // NOLINT
   Value(Function f) : v_(std::make_shared<Function>(std::move(f))) {}  // NOLINT
@@ -121,6 +141,8 @@ class Value {
   int64_t as_int() const;  // also a bool (0/1)
   double as_double() const;  // int, float or bool
   const std::string& as_string() const;
+  // A string's length in code points (Python's len()), counted on the first call only.
+  int64_t n_chars() const;
   List& as_list() const;
   Dict& as_dict() const;
   const Function& as_function() const;
@@ -139,7 +161,8 @@ class Value {
  private:
   explicit Value(Undefined u) : v_(std::move(u)) {}
   explicit Value(None n) : v_(n) {}
-  std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<List>,
+  std::variant<Undefined, None, bool, int64_t, double, std::shared_ptr<const StringRep>,
+               std::shared_ptr<List>,
                std::shared_ptr<Dict>, std::shared_ptr<Function>>
       v_;
   bool safe_ = false;

@@ -1,5 +1,11 @@
 #include "tessera/model/lora_adapter.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -48,12 +54,37 @@ struct Pair {
   const TensorInfo* b = nullptr;
 };
 
-Result<std::string> read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return not_found(fmt::format("cannot read {}", p.string()));
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+// adapter_config.json is a few hundred bytes; anything past this is not one.
+constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+
+// The text of a small regular file: opened without blocking (a FIFO or a device fails here
+// instead of waiting for a writer), checked to be a regular file before any read, and read up
+// to `max_bytes`.
+Result<std::string> read_text(const fs::path& p, size_t max_bytes = kMaxConfigBytes) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return not_found(fmt::format("cannot read {}", p.string()));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return invalid_argument(fmt::format("{} is not a regular file", p.string()));
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return invalid_argument(fmt::format("{} has {} bytes; at most {} are read", p.string(),
+                                        static_cast<long long>(st.st_size), max_bytes));
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the file shrank: read what is there
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
 }
 
 struct PeftConfig {

@@ -43,12 +43,14 @@ std::shared_ptr<ModelBackend> adapter_backend(std::shared_ptr<ModelBackend> base
 
 AdapterRegistry::AdapterRegistry(std::shared_ptr<ModelRouter> router, ModelEntry base,
                                  std::shared_ptr<engine::Engine> engine,
-                                 std::shared_ptr<const model::ModelFile> file, bool runtime_loading)
+                                 std::shared_ptr<const model::ModelFile> file, bool runtime_loading,
+                                 std::string lora_dir)
     : router_(std::move(router)),
       base_(std::move(base)),
       engine_(std::move(engine)),
       file_(std::move(file)),
-      runtime_loading_(runtime_loading) {}
+      runtime_loading_(runtime_loading),
+      lora_dir_(std::move(lora_dir)) {}
 
 Result<AdapterInfo> AdapterRegistry::load(const std::string& name, const std::string& path) {
   if (!valid_name(name)) {

@@ -40,10 +40,11 @@ class AdapterRegistry {
  public:
   // `base` is the base model's router entry (its name, backend and chat renderer are reused);
   // `engine` runs it and `file` is the file its weights came from (adapters are checked against
-  // it). `runtime_loading`: whether POST/DELETE /v1/adapters may change the set.
+  // it). `runtime_loading`: whether POST/DELETE /v1/adapters may change the set; they load only
+  // from `lora_dir` (confined_path.h), and not at all while it is empty.
   AdapterRegistry(std::shared_ptr<ModelRouter> router, ModelEntry base,
                   std::shared_ptr<engine::Engine> engine, std::shared_ptr<const model::ModelFile> file,
-                  bool runtime_loading);
+                  bool runtime_loading, std::string lora_dir = {});
 
   // Loads the adapter at `path` as `name` and serves it. Errors: kInvalidArgument (a name that is
   // empty, has characters outside [A-Za-z0-9._-], or is taken), the loader's and the engine's.
@@ -54,6 +55,7 @@ class AdapterRegistry {
   std::vector<AdapterInfo> list() const;
 
   bool runtime_loading() const { return runtime_loading_; }
+  const std::string& lora_dir() const { return lora_dir_; }
   const std::string& base_name() const { return base_.name; }
 
  private:
@@ -62,6 +64,7 @@ class AdapterRegistry {
   std::shared_ptr<engine::Engine> engine_;
   std::shared_ptr<const model::ModelFile> file_;
   bool runtime_loading_;
+  std::string lora_dir_;
   mutable std::mutex mu_;
   std::map<std::string, AdapterInfo> adapters_;
   std::vector<std::string> loading_;  // names being loaded (taken)

@@ -4,6 +4,7 @@
 
 #include "tessera/serve/adapter_registry.h"
 #include "tessera/serve/api_error.h"
+#include "tessera/serve/confined_path.h"
 #include "tessera/serve/json_util.h"
 
 namespace tessera::serve {
@@ -27,10 +28,11 @@ std::shared_ptr<AdapterRegistry> registry(const RouteContext& ctx, ResponseWrite
     writer.respond(api_error_response(e));
     return nullptr;
   }
-  if (changes && !r->runtime_loading()) {
+  if (changes && (!r->runtime_loading() || r->lora_dir().empty())) {
     ApiError e = api_error_from_status(Status(
         ErrorCode::kPermissionDenied,
-        "loading and unloading adapters at runtime is off; start the server with --lora-runtime"));
+        "loading and unloading adapters at runtime is off; start the server with --lora-dir DIR "
+        "(adapters load only from DIR)"));
     writer.respond(api_error_response(e));
     return nullptr;
   }
@@ -66,7 +68,18 @@ void handle_load_adapter(const RouteContext& ctx, HttpRequest&& request,
       return;
     }
   }
-  auto info = r->load(body["name"].get<std::string>(), body["path"].get<std::string>());
+  // Only inside the operator's directory; what is outside, existing or not, answers as a name
+  // that is not there. The files are opened without blocking (a FIFO fails at once), checked
+  // as regular files before reading, and read with bounds (model/lora_adapter.h).
+  auto path = resolve_inside(r->lora_dir(), body["path"].get<std::string>(),
+                             {"adapter_config.json", "adapter_model.safetensors"});
+  if (!path.is_ok()) {
+    ApiError e = api_error_from_status(path.status(), "path");
+    if (path.status().code() == ErrorCode::kNotFound) e.code = "adapter_not_found";
+    writer->respond(api_error_response(e));
+    return;
+  }
+  auto info = r->load(body["name"].get<std::string>(), *path);
   if (!info.is_ok()) {
     writer->respond(api_error_response(api_error_from_status(info.status())));
     return;

@@ -3,8 +3,9 @@
 //   POST /admin/models/{name}/{action}   action: suspend, resume, load, evict; answers the new
 //                                        state, or the move's error (404 unknown model, 400 a move
 //                                        the model's state does not allow or no admin actions)
-// Guarded by the server's API key like every route but /health.
-// Thread-safety: runs on the connection's executor; a move blocks it for the move's duration.
+// Needs the admin key (ServerOptions::admin_api_key): the inference key is refused.
+// Thread-safety: the server runs the action on its work pool (a move blocks for its duration,
+// never an I/O thread).
 #pragma once
 
 #include "tessera/serve/route_context.h"

@@ -8,6 +8,23 @@
 
 namespace tessera::serve {
 
+namespace {
+
+// On the connection's executor: starts the generation over the tokenized prompt.
+void start(const ModelEntry& model, const CompletionRequest& req, std::vector<int32_t> prompt,
+           std::shared_ptr<ResponseWriter> writer, std::shared_ptr<ServingMetrics> metrics) {
+  if (prompt.empty()) {
+    writer->respond(api_error_response(invalid_request("'prompt' encodes to no tokens", "prompt")));
+    return;
+  }
+  GenerationSpec spec{ApiKind::kCompletion, model.name, req.params.stream, req.params.include_usage,
+                      req.params.n_logprobs, model.base, model.adapter, req.params.n};
+  start_generation(model.backend, make_engine_request(req.params, std::move(prompt), *model.backend),
+                   std::move(spec), std::move(writer), std::move(metrics));
+}
+
+}  // namespace
+
 void handle_completions(const RouteContext& ctx, HttpRequest&& request,
                         std::shared_ptr<ResponseWriter> writer) {
   std::string param;
@@ -22,7 +39,6 @@ void handle_completions(const RouteContext& ctx, HttpRequest&& request,
 
   const auto& tokenizer = model.backend->tokenizer();
   if (!check_for_model(req.params, tokenizer.n_vocab(), *writer)) return;
-  std::vector<int32_t> prompt;
   if (req.prompt_is_tokens) {
     for (int32_t t : req.prompt_tokens) {
       if (t >= tokenizer.n_vocab()) {
@@ -33,19 +49,24 @@ void handle_completions(const RouteContext& ctx, HttpRequest&& request,
         return;
       }
     }
-    prompt = std::move(req.prompt_tokens);
-  } else {
-    prompt = tokenizer.encode(req.prompt_text, /*add_special=*/true, /*parse_special=*/true);
-  }
-  if (prompt.empty()) {
-    writer->respond(api_error_response(invalid_request("'prompt' encodes to no tokens", "prompt")));
+    std::vector<int32_t> prompt = std::move(req.prompt_tokens);
+    start(model, req, std::move(prompt), std::move(writer), ctx.metrics);
     return;
   }
-  GenerationSpec spec{ApiKind::kCompletion, model.name, req.params.stream, req.params.include_usage,
-                      req.params.n_logprobs, model.base, model.adapter, req.params.n};
-  start_generation(model.backend,
-                   make_engine_request(req.params, std::move(prompt), *model.backend),
-                   std::move(spec), std::move(writer), ctx.metrics);
+  // Tokenizing a long text takes a while (seconds for megabytes): off the I/O thread, in this
+  // model's turn, then back on the connection's executor to start.
+  const std::string key = model.base.empty() ? model.name : model.base;
+  auto shared_req = std::make_shared<CompletionRequest>(std::move(req));
+  offload(ctx, key, *writer, [model, shared_req, writer, metrics = ctx.metrics]() mutable {
+    if (writer->disconnected()) return;
+    std::vector<int32_t> prompt = model.backend->tokenizer().encode(
+        shared_req->prompt_text, /*add_special=*/true, /*parse_special=*/true);
+    std::shared_ptr<ResponseWriter> w = writer;
+    w->post([model = std::move(model), shared_req, prompt = std::move(prompt),
+             writer = std::move(writer), metrics = std::move(metrics)]() mutable {
+      start(model, *shared_req, std::move(prompt), std::move(writer), std::move(metrics));
+    });
+  });
 }
 
 }  // namespace tessera::serve

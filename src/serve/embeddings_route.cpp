@@ -223,26 +223,34 @@ void handle_embeddings(const RouteContext& ctx, HttpRequest&& request,
           "dimensions");
     }
   }
-  std::vector<std::vector<int32_t>> token_lists;
-  if (!tokenize_inputs(*inputs, model.backend->tokenizer(), model.backend->context_length(),
-                       *writer, &token_lists)) {
-    return;
-  }
-  auto call = std::make_shared<EmbeddingCall>();
-  call->writer = writer;
-  call->model = model.name;
-  call->use_base64 = format == "base64";
-  call->vectors.resize(token_lists.size());
-  for (const auto& ids : token_lists) call->prompt_tokens += static_cast<int64_t>(ids.size());
-  for (size_t i = 0; i < token_lists.size(); ++i) {
-    model.backend->embed(std::move(token_lists[i]), model.pooling,
-                         [call, i](Result<std::vector<float>> r) {
-                           // Runs on the engine's thread: move the result to the connection's.
-                           call->writer->post([call, i, r = std::move(r)]() mutable {
-                             call->on_result(i, std::move(r));
+  // Tokenizing the inputs takes a while for long texts: off the I/O thread, in this model's
+  // turn. The call's state is complete before the first embed(), and afterwards touched only on
+  // the connection's executor, where every result is posted.
+  const std::string key = model.base.empty() ? model.name : model.base;
+  auto shared_inputs = std::make_shared<std::vector<Input>>(std::move(*inputs));
+  offload(ctx, key, *writer, [model, shared_inputs, writer, use_base64 = format == "base64"] {
+    if (writer->disconnected()) return;
+    std::vector<std::vector<int32_t>> token_lists;
+    if (!tokenize_inputs(*shared_inputs, model.backend->tokenizer(),
+                         model.backend->context_length(), *writer, &token_lists)) {
+      return;
+    }
+    auto call = std::make_shared<EmbeddingCall>();
+    call->writer = writer;
+    call->model = model.name;
+    call->use_base64 = use_base64;
+    call->vectors.resize(token_lists.size());
+    for (const auto& ids : token_lists) call->prompt_tokens += static_cast<int64_t>(ids.size());
+    for (size_t i = 0; i < token_lists.size(); ++i) {
+      model.backend->embed(std::move(token_lists[i]), model.pooling,
+                           [call, i](Result<std::vector<float>> r) {
+                             // Runs on the engine's thread: move the result to the connection's.
+                             call->writer->post([call, i, r = std::move(r)]() mutable {
+                               call->on_result(i, std::move(r));
+                             });
                            });
-                         });
-  }
+    }
+  });
 }
 
 }  // namespace tessera::serve

@@ -66,8 +66,11 @@ struct RenderedChat {
   std::string text;
   ToolCallSyntax tool_syntax = ToolCallSyntax::kJson;
 };
-// Renders chat messages, with the request's tools (the "tools" array as sent; null: none).
-// Errors: any non-ok Status, reported to the client as a 400 on the chat route.
+// Renders chat messages, with the request's tools (the "tools" array as sent; null: none). Runs
+// on the server's work pool, never an I/O thread. Errors, as the chat route answers them:
+// kInvalidArgument / kUnsupported (the request's content) 400; kResourceExhausted (the template
+// past its limits) 500 chat_template_limit; anything else 500 chat_template_unavailable.
+// kUnavailable (stopping, a fleet model not open yet) 503.
 using ChatRenderer = std::function<Result<RenderedChat>(const std::vector<ChatTurn>&,
                                                         const nlohmann::ordered_json* tools)>;
 
@@ -83,7 +86,7 @@ struct ModelEntry {
   // Optional: why the model is not serving (a Failed fleet model's error); empty when it is.
   std::function<std::string()> error;
   // Optional: operator moves for /admin/models/{name}/{action} ("suspend", "resume"). Runs on
-  // the connection's thread and may block for the move. Empty: the model has no admin actions.
+  // the server's work pool and may block for the move. Empty: the model has no admin actions.
   std::function<Status(const std::string& action)> admin;
   // Set for a LoRA adapter's entry ("<base>:<adapter>"): the base model's name (the entry's
   // `root` in /v1/models) and the adapter's own. Its requests count in the base's request

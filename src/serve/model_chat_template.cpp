@@ -58,7 +58,8 @@ Result<std::string> render_model_chat(const ModelChatTemplate& t,
                                       std::span<const ChatMessage> messages,
                                       bool add_generation_prompt, std::string_view bos,
                                       std::string_view eos, const std::tm& now,
-                                      bool* used_fallback, const nlohmann::ordered_json* tools) {
+                                      bool* used_fallback, const nlohmann::ordered_json* tools,
+                                      const ChatRenderLimits& limits) {
   if (used_fallback != nullptr) *used_fallback = false;
   if (tools != nullptr && !t.reads_tools) {
     return Status(ErrorCode::kUnsupported,
@@ -97,6 +98,9 @@ Result<std::string> render_model_chat(const ModelChatTemplate& t,
     ctx.set("tools", tools != nullptr ? jinja_value_from_json(*tools) : jinja::Value::none());
     jinja::RenderOptions options;
     options.now = now;
+    options.max_time_ms = limits.max_time_ms;
+    options.max_memory_bytes = limits.max_memory_bytes;
+    options.cancel = limits.cancel.get();
     auto text = t.jinja->render(ctx, options);
     if (text.is_ok() || text.status().code() != ErrorCode::kUnsupported || !t.builtin ||
         tools != nullptr) {

@@ -8,6 +8,8 @@
 // threads at once.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -42,6 +44,15 @@ struct ModelChatTemplate {
   ToolCallSyntax tool_syntax = ToolCallSyntax::kJson;
 };
 
+// What one render of a model's Jinja template may spend (jinja RenderOptions): wall time, memory
+// of the values it holds, and the flag that cancels it (the server's shutdown; may be null).
+// `tessera serve --template-timeout-ms` and `--template-memory`.
+struct ChatRenderLimits {
+  int64_t max_time_ms = 1000;
+  size_t max_memory_bytes = size_t{128} << 20;
+  std::shared_ptr<const std::atomic<bool>> cancel;
+};
+
 // The template for a model. Order: the override (a built-in name, or a file, which must parse);
 // else the model's tokenizer.chat_template through the interpreter, with the recognized built-in
 // family as a fallback (or alone, `note` saying why, when the interpreter refuses it at parse).
@@ -59,12 +70,14 @@ Result<ModelChatTemplate> resolve_model_chat_template(const model::Metadata& met
 // falls back to `builtin` when there is one and there are no tools (`*used_fallback` is then
 // set, when non-null). Errors: kUnsupported when tools are given and the template does not
 // read them (reads_tools); the template's own errors (kInvalidArgument, e.g. a raise_exception
-// for a role order it rejects), kUnsupported, kResourceExhausted past the interpreter's bounds.
+// for a role order it rejects), kUnsupported, kResourceExhausted past the interpreter's bounds
+// (steps, output, `limits`' time and memory, cancelled).
 Result<std::string> render_model_chat(const ModelChatTemplate& t,
                                       std::span<const ChatMessage> messages,
                                       bool add_generation_prompt, std::string_view bos,
                                       std::string_view eos, const std::tm& now,
                                       bool* used_fallback = nullptr,
-                                      const nlohmann::ordered_json* tools = nullptr);
+                                      const nlohmann::ordered_json* tools = nullptr,
+                                      const ChatRenderLimits& limits = {});
 
 }  // namespace tessera::serve

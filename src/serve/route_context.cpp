@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tessera/serve/api_error.h"
+#include "tessera/serve/work_pool.h"
 
 namespace tessera::serve {
 
@@ -29,6 +30,32 @@ bool resolve_model(const RouteContext& ctx, const std::string& name, ResponseWri
   }
   *out = std::move(entry).value();
   return true;
+}
+
+bool offload(const RouteContext& ctx, const std::string& key, ResponseWriter& writer,
+             std::function<void()> fn) {
+  if (ctx.work == nullptr) {
+    fn();
+    return true;
+  }
+  switch (ctx.work->submit(key, std::move(fn))) {
+    case WorkPool::Submit::kQueued:
+      return true;
+    case WorkPool::Submit::kFull: {
+      ApiError e = api_error_from_status(Status(
+          ErrorCode::kResourceExhausted,
+          fmt::format("too many requests for '{}' are waiting to be prepared (tokenized or "
+                      "templated); retry shortly", key)));
+      e.code = "server_busy";
+      writer.respond(api_error_response(e));
+      return false;
+    }
+    case WorkPool::Submit::kStopped:
+      writer.respond(api_error_response(
+          api_error_from_status(Status(ErrorCode::kUnavailable, "the server is shutting down"))));
+      return false;
+  }
+  return false;
 }
 
 bool check_for_model(const GenerationParams& params, int32_t n_vocab, ResponseWriter& writer) {

@@ -16,6 +16,7 @@
 namespace tessera::serve {
 
 class AdapterRegistry;
+class WorkPool;
 
 struct RouteContext {
   std::shared_ptr<ModelRouter> models;
@@ -24,6 +25,8 @@ struct RouteContext {
   std::function<Status()> accepting;
   // The LoRA adapters served on the base model, or null when there are none (adapters_route.h).
   std::function<std::shared_ptr<AdapterRegistry>()> adapters;
+  // Where slow work runs (see offload()); null: on the calling thread (tests of a route alone).
+  std::shared_ptr<WorkPool> work;
 };
 
 // Signature shared by the route handlers (see HttpHandler for threading).
@@ -34,6 +37,15 @@ using RouteHandler =
 // (404 unknown model, 503 loading/draining) and returns false.
 bool resolve_model(const RouteContext& ctx, const std::string& name, ResponseWriter& writer,
                    ModelEntry* out);
+
+// Runs `fn` off the I/O thread on ctx.work, in `key`'s turn (a model's name: its slow work takes
+// at most the pool's per-key share of threads). When the key's queue is full, answers 429 with
+// Retry-After (the server is busy; the request may be retried as is), and 503 when the server is
+// stopping; returns false then. Without a pool, runs `fn` here and returns true. `fn` answers
+// through a writer it holds; anything that must run on the connection's executor
+// (start_generation) it posts there with ResponseWriter::post.
+bool offload(const RouteContext& ctx, const std::string& key, ResponseWriter& writer,
+             std::function<void()> fn);
 
 // Checks what the parser could not without the model: logit_bias token ids within `n_vocab`.
 // On failure answers 400 through `writer` and returns false.

@@ -17,11 +17,19 @@ namespace tessera::serve {
 
 namespace {
 
+// Who may call a route when keys are configured (ServerOptions): anyone (/health), holders of
+// the inference key (or the admin key), or holders of the admin key only.
+enum class Access { kPublic, kInference, kAdmin };
+
 struct Route {
   std::string_view method;
   std::string_view path;
   bool prefix;  // path is a prefix ("/v1/models/" + name)
   void (*handler)(const RouteContext&, HttpRequest&&, std::shared_ptr<ResponseWriter>);
+  Access access = Access::kInference;
+  // Non-empty: the whole handler blocks (a model move, reading an adapter's files) and runs on
+  // the work pool under this key. Routes that only partly block offload that part themselves.
+  std::string_view offload_key = {};
 };
 
 constexpr Route kRoutes[] = {
@@ -33,12 +41,12 @@ constexpr Route kRoutes[] = {
     {"GET", "/v1/models", false, handle_list_models},
     {"GET", "/v1/models/", true, handle_get_model},
     {"GET", "/v1/adapters", false, handle_list_adapters},
-    {"POST", "/v1/adapters", false, handle_load_adapter},
-    {"DELETE", "/v1/adapters/", true, handle_unload_adapter},
-    {"GET", "/health", false, handle_health},
+    {"POST", "/v1/adapters", false, handle_load_adapter, Access::kAdmin, " adapters"},
+    {"DELETE", "/v1/adapters/", true, handle_unload_adapter, Access::kAdmin, " adapters"},
+    {"GET", "/health", false, handle_health, Access::kPublic},
     {"GET", "/metrics", false, handle_metrics},
-    {"GET", "/admin/models", false, handle_admin_list_models},
-    {"POST", "/admin/models/", true, handle_admin_model_action},
+    {"GET", "/admin/models", false, handle_admin_list_models, Access::kAdmin},
+    {"POST", "/admin/models/", true, handle_admin_model_action, Access::kAdmin, " admin"},
 };
 
 bool matches(const Route& r, std::string_view path) {
@@ -57,6 +65,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
     : options_(std::move(options)),
       models_(std::move(models)),
+      work_(std::make_shared<WorkPool>(options_.work)),
       ctx_{models_, serving_metrics_,
            [this]() -> Status {
              switch (state_.load()) {
@@ -69,7 +78,8 @@ Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
            [this] {
              std::lock_guard lk(adapters_mu_);
              return adapters_;
-           }},
+           },
+           work_},
       http_(options_.http,
             [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) { handle(std::move(r), std::move(w)); },
             [this](const ExchangeRecord& rec) { serving_metrics_->record_exchange(rec.path, rec.status); }) {}
@@ -97,18 +107,22 @@ void Server::shutdown(std::chrono::milliseconds grace) {
     return;
   }
   http_.stop(grace);
+  work_->stop();
   state_.store(ServerState::kStopped);
 }
 
-bool Server::authorized(const HttpRequest& request) const {
-  if (options_.api_key.empty()) return true;
+Server::Caller Server::caller(const HttpRequest& request) const {
   std::string_view auth = request.header("Authorization");
   constexpr std::string_view kBearer = "Bearer ";
   if (auth.size() <= kBearer.size() || !std::equal(kBearer.begin(), kBearer.end(), auth.begin(),
                                                   [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
-    return false;
+    return Caller::kAnonymous;
   }
-  return constant_time_equal(auth.substr(kBearer.size()), options_.api_key);
+  const std::string_view key = auth.substr(kBearer.size());
+  // Both compared, whichever matches, so that timing says nothing about which key was close.
+  const bool admin = !options_.admin_api_key.empty() && constant_time_equal(key, options_.admin_api_key);
+  const bool inference = !options_.api_key.empty() && constant_time_equal(key, options_.api_key);
+  return admin ? Caller::kAdmin : inference ? Caller::kInference : Caller::kAnonymous;
 }
 
 void Server::handle(HttpRequest&& request, std::shared_ptr<ResponseWriter> writer) {
@@ -125,13 +139,26 @@ void Server::handle(HttpRequest&& request, std::shared_ptr<ResponseWriter> write
     writer->respond(api_error_response(e));
     return;
   }
-  if (route == nullptr || route->path != "/health") {
-    if (!authorized(request)) {
+  const Access access = route != nullptr ? route->access : Access::kInference;
+  if (access != Access::kPublic) {
+    const bool any_key = !options_.api_key.empty() || !options_.admin_api_key.empty();
+    const Caller who = any_key ? caller(request) : Caller::kAdmin;  // no keys: an open server
+    if (who == Caller::kAnonymous) {
       ApiError e{401, "authentication_error",
                  "a valid API key is required: send 'Authorization: Bearer <key>'", "", "invalid_api_key", 0};
       HttpResponse r = api_error_response(e);
       r.headers.emplace_back("WWW-Authenticate", "Bearer");
       writer->respond(std::move(r));
+      return;
+    }
+    if (access == Access::kAdmin && who != Caller::kAdmin) {
+      ApiError e{403, "permission_error",
+                 options_.admin_api_key.empty()
+                     ? "operator routes are off while only an inference key is set: start the "
+                       "server with --admin-api-key and send that key"
+                     : "this route needs the admin key (--admin-api-key), not the inference key",
+                 "", "admin_key_required", 0};
+      writer->respond(api_error_response(e));
       return;
     }
   }
@@ -147,6 +174,15 @@ void Server::handle(HttpRequest&& request, std::shared_ptr<ResponseWriter> write
     HttpResponse r = api_error_response(e);
     r.headers.emplace_back("Allow", allow);
     writer->respond(std::move(r));
+    return;
+  }
+  if (!route->offload_key.empty()) {
+    // The key starts with a space: no model name does, so this never shares a model's turn.
+    auto shared = std::make_shared<HttpRequest>(std::move(request));
+    auto w = writer;
+    offload(ctx_, std::string(route->offload_key), *w, [this, route, shared, writer]() mutable {
+      route->handler(ctx_, std::move(*shared), std::move(writer));
+    });
     return;
   }
   route->handler(ctx_, std::move(request), std::move(writer));

@@ -9,6 +9,7 @@
 #include "tessera/serve/api_error.h"
 #include "tessera/serve/json_body.h"
 #include "tessera/serve/json_util.h"
+#include "tessera/serve/route_context.h"
 
 namespace tessera::serve {
 
@@ -76,22 +77,28 @@ void handle_tokenize(const RouteContext& ctx, HttpRequest&& request,
   if (!resolve(ctx, doc, *writer, &model)) return;
   // Each dialect's own default: llama-server adds no special tokens unless asked, vLLM does.
   const bool special = add_special.value_or(add_special_tokens.value_or(!has_content));
-  const auto& tok = model.backend->tokenizer();
-  const std::vector<int32_t> ids =
-      tok.encode(doc[field].get<std::string>(), special, /*parse_special=*/true);
-  json out;
-  if (with_pieces.value_or(false)) {
-    json arr = json::array();
-    for (int32_t id : ids) arr.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
-    out["tokens"] = std::move(arr);
-  } else {
-    out["tokens"] = ids;
-  }
-  if (has_prompt) {
-    out["count"] = ids.size();
-    out["max_model_len"] = model.backend->context_length();
-  }
-  writer->respond(HttpResponse{200, "application/json", {}, dump_json(out)});
+  const bool pieces = with_pieces.value_or(false);
+  // Tokenizing megabytes takes seconds: off the I/O thread, in this model's turn.
+  const std::string key = model.base.empty() ? model.name : model.base;
+  auto text = std::make_shared<std::string>(doc[field].get<std::string>());
+  offload(ctx, key, *writer, [model, text, special, pieces, has_prompt, writer] {
+    if (writer->disconnected()) return;
+    const auto& tok = model.backend->tokenizer();
+    const std::vector<int32_t> ids = tok.encode(*text, special, /*parse_special=*/true);
+    json out;
+    if (pieces) {
+      json arr = json::array();
+      for (int32_t id : ids) arr.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+      out["tokens"] = std::move(arr);
+    } else {
+      out["tokens"] = ids;
+    }
+    if (has_prompt) {
+      out["count"] = ids.size();
+      out["max_model_len"] = model.backend->context_length();
+    }
+    writer->respond(HttpResponse{200, "application/json", {}, dump_json(out)});
+  });
 }
 
 void handle_detokenize(const RouteContext& ctx, HttpRequest&& request,

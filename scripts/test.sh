@@ -3,14 +3,14 @@
 #   1. Release (GCC, -O3; what run.sh builds): build everything, run every test
 #   2. the kernel and model tests again with forced-scalar kernels
 #   3. ASan + UBSan (clang, -O1): every test but the real-daemon ones (label daemon), and in the
-#      same build the libFuzzer targets, each fuzzed for a short run
+#      same build the libFuzzer targets, each fuzzed for a short run (while the TSan build starts)
 #   4. TSan (clang, -O1): the engine, server, fleet and cluster-controller tests (the threaded parts)
 # Every stage is timed; the times are printed as they end and in a table at the end.
 #   scripts/test.sh            everything
 #   scripts/test.sh quick      Release tests only
 # Tests that need ../shared data skip with a message when it is absent.
-# Env: TESSERA_JOBS (nproc), TESSERA_FUZZ_SECONDS (60: the GGUF fuzzer's time; the others get
-# shares of it, scripts/fuzz.sh).
+# Env: TESSERA_JOBS (nproc), TESSERA_FUZZ_SECONDS (40: the GGUF fuzzer's time; the others get
+# shares of it, scripts/fuzz.sh; a smoke run from the seed corpora, longer runs by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-all}"
@@ -53,14 +53,25 @@ stage "ASan+UBSan build (clang -O1; tests and fuzz targets)"
 stage "ASan+UBSan tests (all but label daemon: the real-daemon tests run in Release)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" -LE daemon
-stage "fuzzers (libFuzzer + ASan + UBSan, the ASan build's fuzz targets)"
-TESSERA_FUZZ_BUILD_DIR="$PWD/build/asan" ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-60}"
-
-stage "TSan build (clang -O1; the threaded parts' tests)"
+# The fuzzers run one process at a time, on one core: the TSan build takes the other, at the
+# lowest priority (nice 19), and goes on alone once they are done.
+stage "fuzzers (the ASan build's libFuzzer targets), the TSan build (clang -O1) beside them"
+setsid nice -n 19 ./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests \
+  serve_fleet_tests fleet_manager_tests fleet_controller_tests cluster_controller_tests \
+  >build/tsan-build.log 2>&1 &
+tsan_build=$!
+if ! TESSERA_FUZZ_BUILD_DIR="$PWD/build/asan" ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-40}"; then
+  kill -- "-$tsan_build" 2>/dev/null || true  # its own process group (setsid)
+  exit 1
+fi
+stage "the rest of the TSan build (the threaded parts' tests)"
 # (The binary-level curl/npm integration tests run in the Release and ASan stages; fleet_tests'
 # memory-tier checks read the resident set, which TSan's shadow memory distorts.)
-./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests serve_fleet_tests \
-  fleet_manager_tests fleet_controller_tests cluster_controller_tests
+if ! wait "$tsan_build"; then
+  tail -n 100 build/tsan-build.log
+  exit 1
+fi
+tail -n 1 build/tsan-build.log
 stage "TSan tests (labels engine, server, fleet)"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L "engine|server|fleet" -E "_integration$"

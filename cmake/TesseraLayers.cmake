@@ -24,9 +24,9 @@ endfunction()
 
 # Unity builds (TESSERA_UNITY, on by default): a target's sources are compiled in batches of
 # TESSERA_UNITY_BATCH files, so the heavy headers (nlohmann-json, Boost.Beast/Asio, CLI11, fmt)
-# are parsed and their templates instantiated once per batch instead of once per file. Measured
-# in docs/PERFORMANCE.md ("Build time"). Files with per-file flags (the SIMD kernels) are never
-# batched (CMake leaves them out); a file whose file-local names clash with another's is marked
+# are parsed and their templates instantiated once per batch instead of once per file (measured
+# in docs/CI.md). Files with per-file flags (the SIMD kernels) are never batched (CMake leaves
+# them out); a file whose file-local names clash with another's is marked
 # SKIP_UNITY_BUILD_INCLUSION where its layer lists it.
 function(tessera_unity target)
   if(TESSERA_UNITY)

@@ -36,24 +36,15 @@ check() {  # name, condition (yes/no), detail
 
 DRAIN=5
 LOG="$WORK/server-hostile.log"
-"$TESSERA" serve --models "$MODELS" --host 127.0.0.1 --port 0 --threads 2 --io-threads 2 \
-  --ctx-size 512 --template-timeout-ms 1000 --drain-seconds "$DRAIN" >"$LOG" 2>&1 &
-PID=$!
+# scripts/lib/server.sh: start on a free loopback port (SERVER_PID, SERVER_PORT), wait for /health.
+. "$(dirname "$0")/../../../scripts/lib/server.sh"
+start_tessera_server "$LOG" --models "$MODELS" --threads 2 --io-threads 2 \
+  --ctx-size 512 --template-timeout-ms 1000 --drain-seconds "$DRAIN"
+PID=$SERVER_PID
 cleanup() { kill -9 "$PID" 2>/dev/null || true; jobs -p | xargs -r kill 2>/dev/null || true; }
 trap cleanup EXIT
-PORT=""
-for _ in $(seq 1 200); do
-  PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOG" | head -1)
-  [ -n "$PORT" ] && break
-  kill -0 "$PID" 2>/dev/null || { echo "server exited early:"; cat "$LOG"; exit 1; }
-  sleep 0.05
-done
-[ -n "$PORT" ] || { echo "server did not report its port:"; cat "$LOG"; exit 1; }
-BASE="http://127.0.0.1:$PORT"
-for _ in $(seq 1 600); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")" = 200 ] && break
-  sleep 0.05
-done
+BASE="http://127.0.0.1:$SERVER_PORT"
+wait_healthy "$BASE" 30
 post() { curl -s -H 'Content-Type: application/json' "$@"; }
 chat() {  # model -> "<status> <seconds> <body>"
   post -w '\n%{http_code} %{time_total}\n' "$BASE/v1/chat/completions" \

@@ -10,15 +10,17 @@ model="$HOME/.cache/tessera/bench/synth-smollm2-135m-q8_0.gguf"
 client=build/release/tessera
 [ -f "$model" ] || "$client" synth --shape smollm2-135m --dtype q8_0 --out "$model" >/dev/null
 port=18332
+. scripts/lib/server.sh  # start/stop/health of servers (SERVER_PID)
+trap stop_server EXIT
 for r in $(seq 1 "$runs"); do
   for b in "$@"; do
-    "$b" serve -m "$model" --port $port -t 2 --parallel 16 -c 1024 > /dev/null 2>&1 &
-    pid=$!
-    for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$port/health" && break; sleep 0.1; done
+    start_server /tmp/ab-serve.log "$b" serve -m "$model" --port $port -t 2 \
+      --parallel 16 -c 1024
+    wait_healthy "http://127.0.0.1:$port" 30
     out=$("$client" bench serve --target "http://127.0.0.1:$port" --model synth-smollm2-135m-q8_0 \
       --tokenizer "$model" --no-progress --scenario concurrency --concurrency 16 -n 64 --warmup 4 \
       --input-len 128 --output-len 128 --ignore-eos --seed "$r" 2>&1)
-    kill $pid; wait $pid 2>/dev/null || true
+    stop_server
     echo "$b run$r: $(echo "$out" | grep -oE '[0-9.]+ output tok/s'), median TPOT $(echo "$out" | grep '^| TPOT' | awk -F'|' '{print $4}' | tr -d ' ') ms"
   done
 done

@@ -44,14 +44,7 @@ fi
 cat "$models_dir/$name.gguf" > /dev/null
 
 helper=$(mktemp /tmp/fleetbench-XXXXXX.py)
-server_pid=""
-stop_server() {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=""
-  fi
-}
+. "$(dirname "$0")/lib/server.sh"  # start/stop/health of servers (SERVER_PID)
 trap 'stop_server; rm -f "$helper"' EXIT
 trap 'exit 130' INT TERM
 
@@ -115,9 +108,6 @@ if cmd == "state":
     print(state(int(sys.argv[2]), sys.argv[3], sys.argv[4]))
 elif cmd == "ttft":
     ttft(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
-elif cmd == "port":
-    import socket
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
 PY
 
 prompt="${PROMPT:-Once upon a time,}"
@@ -125,21 +115,13 @@ ask() {  # N -> TTFT in ms of one request whose prompt starts with "Note N:" (N:
   # $kind is measure()'s local (bash scoping is dynamic).
   python3 "$helper" ttft "$port" "$kind" "$name" "Note $1: $prompt" "$max_tokens" | awk '{print $1 * 1000}'
 }
-port=$(python3 "$helper" port)
+port=$(free_port)
 
-wait_healthy() {  # log file
-  for _ in $(seq 1 1200); do
-    kill -0 "$server_pid" 2>/dev/null || { echo "server exited; log: $1" >&2; tail -n 20 "$1" >&2; return 1; }
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && return 0
-    sleep 0.1
-  done
-  echo "server on port $port did not become healthy; log: $1" >&2; return 1
-}
 rss_mib() {  # pid -> resident MiB
   awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo "?"
 }
 weights_pid() {  # kind -> the process holding the weights
-  if [ "$1" = llama ]; then pgrep -P "$server_pid" | head -n 1; else echo "$server_pid"; fi
+  if [ "$1" = llama ]; then pgrep -P "$SERVER_PID" | head -n 1; else echo "$SERVER_PID"; fi
 }
 
 # measure KIND ASLEEP_STATE: fills warm_ms, sleep_ms (space separated), rss_awake, rss_asleep,
@@ -184,8 +166,8 @@ echo "model $name ($(du -h "$models_dir/$name.gguf" | cut -f1)), $runs runs, idl
 llama_log="$out/llama-server.log"
 "$llama_server" --models-dir "$models_dir" --models-max 1 --host 127.0.0.1 --port "$port" \
   -t "$threads" -np 1 -c "$ctx" --sleep-idle-seconds "$idle_s" > "$llama_log" 2>&1 &
-server_pid=$!
-wait_healthy "$llama_log"
+SERVER_PID=$!; SERVER_LOG=$llama_log
+wait_healthy "http://127.0.0.1:$port" 120
 measure llama sleeping
 l_warm=$warm_ms; l_sleep=$sleep_ms; l_rss_awake=$rss_awake; l_rss_asleep=$rss_asleep
 l_enter=$(grep -c "server is entering sleeping state" "$llama_log" || true)
@@ -196,8 +178,8 @@ stop_server
 tessera_log="$out/tessera-server.log"
 "$tessera" serve --models "$models_dir" --idle-policy fixed --keep-alive "$idle_s" --host 127.0.0.1 \
   --port "$port" -t "$threads" --parallel 1 -c "$ctx" > "$tessera_log" 2>&1 &
-server_pid=$!
-wait_healthy "$tessera_log"
+SERVER_PID=$!; SERVER_LOG=$tessera_log
+wait_healthy "http://127.0.0.1:$port" 120
 measure tessera suspended
 t_warm=$warm_ms; t_sleep=$sleep_ms; t_rss_awake=$rss_awake; t_rss_asleep=$rss_asleep
 t_enter=$(grep -c -- "active -> suspending" "$tessera_log" || true)

@@ -68,16 +68,8 @@ echo '{"model": "'"$name"'"}' > "$out/tessera-mix0.jsonl"
 echo '{"lora": []}' > "$out/llamacpp-mix0.jsonl"
 
 port=18360
-pid=""
-stop() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=""; }
-trap stop EXIT
-healthy() {
-  for _ in $(seq 1 1200); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && return 0
-    sleep 0.1
-  done
-  echo "server did not become healthy (see $out/$1.log)" >&2; return 1
-}
+. scripts/lib/server.sh  # start/stop/health of servers (SERVER_PID)
+trap stop_server EXIT
 start() {  # engine
   local args=()
   if [ "$1" = tessera ]; then
@@ -89,8 +81,8 @@ start() {  # engine
     "$llama_server" -m "$base" --host 127.0.0.1 --port "$port" -t "$threads" -np "$conc" \
       -c $((conc * 512)) --no-mmap --lora-init-without-apply "${args[@]}" > "$out/llamacpp.log" 2>&1 &
   fi
-  pid=$!
-  healthy "$1"
+  SERVER_PID=$!
+  wait_healthy "http://127.0.0.1:$port" 120
 }
 # STALL_ONLY=1 skips the mixes and runs only the runtime-loading check below.
 [ "${STALL_ONLY:-0}" = 1 ] && rounds=0
@@ -106,7 +98,7 @@ for r in $(seq 1 "$rounds"); do
       tps=$(/usr/bin/python3 -c "import json; j = json.load(open('$out/$e-mix$m-r$r/summary.json')); print('%.1f' % j['output_throughput'], j['failed'])" 2>/dev/null || echo "? ?")
       echo "round $r $e adapters $m: output tokens/s ${tps% *} (failed ${tps#* })"
     done
-    stop
+    stop_server
   done
 done | tee "$out/runs.txt"
 [ "${STALL_ONLY:-0}" = 1 ] || /usr/bin/python3 - "$out/runs.txt" "$mixes" "$engines" <<'PY'
@@ -134,8 +126,8 @@ if [ "${STALL:-1}" = 1 ] && [[ " $engines " == *" tessera "* ]]; then
   for mode in quiet loading; do
     "$T" serve -m "$base" --port "$port" -t "$threads" --parallel "$conc" -c 512 --lora-dir "$ad" \
       > "$out/tessera-stall.log" 2>&1 &
-    pid=$!
-    healthy tessera-stall
+    SERVER_PID=$!
+    wait_healthy "http://127.0.0.1:$port" 120
     "$T" bench serve --target "http://127.0.0.1:$port" --model "$name" --tokenizer "$base" \
       --scenario concurrency --concurrency "$conc" -n "$conc" --warmup 0 --input-len 16 \
       --output-len 256 --ignore-eos --no-progress --out "$out/stall-$mode" > "$out/stall-$mode.txt" 2>&1 &
@@ -148,7 +140,7 @@ if [ "${STALL:-1}" = 1 ] && [[ " $engines " == *" tessera "* ]]; then
       done
     fi
     wait $bench
-    stop
+    stop_server
     /usr/bin/python3 -c "
 import json
 j = json.load(open('$out/stall-$mode/summary.json'))

@@ -33,16 +33,8 @@ tessera=build/release/tessera
 mkdir -p "$out"
 port=18340
 
-server_pid=""
-stop_server() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; server_pid=""; }
+. scripts/lib/server.sh  # start/stop/health of servers (SERVER_PID)
 trap stop_server EXIT
-wait_healthy() {
-  for _ in $(seq 1 1200); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && return 0
-    sleep 0.1
-  done
-  echo "server on port $port did not become healthy" >&2; return 1
-}
 
 for shape in $shapes; do
   model="$HOME/.cache/tessera/bench/synth-$shape-$dtype.gguf"
@@ -78,8 +70,8 @@ for shape in $shapes; do
           "$llama_server" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" --no-mmap \
             -np "$s" -c $((s * ctx)) > "$out/$label.server.log" 2>&1 & ;;
       esac
-      server_pid=$!
-      wait_healthy
+      SERVER_PID=$!
+      wait_healthy "http://127.0.0.1:$port" 120
       "$tessera" bench serve --target "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
         --no-progress --out "$out/$label" --scenario concurrency --concurrency "$s" -n "$n" \
         --warmup 2 --input-len "$in_len" --output-len "$out_len" --ignore-eos --seed 1 \

@@ -14,24 +14,21 @@ out="${1:-$HOME/.cache/tessera/bench/serve-overload}"
 shape="${SHAPE:-smollm2-135m}"; dtype="${DTYPE:-q8_0}"; streams="${STREAMS:-512}"
 prompts="${PROMPTS:-$((2 * streams))}"; in_len="${INPUT_LEN:-128}"; out_len="${OUTPUT_LEN:-64}"
 kv_memory="${KV_MEMORY:-256M}"; threads="${THREADS:-$(nproc)}"
-tessera=build/release/tessera
-[ -x "$tessera" ] || ./scripts/build.sh release >/dev/null
+TESSERA=build/release/tessera; tessera=$TESSERA
+. scripts/lib/server.sh
+ensure_tessera
 mkdir -p "$out"
-model="$HOME/.cache/tessera/bench/synth-$shape-$dtype.gguf"
-[ -f "$model" ] || "$tessera" synth --shape "$shape" --dtype "$dtype" --out "$model" >/dev/null
+model=$(synth_model "$shape" "$dtype")
 name=$(basename "$model" .gguf)
-port=18350
 status=0
+trap stop_server EXIT
 
 for mode in defaults small-kv; do
   flags=()
   [ "$mode" = small-kv ] && flags=(--kv-memory "$kv_memory")
-  "$tessera" serve -m "$model" --port "$port" -t "$threads" "${flags[@]}" > "$out/$mode.server.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 600); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && break
-    sleep 0.1
-  done
+  start_tessera_server "$out/$mode.server.log" -m "$model" -t "$threads" "${flags[@]}"
+  pid=$SERVER_PID; port=$SERVER_PORT
+  wait_healthy "http://127.0.0.1:$port" 60
   "$tessera" bench serve --target "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
     --no-progress --out "$out/$mode" --scenario concurrency --concurrency "$streams" -n "$prompts" \
     --warmup 0 --input-len "$in_len" --output-len "$out_len" --ignore-eos --seed 1 \
@@ -39,7 +36,7 @@ for mode in defaults small-kv; do
   curl -s "http://127.0.0.1:$port/metrics" > "$out/$mode.metrics" || true
   alive=yes; kill -0 "$pid" 2>/dev/null || alive=no
   hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  stop_server
   python3 - "$out" "$mode" "$prompts" "$alive" "$hwm_kib" "$model" <<'PY' || status=1
 import json, os, re, sys
 out, mode, prompts, alive, hwm_kib, model = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6]

@@ -26,28 +26,20 @@ name=$(basename "$model" .gguf)
 ctx_per_slot=1024
 port=18330
 
-server_pid=""
-stop_server() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; server_pid=""; }
+. scripts/lib/server.sh  # start/stop/health of servers (SERVER_PID)
 trap stop_server EXIT
-wait_healthy() {
-  for _ in $(seq 1 600); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && return 0
-    sleep 0.1
-  done
-  echo "server on port $port did not become healthy" >&2; return 1
-}
 start_tessera() {  # extra flags...
   "$tessera" serve -m "$model" --port "$port" -t "$threads" --parallel "$parallel" \
     -c "$ctx_per_slot" "$@" > "$out/tessera-server.log" 2>&1 &
-  server_pid=$!
-  wait_healthy
+  SERVER_PID=$!
+  wait_healthy "http://127.0.0.1:$port" 60
 }
 start_llama() {
   # -c is the total: parallel x ctx_per_slot, so each slot gets the same context as Tessera's.
   "$llama_server" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -np "$parallel" \
     -c $((parallel * ctx_per_slot)) > "$out/llama-server.log" 2>&1 &
-  server_pid=$!
-  wait_healthy
+  SERVER_PID=$!
+  wait_healthy "http://127.0.0.1:$port" 60
 }
 bench() {  # label, then extra bench flags
   local label=$1; shift

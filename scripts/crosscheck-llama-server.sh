@@ -19,13 +19,11 @@ mkdir -p "$out"
 model="$HOME/.cache/tessera/bench/synth-smollm2-135m-q8_0.gguf"
 [ -f "$model" ] || "$tessera" synth --shape smollm2-135m --dtype q8_0 --out "$model" >/dev/null
 port=18391
-"$llama_server" -m "$model" --host 127.0.0.1 --port "$port" -np 4 -c 4096 -t 1 > "$out/llama-server.log" 2>&1 &
-server_pid=$!
-trap 'kill $server_pid 2>/dev/null; wait $server_pid 2>/dev/null' EXIT
-for _ in $(seq 1 600); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && break
-  sleep 0.1
-done
+. scripts/lib/server.sh  # start/stop/health of servers (SERVER_PID)
+trap stop_server EXIT
+start_server "$out/llama-server.log" "$llama_server" -m "$model" --host 127.0.0.1 --port "$port" \
+  -np 4 -c 4096 -t 1
+wait_healthy "http://127.0.0.1:$port" 60
 common=(--target "http://127.0.0.1:$port" --model smollm2 --tokenizer "$model" --ignore-eos --no-progress)
 "$tessera" bench serve "${common[@]}" --scenario single-stream -n 16 --warmup 2 --library-size 64 --input-len 256 \
   --output-len 32 --out "$out/single" > "$out/single.txt"

@@ -7,6 +7,7 @@
 # Usage: chat_template_file.sh TESSERA_BINARY WORK_DIR. Exit 77 (skipped) without curl or python3.
 set -euo pipefail
 TESSERA=$1
+export TESSERA
 WORK=$2
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -54,24 +55,13 @@ contains "bad template error names the line" "line 2: {% for %} is never closed"
 contains "bad template error names the file" "bad.jinja" "$out"
 
 LOG="$WORK/server-chat-template.log"
-"$TESSERA" serve --model "$MODEL" --host 127.0.0.1 --port 0 --threads 2 --ctx-size 512 \
-  --chat-template "$TEMPLATE" >"$LOG" 2>&1 &
-PID=$!
-cleanup() { kill -9 "$PID" 2>/dev/null || true; }
-trap cleanup EXIT
-PORT=""
-for _ in $(seq 1 200); do
-  PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOG" | head -1)
-  [ -n "$PORT" ] && break
-  kill -0 "$PID" 2>/dev/null || { echo "server exited early:"; cat "$LOG"; exit 1; }
-  sleep 0.05
-done
-[ -n "$PORT" ] || { echo "server did not report its port:"; cat "$LOG"; exit 1; }
-BASE="http://127.0.0.1:$PORT"
-for _ in $(seq 1 600); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")" = 200 ] && break
-  sleep 0.05
-done
+# scripts/lib/server.sh: start on a free loopback port (SERVER_PID, SERVER_PORT), wait for /health.
+. "$(dirname "$0")/../../../scripts/lib/server.sh"
+trap stop_server EXIT
+start_tessera_server "$LOG" --model "$MODEL" --threads 2 --ctx-size 512 \
+  --chat-template "$TEMPLATE" || exit 1
+BASE="http://127.0.0.1:$SERVER_PORT"
+wait_healthy "$BASE" 30 || exit 1
 post() { curl -s -H 'Content-Type: application/json' "$@"; }
 
 chat=$(post "$BASE/v1/chat/completions" -d '{"model":"tiny-q8_0","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"max_tokens":8,"temperature":0}')
@@ -97,10 +87,8 @@ bad_role=$(post -w ' %{http_code}' "$BASE/v1/chat/completions" -d '{"model":"tin
 contains "raise_exception is a 400" " 400" "$bad_role"
 contains "raise_exception message reaches the client" "Unknown role: tool" "$bad_role"
 
-kill -TERM "$PID"
-for _ in $(seq 1 200); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done
+stop_server
 trap - EXIT
-cleanup
 grep -q "chat template: file $TEMPLATE" "$LOG" && echo "ok   log names the template" || { echo "FAIL log does not name the template"; fails=$((fails + 1)); }
 [ $fails -eq 0 ] && echo PASS || { echo "--- server log"; tail -30 "$LOG"; }
 exit $fails

@@ -6,6 +6,7 @@
 set -euo pipefail
 
 TESSERA=$1
+export TESSERA
 WORK=$2
 WHAT=${3:-all}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,28 +49,14 @@ Write each call as <tool_call>{"name": <name>, "arguments": <object>}</tool_call
 JINJA
 API_KEY=test-key-123
 LOG="$WORK/server-$WHAT.log"
-"$TESSERA" serve --model "$MODEL" --host 127.0.0.1 --port 0 --threads 2 --parallel 4 \
-  --ctx-size 512 --api-key "$API_KEY" --chat-template "$TEMPLATE" >"$LOG" 2>&1 &
-PID=$!
-cleanup() { kill -9 "$PID" 2>/dev/null || true; }
-trap cleanup EXIT
-
-PORT=""
-for _ in $(seq 1 200); do
-  PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOG" | head -1)
-  [ -n "$PORT" ] && break
-  kill -0 "$PID" 2>/dev/null || { echo "server exited early:"; cat "$LOG"; exit 1; }
-  sleep 0.05
-done
-[ -n "$PORT" ] || { echo "server did not report its port:"; cat "$LOG"; exit 1; }
-BASE="http://127.0.0.1:$PORT"
-healthy=""
-for _ in $(seq 1 600); do  # up to 30 s: a loaded CI machine can be slow to load the model
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")" = 200 ] && { healthy=1; break; }
-  kill -0 "$PID" 2>/dev/null || { echo "server exited before it was healthy:"; cat "$LOG"; exit 1; }
-  sleep 0.05
-done
-[ -n "$healthy" ] || { echo "server not healthy after 30 s:"; cat "$LOG"; exit 1; }
+# scripts/lib/server.sh: start on a free loopback port (SERVER_PID, SERVER_PORT), wait for /health.
+. "$HERE/../../../scripts/lib/server.sh"
+trap stop_server EXIT
+start_tessera_server "$LOG" --model "$MODEL" --threads 2 --parallel 4 \
+  --ctx-size 512 --api-key "$API_KEY" --chat-template "$TEMPLATE" || exit 1
+BASE="http://127.0.0.1:$SERVER_PORT"
+# up to 30 s: a loaded CI machine can be slow to load the model
+wait_healthy "$BASE" 30 || { cat "$LOG"; exit 1; }
 
 status=0
 if [ "$WHAT" = curl ] || [ "$WHAT" = all ]; then
@@ -80,15 +67,8 @@ if [ "$WHAT" = openai ] || [ "$WHAT" = all ]; then
     node "$HERE/openai_client.mjs" "$WORK/node/node_modules/openai/index.mjs" || status=1
 fi
 
-# Graceful shutdown: SIGTERM drains and exits 0.
-kill -TERM "$PID"
-for _ in $(seq 1 200); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done
-if kill -0 "$PID" 2>/dev/null; then
-  echo "FAIL: server still running 10 s after SIGTERM"; status=1
-else
-  wait "$PID" && rc=0 || rc=$?
-  if [ "$rc" -ne 0 ]; then echo "FAIL: server exited with $rc after SIGTERM"; cat "$LOG"; status=1; fi
-fi
+# Graceful shutdown: SIGTERM drains and exits 0 within 10 s.
+stop_server_checked 10 || { cat "$LOG"; status=1; }
 trap - EXIT
 [ $status -eq 0 ] && echo "PASS" || { echo "--- server log"; tail -50 "$LOG"; }
 exit $status

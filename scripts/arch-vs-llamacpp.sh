@@ -2,7 +2,7 @@
 # Greedy continuations of Tessera and llama.cpp's llama-simple on the same GGUF, per family, on
 # files written by llama.cpp's own gguf-py (scripts/make-arch-gguf.py). Run by hand:
 #   scripts/arch-vs-llamacpp.sh [TESSERA] [LLAMA_SIMPLE]
-# (defaults: build/release/tessera, /work/peers/llama.cpp/build/bin/llama-simple). Prints one
+# (defaults: build/release/tessera, llama-simple found by scripts/lib/server.sh's llama_bin). Prints one
 # line per family and prompt, "same" or "DIFFER" with both texts; exits 1 if any differ.
 # llama-simple prints control and unknown tokens as their text (<s>, </s>, <unk>), Tessera's
 # detokenizer prints nothing for them, so those three strings are removed from llama.cpp's text
@@ -20,7 +20,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tessera="${1:-build/release/tessera}"
-simple="${2:-/work/peers/llama.cpp/build/bin/llama-simple}"
+. scripts/lib/server.sh  # llama_bin: where llama.cpp's tools are
+simple="${2:-$(llama_bin llama-simple)}"
 py=(env PYTHONPATH=/work/peers/llama.cpp/gguf-py /usr/bin/python3 scripts/make-arch-gguf.py)
 n=32
 dir="$(mktemp -d)"

@@ -16,8 +16,9 @@
 #                                      (~/.cache/tessera/bench/synth-SHAPE-DTYPE.gguf), making it
 #                                      once with `tessera synth`
 #   llama_bin NAME                     prints the path of a llama.cpp tool (llama-server,
-#                                      llama-bench, ...): $LLAMA_CPP_BIN/NAME, else NAME on PATH;
-#                                      fails with a clear message if neither exists
+#                                      llama-simple, ...): $LLAMA_CPP_BIN/NAME, else
+#                                      ../peers/llama.cpp/build/bin/NAME beside the repository,
+#                                      else NAME on PATH; fails with a clear message otherwise
 # TESSERA defaults to build/release/tessera (run from the repository root).
 
 SERVER_PID=""
@@ -111,6 +112,9 @@ synth_model() {
 llama_bin() {
   local name="$1"
   if [ -n "${LLAMA_CPP_BIN:-}" ] && [ -x "$LLAMA_CPP_BIN/$name" ]; then echo "$LLAMA_CPP_BIN/$name"; return 0; fi
+  local beside
+  beside="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/peers/llama.cpp/build/bin/$name"
+  if [ -x "$beside" ]; then echo "$beside"; return 0; fi
   command -v "$name" 2>/dev/null && return 0
   echo "$name not found: build llama.cpp outside this repository and set LLAMA_CPP_BIN to its build/bin" >&2
   return 1

@@ -80,6 +80,14 @@ printf '%s\0%s' '{"type":"object","properties":{"a":{"type":"integer"},"b":{"enu
 printf '%s\0%s' '{"type":"array","items":{"type":["string","null"]},"minItems":1,"maxItems":3}' \
   '["\u00e9\n", null]' >"$schema_corpus/seed-array"
 printf '%s\0%s' '{}' '{"k": [1.5e3, true, {"n": null}]}' >"$schema_corpus/seed-any"
+# And every schema of the structured-output test corpus with its first valid instance ($ref,
+# recursion, anyOf/oneOf, allOf, prefixItems, numeric bounds, ...).
+python3 - "$schema_corpus" "$root/tests/engine/data/json_schema_corpus.json" <<'PY'
+import json, sys
+for i, e in enumerate(json.load(open(sys.argv[2], encoding="utf-8"))):
+    with open(f"{sys.argv[1]}/seed-corpus-{i}", "wb") as f:
+        f.write(json.dumps(e["schema"]).encode() + b"\0" + json.dumps(e["valid"][0]).encode())
+PY
 "$build/fuzz/json_schema_fuzzer" "$schema_corpus" \
   -max_len=4096 \
   -max_total_time="$(( (seconds + 2) / 3 ))" \

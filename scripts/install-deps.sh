@@ -20,6 +20,7 @@ command -v npm >/dev/null || PACKAGES+=(nodejs npm)
   clang libclang-rt-14-dev  # libFuzzer for the fuzz targets
   chromium                  # the headless report test (Chart.js itself comes from npm, below)
   python3-jinja2            # expected renderings of the real chat templates (jinja_tests)
+  python3-jsonschema        # independent validator of structured output (structured_output_tests)
   # A private local Slurm cluster (scripts/slurm-local.sh) for the cluster integration tests and
   # the demo; prometheus scrapes the replicas' /metrics in the demo.
   slurm-wlm munge prometheus

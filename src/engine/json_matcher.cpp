@@ -66,7 +66,7 @@ bool JsonMatcher::in_plain_string() const {
   // A key no declared property still matches, in an object that takes additional properties
   // (json_object's keys, say): any plain content keeps it so.
   if (f.kind == kKey && f.mask == 0 && f.seen == 0 && depth_ >= 2) {
-    return schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node).additional >= 0;
+    return property_fits(schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node), -2, depth_ - 1);
   }
   return false;
 }
@@ -77,7 +77,7 @@ bool JsonMatcher::complete() const {
   if (closed()) return true;
   if (depth_ != 2) return false;
   const Frame& f = stack_[1];
-  if (f.kind == kNumber) return number_complete(f);
+  if (f.kind == kNumber) return number_complete(f) && number_value_ok(f);
   if (f.kind == kLiteral) return literal_complete(f);
   return false;
 }
@@ -110,18 +110,31 @@ bool JsonMatcher::number_complete(const Frame& f) {
 }
 
 bool JsonMatcher::object_may_close(const Frame& f) const {
-  const auto& props = schema_->node(f.node).properties;
+  const JsonSchema::Node& n = schema_->node(f.node);
+  if (f.count < n.min_properties) return false;
+  const auto& props = n.properties;
   for (size_t i = 0; i < props.size(); ++i) {
     if (props[i].required && !(f.mask >> i & 1)) return false;
   }
   return true;
 }
 
+// Whether property `property` (-2: an additional one) of `object` may be written with its value's
+// frame at stack index `at`.
+bool JsonMatcher::property_fits(const JsonSchema::Node& object, int32_t property, int32_t at) const {
+  const int32_t node = property >= 0 ? object.properties[static_cast<size_t>(property)].node
+                                     : object.additional;
+  return node >= 0 && fits(at, schema_->node(node).min_depth);
+}
+
+// Another member may start: maxProperties leaves room, and an unseen declared property or an
+// additional one fits (the frame `f` is the top of the stack).
 bool JsonMatcher::object_may_continue(const Frame& f) const {
   const JsonSchema::Node& n = schema_->node(f.node);
-  if (n.additional >= 0) return true;
+  if (n.max_properties >= 0 && f.count >= n.max_properties) return false;
+  if (property_fits(n, -2, depth_)) return true;
   for (size_t i = 0; i < n.properties.size(); ++i) {
-    if (!(f.mask >> i & 1)) return true;
+    if (!(f.mask >> i & 1) && property_fits(n, static_cast<int32_t>(i), depth_)) return true;
   }
   return false;
 }
@@ -140,7 +153,7 @@ bool JsonMatcher::key_complete(const Frame& f, int32_t* property) const {
     }
     if (f.seen >> i & 1) return false;
   }
-  if (n.additional < 0) return false;
+  if (!property_fits(n, -2, depth_ - 1)) return false;
   *property = -2;
   return true;
 }
@@ -153,6 +166,7 @@ void JsonMatcher::child_done() {
       break;
     case kObject:
       if (p.key >= 0) p.mask |= uint64_t{1} << p.key;
+      ++p.count;
       p.phase = kAfter;
       break;
     case kArray:
@@ -165,7 +179,13 @@ void JsonMatcher::child_done() {
 
 bool JsonMatcher::start_value(int32_t node, uint8_t c) {
   const JsonSchema::Node& n = schema_->node(node);
-  Frame& f = stack_[static_cast<size_t>(depth_ - 1)];  // the kValue frame, replaced
+  // anyOf/oneOf: the alternatives start with different bytes; the first byte picks one.
+  for (int32_t a : n.alternatives) {
+    if (start_value(a, c)) return true;
+  }
+  if (!n.alternatives.empty()) return false;
+  const int32_t at = depth_ - 1;
+  Frame& f = stack_[static_cast<size_t>(at)];  // the kValue frame, replaced
   Frame g;
   g.node = node;
   if (!n.literals.empty()) {
@@ -179,18 +199,20 @@ bool JsonMatcher::start_value(int32_t node, uint8_t c) {
     return true;
   }
   const uint8_t t = n.types;
-  if (c == '{' && (t & JsonSchema::kObject)) {
+  if (c == '{' && (t & JsonSchema::kObject) && fits(at, n.min_depth_object)) {
     g.kind = kObject;
     g.phase = kOpen;
-  } else if (c == '[' && (t & JsonSchema::kArray)) {
+    // Forbidden properties count as seen: their keys are refused as duplicates are.
+    for (size_t i = 0; i < n.properties.size(); ++i) {
+      if (n.properties[i].forbidden) g.mask |= uint64_t{1} << i;
+    }
+  } else if (c == '[' && (t & JsonSchema::kArray) && fits(at, n.min_depth_array)) {
     g.kind = kArray;
     g.phase = kOpen;
   } else if (c == '"' && (t & JsonSchema::kString)) {
     g.kind = kString;
   } else if ((c == '-' || is_digit(c)) && (t & (JsonSchema::kInteger | JsonSchema::kNumber))) {
-    g.kind = kNumber;
-    g.phase = c == '-' ? 0 : c == '0' ? 1 : 2;
-    g.count = 1;
+    if (!start_number(g, n, c)) return false;
   } else if ((c == 't' || c == 'f') && (t & JsonSchema::kBoolean)) {
     g.kind = kLiteral;
     g.aux = kBuiltinLiterals;
@@ -279,7 +301,121 @@ bool JsonMatcher::string_byte(Frame& f, uint8_t c, bool& closed) {
   }
 }
 
+bool JsonMatcher::start_number(Frame& g, const JsonSchema::Node& n, uint8_t c) const {
+  g.kind = kNumber;
+  g.phase = c == '-' ? 0 : c == '0' ? 1 : 2;
+  g.count = 1;
+  if (!n.bounded) return true;
+  g.key = c == '-' ? 1 : 0;
+  g.mask = c == '-' ? 0 : static_cast<uint64_t>(c - '0');
+  g.aux = c == '-' ? 0 : 1;
+  g.seen = 0;
+  g.aux2 = 0;
+  return number_feasible(g, n);
+}
+
+namespace {
+using Fixed = JsonSchema::Fixed;
+Fixed pow10_fixed(int n) {
+  Fixed p = 1;
+  for (int i = 0; i < n; ++i) p *= 10;
+  return p;
+}
+Fixed floor_div(Fixed a, Fixed b) {  // b > 0
+  Fixed q = a / b;
+  if ((a % b != 0) && (a < 0)) --q;
+  return q;
+}
+// [lo, hi] (inclusive) and [a, b] share a value (a multiple of m when m > 0).
+bool meets(Fixed a, Fixed b, Fixed lo, Fixed hi, int64_t m) {
+  const Fixed x = std::max(a, lo), y = std::min(b, hi);
+  if (x > y) return false;
+  if (m <= 0) return true;
+  return floor_div(y, m) * m >= x;
+}
+}  // namespace
+
+// Some number the frame's text extends to (without an exponent, within the digit limits) lies in
+// the node's bounds and is a multiple of multipleOf.
+bool JsonMatcher::number_feasible(const Frame& f, const JsonSchema::Node& n) {
+  const int digits = n.integer_only() ? 0 : JsonSchema::kFractionDigits;
+  const Fixed scale = pow10_fixed(digits);
+  const auto ip = static_cast<Fixed>(f.mask);
+  const bool neg = f.key == 1;
+  auto check = [&](Fixed a, Fixed b) {  // magnitudes [a, b]
+    return neg ? meets(-b, -a, n.lo, n.hi, n.multiple_of) : meets(a, b, n.lo, n.hi, n.multiple_of);
+  };
+  switch (f.phase) {
+    case 0:  // '-' alone: any magnitude
+      return check(0, pow10_fixed(JsonSchema::kMaxIntegerDigits) * scale - 1);
+    case 1:  // "0": 0 or 0.xxx
+      return check(0, scale - 1);
+    case 2:  // integer digits: k more digits, then maybe a fraction
+      for (int k = 0; k + f.aux <= JsonSchema::kMaxIntegerDigits; ++k) {
+        const Fixed p = pow10_fixed(k);
+        if (check(ip * p * scale, (ip + 1) * p * scale - 1)) return true;
+      }
+      return false;
+    case 3:  // after '.'
+      return check(ip * scale, ip * scale + scale - 1);
+    case 4: {  // fraction digits
+      const Fixed unit = pow10_fixed(digits - f.aux2);
+      const Fixed v = ip * scale + static_cast<Fixed>(f.seen) * unit;
+      return check(v, v + unit - 1);
+    }
+    default:
+      return false;
+  }
+}
+
+bool JsonMatcher::number_value_ok(const Frame& f) const {
+  const JsonSchema::Node& n = schema_->node(f.node);
+  if (!n.bounded) return true;
+  const int digits = n.integer_only() ? 0 : JsonSchema::kFractionDigits;
+  Fixed v = static_cast<Fixed>(f.mask) * pow10_fixed(digits) +
+            static_cast<Fixed>(f.seen) * pow10_fixed(digits - f.aux2);
+  if (f.key == 1) v = -v;
+  if (v < n.lo || v > n.hi) return false;
+  return n.multiple_of <= 0 || v % n.multiple_of == 0;
+}
+
 bool JsonMatcher::number_byte(Frame& f, uint8_t c, bool integer_only) {
+  const JsonSchema::Node& n = schema_->node(f.node);
+  if (n.bounded) {
+    Frame g = f;
+    switch (f.phase) {
+      case 0:
+        if (!is_digit(c)) return false;
+        g.phase = c == '0' ? 1 : 2;
+        g.mask = static_cast<uint64_t>(c - '0');
+        g.aux = 1;
+        break;
+      case 1:
+      case 2:
+        if (c == '.' && !integer_only) {
+          g.phase = 3;
+        } else if (is_digit(c) && f.phase == 2 && f.aux < JsonSchema::kMaxIntegerDigits) {
+          g.mask = f.mask * 10 + static_cast<uint64_t>(c - '0');
+          ++g.aux;
+        } else {
+          return false;
+        }
+        break;
+      case 3:
+      case 4:
+        if (!is_digit(c) || f.aux2 >= JsonSchema::kFractionDigits) return false;
+        g.phase = 4;
+        g.seen = f.seen * 10 + static_cast<uint64_t>(c - '0');
+        ++g.aux2;
+        break;
+      default:
+        return false;
+    }
+    if (!number_feasible(g, n)) return false;
+    ++g.count;
+    f = g;
+    return true;
+  }
   uint8_t next = 255;
   switch (f.phase) {
     case 0:  // after '-'
@@ -393,7 +529,7 @@ bool JsonMatcher::step(uint8_t c) {
             (unseen ? alive : seen) |= uint64_t{1} << i;
           }
         }
-        if (alive == 0 && n.additional < 0) return false;
+        if (alive == 0 && !property_fits(n, -2, depth_ - 1)) return false;
         probe.mask = alive;
         probe.seen = seen;
         ++probe.count;
@@ -407,7 +543,7 @@ bool JsonMatcher::step(uint8_t c) {
           ws_ = 0;
           return true;
         }
-        if (!number_complete(f)) return false;
+        if (!number_complete(f) || !number_value_ok(f)) return false;
         --depth_;
         child_done();
         continue;  // the byte belongs to the parent
@@ -440,7 +576,9 @@ bool JsonMatcher::step(uint8_t c) {
           k.kind = kKey;
           k.node = f.node;
           for (size_t i = 0; i < n.properties.size(); ++i) {
-            (f.mask >> i & 1 ? k.seen : k.mask) |= uint64_t{1} << i;
+            // Seen ones, and ones whose value would not fit, are refused as duplicates are.
+            const bool open = !(f.mask >> i & 1) && property_fits(n, static_cast<int32_t>(i), depth_);
+            (open ? k.mask : k.seen) |= uint64_t{1} << i;
           }
           if (!push(k)) return false;
           ws_ = 0;
@@ -471,7 +609,9 @@ bool JsonMatcher::step(uint8_t c) {
       case kArray: {
         if (ws) return take_ws(c);
         const JsonSchema::Node& n = schema_->node(f.node);
-        const bool room = n.max_items < 0 || f.count < n.max_items;
+        // The next item's node (prefixItems, then items) must fit above this frame.
+        const bool room = (n.max_items < 0 || f.count < n.max_items) &&
+                          fits(depth_, schema_->node(n.item_node(f.count)).min_depth);
         if (c == ']' && ((f.phase == kOpen && n.min_items == 0) ||
                          (f.phase == kAfter && f.count >= n.min_items))) {
           --depth_;
@@ -487,7 +627,7 @@ bool JsonMatcher::step(uint8_t c) {
         if ((f.phase == kOpen || f.phase == kComma) && room) {
           Frame v;
           v.kind = kValue;
-          v.node = n.items;
+          v.node = n.item_node(f.count);
           if (depth_ >= kMaxDepth + 2) return false;
           ++f.count;
           f.phase = kInside;
@@ -508,8 +648,17 @@ namespace tessera::engine {
 // The first byte of a short value for schema node `node`: the shortest kind the node allows
 // (a number's "0", an unbounded string's "", an empty array or object where nothing is required,
 // then the literals), -2 when the node allows nothing.
-int JsonMatcher::value_start_byte(int32_t node) const {
+int JsonMatcher::value_start_byte(int32_t node, int32_t at) const {
   const JsonSchema::Node& n = schema_->node(node);
+  if (!n.alternatives.empty()) {
+    // The alternative with the shallowest smallest value (null before a recursive object).
+    int32_t best = -1;
+    for (int32_t a : n.alternatives) {
+      const int32_t md = schema_->node(a).min_depth;
+      if (fits(at, md) && (best < 0 || md < schema_->node(best).min_depth)) best = a;
+    }
+    return best < 0 ? -2 : value_start_byte(best, at);
+  }
   if (!n.literals.empty()) {
     const auto shortest = std::min_element(
         n.literals.begin(), n.literals.end(),
@@ -517,17 +666,25 @@ int JsonMatcher::value_start_byte(int32_t node) const {
     return static_cast<uint8_t>((*shortest)[0]);
   }
   const uint8_t t = n.types;
-  bool any_required = false;
+  bool any_required = n.min_properties > 0;
   for (const auto& p : n.properties) any_required |= p.required;
-  if (t & (JsonSchema::kInteger | JsonSchema::kNumber)) return '0';
+  const bool object_fits = fits(at, n.min_depth_object), array_fits = fits(at, n.min_depth_array);
+  if (t & (JsonSchema::kInteger | JsonSchema::kNumber)) {
+    if (!n.bounded) return '0';
+    for (uint8_t c : std::string_view("0123456789-")) {
+      Frame g;
+      g.node = node;
+      if (start_number(g, n, c)) return c;
+    }
+  }
   if ((t & JsonSchema::kString) && n.min_length == 0) return '"';
-  if ((t & JsonSchema::kArray) && n.min_items == 0) return '[';
-  if ((t & JsonSchema::kObject) && !any_required) return '{';
+  if ((t & JsonSchema::kArray) && n.min_items == 0 && array_fits) return '[';
+  if ((t & JsonSchema::kObject) && !any_required && object_fits) return '{';
   if (t & JsonSchema::kBoolean) return 't';
   if (t & JsonSchema::kNull) return 'n';
   if (t & JsonSchema::kString) return '"';
-  if (t & JsonSchema::kArray) return '[';
-  if (t & JsonSchema::kObject) return '{';
+  if ((t & JsonSchema::kArray) && array_fits) return '[';
+  if ((t & JsonSchema::kObject) && object_fits) return '{';
   return -2;
 }
 
@@ -560,7 +717,7 @@ int JsonMatcher::closing_byte() const {
     case kRoot:
       return f.phase == 1 ? -1 : -2;
     case kValue:
-      return value_start_byte(f.node);
+      return value_start_byte(f.node, depth_ - 1);
     case kString:
       if (f.aux == kPlain) {
         const JsonSchema::Node& sn = schema_->node(f.node);
@@ -593,8 +750,16 @@ int JsonMatcher::closing_byte() const {
       int32_t property = -1;
       return key_complete(f, &property) ? '"' : 'x';
     }
-    case kNumber:
-      return number_complete(f) ? parent_byte() : '0';
+    case kNumber: {
+      if (number_complete(f) && number_value_ok(f)) return parent_byte();
+      // The first digit (or '.') that keeps a number within the bounds reachable.
+      for (uint8_t c : std::string_view("0123456789.")) {
+        JsonMatcher t(schema_);
+        t.assign_state(*this);
+        if (t.advance(c)) return c;
+      }
+      return -2;
+    }
     case kLiteral: {
       if (literal_complete(f)) return parent_byte();
       int best = -1;
@@ -623,11 +788,11 @@ int JsonMatcher::closing_byte() const {
       const JsonSchema::Node& n = schema_->node(f.node);
       switch (f.phase) {
         case kOpen:
-          return n.min_items == 0 ? ']' : value_start_byte(n.items);
+          return n.min_items == 0 ? ']' : value_start_byte(n.item_node(f.count), depth_);
         case kAfter:
           return f.count >= n.min_items ? ']' : ',';
         case kComma:
-          return value_start_byte(n.items);
+          return value_start_byte(n.item_node(f.count), depth_);
         default:
           return -2;
       }

@@ -4,9 +4,13 @@
 // masks each token whose bytes it would refuse.
 //
 // What it enforces: JSON's grammar (RFC 8259: strings with escapes and well-formed UTF-8, numbers,
-// literals) and the schema (JsonSchema's subset): types, enum/const texts, property names (no
-// duplicates of declared ones; others only where additionalProperties allows), required
-// properties before '}', item counts. Limits that keep generation finite and the state small:
+// literals) and the schema (JsonSchema's graph): types, enum/const texts, anyOf/oneOf (the
+// alternative the first byte names), property names (no duplicates of declared ones, none of the
+// forbidden ones; others only where additionalProperties allows), required properties and
+// minProperties before '}', maxProperties, item counts and prefixItems, string lengths, numeric
+// bounds and multipleOf (checked on every digit: a prefix is accepted only if some number within
+// the limits below extends it). A value is opened only where its smallest completion fits the
+// nesting limit (JsonSchema::Node::min_depth), so recursive schemas always close. Limits that keep generation finite and the state small:
 // whitespace between tokens is one space or tab, or a newline and at most kMaxIndent spaces or
 // tabs (as llama.cpp's JSON grammars; small models otherwise fill the gaps with newlines); kMaxDepth nesting, kMaxNumberBytes per
 // number (kMaxIntegerBytes for integers, kMaxExponentDigits per exponent).
@@ -76,7 +80,7 @@ class JsonMatcher {
     uint8_t aux2 = 0;        // string: \u digits seen; UTF-8: first-byte constraint
     int32_t node = 0;        // schema node
     int32_t count = 0;       // literal/key: bytes matched; array: items; number: bytes;
-                             // length-bounded string: characters
+                             // length-bounded string: characters; object: members
     int32_t key = -1;        // object: property of the value being read (-2: additional)
     uint64_t mask = 0;       // object: properties seen; key/literal: candidates alive
     uint64_t seen = 0;       // key: declared properties already seen that still match
@@ -88,6 +92,14 @@ class JsonMatcher {
   bool string_byte(Frame& f, uint8_t c, bool& closed);
   bool number_byte(Frame& f, uint8_t c, bool integer_only);
   static bool number_complete(const Frame& f);
+  // Bounded numbers (JsonSchema::Node::bounded) keep their value in the frame: integer part in
+  // `mask`, fraction digits in `seen` (`aux2` of them), integer digits in `aux`, sign in `key`.
+  bool start_number(Frame& g, const JsonSchema::Node& n, uint8_t c) const;
+  static bool number_feasible(const Frame& f, const JsonSchema::Node& n);
+  bool number_value_ok(const Frame& f) const;
+  // A value for `node` whose frame sits at stack index `at` can be completed within the stack.
+  static bool fits(int32_t at, int32_t min_depth) { return at + min_depth <= kMaxDepth + 2; }
+  bool property_fits(const JsonSchema::Node& object, int32_t property, int32_t at) const;
   bool literal_complete(const Frame& f) const;
   bool key_complete(const Frame& f, int32_t* property) const;
   bool object_may_close(const Frame& f) const;
@@ -96,7 +108,7 @@ class JsonMatcher {
   bool push(const Frame& f);
   std::string_view literal_text(const Frame& f, int i) const;
   int closing_byte() const;
-  int value_start_byte(int32_t node) const;
+  int value_start_byte(int32_t node, int32_t at) const;
   int literal_count(const Frame& f) const;
 
   std::shared_ptr<const JsonSchema> schema_;

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 
 const { default: OpenAI } = await import(pathToFileURL(resolve(process.argv[2])).href);
 const { BASE, API_KEY, MODEL_NAME } = process.env;
@@ -201,6 +202,32 @@ await test('embeddings (the client asks for base64)', async () => {
   }
   assert.equal(r.data[0].embedding.length, r.data[1].embedding.length);
   assert.ok(r.usage.prompt_tokens > 0);
+});
+
+// Structured output through the client's own helper: a zod schema shaped like what Pydantic and
+// Zod users send (nested models, one reused so the helper emits definitions and $ref, nullable
+// fields as anyOf with null, an enum, a list of models, integers), parsed and checked by zod.
+await test('structured output: beta.chat.completions.parse with zodResponseFormat', async () => {
+  const require = createRequire(resolve(process.argv[2]));
+  const { z } = require('zod');
+  const { zodResponseFormat } = require('openai/helpers/zod');
+  const Address = z.object({ street: z.string(), city: z.string(), zip: z.string().nullable() });
+  const Pet = z.object({ name: z.string(), age: z.number().int() });
+  const User = z.object({
+    id: z.number().int(), role: z.enum(['admin', 'user', 'guest']), home: Address,
+    work: Address.nullable(), pets: z.array(Pet), score: z.number(),
+  });
+  const format = zodResponseFormat(User, 'user');
+  const text = JSON.stringify(format.json_schema.schema);
+  assert.ok(text.includes('$ref') && text.includes('anyOf'), text);  // the shapes under test
+  for (const seed of [1, 2, 3]) {
+    const r = await client.beta.chat.completions.parse({
+      model: MODEL_NAME, messages: [{ role: 'user', content: 'Describe a user.' }],
+      response_format: format, max_tokens: 300, temperature: 0.8, seed,
+    });
+    assert.equal(r.choices[0].finish_reason, 'stop', r.choices[0].message.content);
+    User.parse(r.choices[0].message.parsed);  // throws unless it validates
+  }
 });
 
 console.log(`openai client: ${failures} failed`);

@@ -20,10 +20,11 @@ MODEL="$WORK/tiny-q8_0.gguf"
 if [ "$WHAT" = openai ] || [ "$WHAT" = all ]; then
   command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node/npm are not installed"; exit 77; }
   NODE_DIR="$WORK/node"
-  if [ ! -d "$NODE_DIR/node_modules/openai" ]; then
+  if [ ! -d "$NODE_DIR/node_modules/openai" ] || [ ! -d "$NODE_DIR/node_modules/zod" ]; then
     mkdir -p "$NODE_DIR"
-    # The official client, from the npm registry (the test setup's one network need).
-    if ! (cd "$NODE_DIR" && npm install --silent --no-audit --no-fund openai@4 >/dev/null 2>&1); then
+    # The official client, from the npm registry (the test setup's one network need), and zod for
+    # its structured-output helpers (zodResponseFormat).
+    if ! (cd "$NODE_DIR" && npm install --silent --no-audit --no-fund openai@4 zod@3 >/dev/null 2>&1); then
       echo "SKIP: could not install the openai npm package (no registry access?)"
       exit 77
     fi

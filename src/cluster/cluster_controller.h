@@ -35,6 +35,8 @@
 // `slurm_poll_s`: an Active replica whose job left (scancel, node failure) is suspended as lost.
 // start() first adopts the jobs Slurm still runs under this cluster's name (a restarted
 // controller rebuilds its view from Slurm and the replicas' /health).
+// The parts: the slots and jobs from plan_jobs() (job_planner.h), the replica choice by
+// ReplicaRouter (replica_router.h), metrics through serve's MetricsRegistry.
 // Thread-safety: every public method is thread-safe; handle() never blocks (proxying runs on a
 // thread per forwarded request, at most max_forwarding at once, beyond which requests get 503).
 #pragma once
@@ -46,24 +48,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessera/base/clock.h"
 #include "tessera/base/status.h"
+#include "tessera/cluster/job_planner.h"
 #include "tessera/cluster/replica_host.h"
+#include "tessera/cluster/replica_router.h"
 #include "tessera/cluster/slurm_client.h"
 #include "tessera/serve/http_message.h"
 
 namespace tessera::cluster {
-
-struct ClusterModelSpec {
-  std::string name;          // served name: [A-Za-z0-9._-]+
-  std::string path;          // model file, readable on the nodes
-  int32_t max_replicas = 2;  // slots
-  int32_t min_replicas = 0;  // the first slots kept up (pinned, started by start()); 0: scale to zero
-  int cpus = 1;              // per replica
-  int64_t memory_mb = 0;     // per replica; 0: from the file's size (2x + 256 MiB)
-};
-
-enum class RoutingPolicy : uint8_t { kPrefix, kLeastLoaded, kRoundRobin };
-Result<RoutingPolicy> routing_policy_from_name(const std::string& name);  // prefix|least-loaded|round-robin
 
 struct ClusterOptions {
   std::string name = "tessera";  // Slurm job names are "<name>-<model>-<k>"
@@ -91,11 +84,12 @@ struct ClusterOptions {
 
 class ClusterController {
  public:
-  // Errors: kInvalidArgument for no models, bad names, max_replicas outside 1..64, min_replicas
-  // outside 0..max_replicas, ports outside 1..65535, a co-located group of fewer than two known
-  // models, a model in two groups, members with different max_replicas.
+  // Errors: kInvalidArgument for a plan plan_jobs() refuses (job_planner.h), no Slurm client or
+  // clock, an unknown idle policy, slo_window outside 0..1024. `clock` (not owned, outlives the
+  // controller) times everything: the control loop, deadlines, usage, the replicas' moves.
   static Result<std::unique_ptr<ClusterController>> create(ClusterOptions options,
-                                                           std::unique_ptr<SlurmClient> slurm);
+                                                           std::unique_ptr<SlurmClient> slurm,
+                                                           const Clock* clock);
   ~ClusterController();  // stop(false)
   ClusterController(const ClusterController&) = delete;
   ClusterController& operator=(const ClusterController&) = delete;

@@ -220,7 +220,7 @@ struct Router {
 
 std::unique_ptr<Router> start_router(FakeSlurm* slurm, ClusterOptions o) {
   auto r = std::make_unique<Router>();
-  auto ctl = ClusterController::create(std::move(o), std::make_unique<SharedSlurm>(slurm));
+  auto ctl = ClusterController::create(std::move(o), std::make_unique<SharedSlurm>(slurm), real_clock());
   EXPECT_TRUE(ctl.is_ok()) << ctl.status().to_string();
   if (!ctl.is_ok()) return nullptr;
   r->ctl = std::move(*ctl);
@@ -587,7 +587,7 @@ TEST(ClusterController, AdaptiveIdlePolicyFallsBackToTheKeepAlive) {
   ASSERT_EQ(complete(r->port, "hello").status, 200);
   EXPECT_TRUE(eventually([&] { return slurm.running() == 0; }));
   o.idle_policy = "sometimes";
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
 }
 
 // The TTFT SLO drives scale-out: after a late answer, a replica counts as full at half its cap.
@@ -675,14 +675,14 @@ TEST(ClusterControllerOptions, RejectsBadCoLocation) {
   o.models.push_back(o.models[0]);
   o.models[1].name = "n";
   o.colocate = {{"m", "nope"}};
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o.colocate = {{"m"}};
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o.colocate = {{"m", "n"}};
   o.models[1].max_replicas = 2;
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o.models[1].max_replicas = 1;
-  EXPECT_TRUE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_TRUE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
 }
 
 TEST(ClusterController, UnknownModelsAndBadBodiesAreClientErrors) {
@@ -718,12 +718,12 @@ TEST(ClusterControllerOptions, RejectsBadNames) {
   FakeSlurm slurm;
   ClusterOptions o = options(20000, 1);
   o.models[0].name = "bad name";
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o = options(20000, 0);
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o = options(20000, 1);
   o.models.push_back(o.models[0]);
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "tessera/base/log.h"
+#include "tessera/cluster/cluster_metrics.h"
 #include "tessera/cluster/dashboard_page.h"
 #include "tessera/cluster/request_prefix.h"
 #include "tessera/cluster/upstream_call.h"
@@ -18,7 +19,6 @@
 #include "tessera/fleet/keep_alive_policy.h"
 #include "tessera/serve/api_error.h"
 #include "tessera/serve/json_util.h"
-#include "tessera/serve/metrics.h"
 
 namespace tessera::cluster {
 namespace {
@@ -66,13 +66,7 @@ struct ClusterController::Impl final : fleet::Timer {
     int tries = 0;
     bool waited_for_replica = false;  // queued while a replica came up (a cold start)
   };
-  struct ModelStats {
-    int64_t requests = 0, answered = 0, failed = 0, refused = 0, retries = 0, slo_met = 0;
-    int64_t scale_ups = 0, scale_downs = 0, lost = 0, affinity_routed = 0;
-    int64_t slo_scaled_routes = 0;  // routed with the cap halved by SLO misses
-    int64_t replica_ns = 0, idle_replica_ns = 0;
-    int64_t kept_ns = 0;            // time jobs were kept with their model suspended
-  };
+  using ModelStats = ClusterModelStats;
 
   Impl(ClusterOptions options, const Clock* c)
       : o(std::move(options)),
@@ -654,88 +648,13 @@ json ClusterController::prometheus_targets() const {
 }
 
 void ClusterController::Impl::collect_metrics_locked() const {
-  serve::MetricsRegistry& r = metrics;
-  for (size_t mi = 0; mi < o.models.size(); ++mi) {
-    int counts[fleet::kNumModelStates] = {};
-    for (ModelIndex s : plan.model_slots[mi]) ++counts[static_cast<int>(ctl->state(s))];
-    for (int k = 0; k < fleet::kNumModelStates; ++k) {
-      r.gauge("tessera_cluster_replicas", "Replica slots per model and state",
-              {{"model", o.models[mi].name}, {"state", std::string(fleet::model_state_name(static_cast<ModelState>(k)))}})
-          .set(counts[k]);
-    }
-  }
-  struct PerModel {
-    const char* name;
-    const char* help;
-    double (*get)(const ModelStats&);
-  };
-  static const PerModel kCounters[] = {
-      {"tessera_cluster_requests_total", "Requests received per model",
-       [](const ModelStats& s) { return static_cast<double>(s.requests); }},
-      {"tessera_cluster_answered_total", "Requests a replica answered",
-       [](const ModelStats& s) { return static_cast<double>(s.answered); }},
-      {"tessera_cluster_failed_total", "Requests no replica answered (deadline, failures)",
-       [](const ModelStats& s) { return static_cast<double>(s.failed); }},
-      {"tessera_cluster_refused_total", "Requests refused at once (limits, failed model)",
-       [](const ModelStats& s) { return static_cast<double>(s.refused); }},
-      {"tessera_cluster_retries_total", "Requests re-routed after a replica could not take them",
-       [](const ModelStats& s) { return static_cast<double>(s.retries); }},
-      {"tessera_cluster_slo_met_total", "Answered requests whose first byte came within the TTFT SLO",
-       [](const ModelStats& s) { return static_cast<double>(s.slo_met); }},
-      {"tessera_cluster_scale_ups_total", "Replicas started (scale up)",
-       [](const ModelStats& s) { return static_cast<double>(s.scale_ups); }},
-      {"tessera_cluster_scale_downs_total", "Replicas released (scale down)",
-       [](const ModelStats& s) { return static_cast<double>(s.scale_downs); }},
-      {"tessera_cluster_replicas_lost_total", "Active replicas whose job went away",
-       [](const ModelStats& s) { return static_cast<double>(s.lost); }},
-      {"tessera_cluster_affinity_routed_total", "Requests routed to a replica holding part of their prefix",
-       [](const ModelStats& s) { return static_cast<double>(s.affinity_routed); }},
-      {"tessera_cluster_replica_seconds_total", "Seconds replicas held their job (starting, active, draining)",
-       [](const ModelStats& s) { return ns_to_seconds(s.replica_ns); }},
-      {"tessera_cluster_idle_replica_seconds_total", "Seconds active replicas had no request",
-       [](const ModelStats& s) { return ns_to_seconds(s.idle_replica_ns); }},
-      {"tessera_cluster_kept_replica_seconds_total",
-       "Seconds replica jobs were kept with their model suspended in place",
-       [](const ModelStats& s) { return ns_to_seconds(s.kept_ns); }},
-      {"tessera_cluster_slo_scaled_routes_total",
-       "Requests routed with the replica cap halved because the model missed its TTFT SLO",
-       [](const ModelStats& s) { return static_cast<double>(s.slo_scaled_routes); }},
-  };
-  for (const PerModel& c : kCounters) {
-    for (size_t mi = 0; mi < o.models.size(); ++mi) {
-      r.counter(c.name, c.help, {{"model", o.models[mi].name}}).sync(c.get(stats[mi]));
-    }
-  }
-  // What each slot's moves measured: the inputs of the keep-or-release choice.
+  std::vector<ModelState> states;
   std::vector<ReplicaMeasures> measures;
-  for (size_t i = 0; i < slots().size(); ++i) measures.push_back(host->measured(static_cast<ModelIndex>(i)));
-  for (size_t mi = 0; mi < o.models.size(); ++mi) {
-    int64_t n = 0;
-    for (ModelIndex s : plan.model_slots[mi]) n += measures[static_cast<size_t>(s)].kept_released;
-    r.counter("tessera_cluster_kept_released_total",
-              "Kept jobs released (after release_kept_after_s, or past the kept-memory budget)",
-              {{"model", o.models[mi].name}})
-        .sync(static_cast<double>(n));
+  for (size_t i = 0; i < slots().size(); ++i) {
+    states.push_back(ctl->state(static_cast<ModelIndex>(i)));
+    measures.push_back(host->measured(static_cast<ModelIndex>(i)));
   }
-  struct PerSlot {
-    const char* name;
-    const char* help;
-    double (*get)(const ReplicaMeasures&);
-  };
-  static const PerSlot kPerSlot[] = {
-      {"tessera_cluster_replica_job_kept", "1 while the slot's job is kept with its model suspended in place",
-       [](const ReplicaMeasures& m) { return m.kept ? 1.0 : 0.0; }},
-      {"tessera_cluster_replica_cold_start_seconds", "The slot's mean measured cold start (sbatch to ready)",
-       [](const ReplicaMeasures& m) { return m.cold_start_s; }},
-      {"tessera_cluster_replica_resume_in_place_seconds", "The slot's mean measured in-place resume",
-       [](const ReplicaMeasures& m) { return m.resume_s; }},
-  };
-  for (const PerSlot& g : kPerSlot) {
-    for (size_t i = 0; i < slots().size(); ++i) {
-      r.gauge(g.name, g.help, {{"model", slots()[i].model}, {"replica", std::to_string(slots()[i].replica)}})
-          .set(g.get(measures[i]));
-    }
-  }
+  export_cluster_metrics({o.models, stats, slots(), plan.slot_model, states, measures}, metrics);
 }
 
 std::string ClusterController::metrics_text() const {

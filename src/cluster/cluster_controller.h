@@ -6,7 +6,8 @@
 //                                 replica, the idle policy (fixed keep-alive, or adaptive: each
 //                                 slot's keep-alive and pre-warming from its arrival history,
 //                                 scale to zero included), SLO and usage accounting
-//   choose_replica (fleet/)       the simulator's scaling rule: a request goes to an Active
+//   route_replica (fleet/)        the simulator's scaling rule (replica_routing.h, through
+//     ReplicaRouter               replica_router.h): a request goes to an Active
 //                                 replica below its cap in flight (the one most likely to hold
 //                                 its prefix, then the least loaded), else to one starting, else
 //                                 another replica comes up. The cap is `replica_cap`, halved
@@ -15,6 +16,7 @@
 //                                 counting those that waited for a cold start), a replica counts
 //                                 as full sooner and the model scales out.
 //   PrefixAffinity                which replica was sent which prompt prefixes
+//   plan_jobs (job_planner.h)     the slots and jobs (ports, co-located groups) from the options
 //   SlurmReplicaHost              carries the moves out as Slurm jobs; an idle replica is
 //                                 released, or suspended in place with its job kept, whichever
 //                                 its measured costs favour (replica_host.h). A kept job is
@@ -35,8 +37,8 @@
 // `slurm_poll_s`: an Active replica whose job left (scancel, node failure) is suspended as lost.
 // start() first adopts the jobs Slurm still runs under this cluster's name (a restarted
 // controller rebuilds its view from Slurm and the replicas' /health).
-// The parts: the slots and jobs from plan_jobs() (job_planner.h), the replica choice by
-// ReplicaRouter (replica_router.h), metrics through serve's MetricsRegistry.
+// Time is the injected Clock's, in int64 ns (the options' seconds are converted at create());
+// the metrics are serve's MetricsRegistry's (cluster_metrics.h).
 // Thread-safety: every public method is thread-safe; handle() never blocks (proxying runs on a
 // thread per forwarded request, at most max_forwarding at once, beyond which requests get 503).
 #pragma once

@@ -173,7 +173,8 @@ ReplicaMeasures SlurmReplicaHost::measured(fleet::ModelIndex m) const {
   ReplicaMeasures r = state_[static_cast<size_t>(m)].measures;
   const JobState& js = jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)];
   r.cold_starts = js.cold_starts;
-  r.cold_start_s = js.cold_starts > 0 ? static_cast<double>(js.cold_sum_ns) * 1e-9 / static_cast<double>(js.cold_starts) : 0.0;
+  r.cold_start_s =
+      js.cold_starts > 0 ? static_cast<double>(js.cold_sum_ns) * 1e-9 / static_cast<double>(js.cold_starts) : 0.0;
   return r;
 }
 
@@ -488,6 +489,34 @@ Result<bool> SlurmReplicaHost::job_alive(const std::string& job_name, int64_t jo
   return alive;
 }
 
+Status SlurmReplicaHost::replica_answered(fleet::ModelIndex m, const std::string& host, const JobStart& start,
+                                          int64_t t0_ns) {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  const int32_t j = state_[static_cast<size_t>(m)].job;
+  const std::string& job_name = jobs_[static_cast<size_t>(j)].name;
+  // A fleet-mode replica may hold the model suspended (kept by the last controller) or not
+  // loaded yet.
+  if (fleet_mode(m)) {
+    if (Status st = ensure_active(m, host); !st.is_ok()) {
+      (void)slurm_->cancel(start.job);
+      return st.with_context(fmt::format("replica {} (Slurm job {}) answers but model {} is not active; "
+                                         "cancelled", job_name, start.job, s.model));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  JobState& js = jobs_[static_cast<size_t>(j)];
+  js.host = host;
+  js.running = true;
+  state_[static_cast<size_t>(m)].up = true;
+  const int64_t took_ns = clock_->now_ns() - t0_ns;
+  if (start.submitted) {
+    js.cold_sum_ns += took_ns;
+    ++js.cold_starts;
+  }
+  log_info("cluster: {} (job {}) ready in {:.2f} s", job_name, start.job, static_cast<double>(took_ns) * 1e-9);
+  return Status::ok();
+}
+
 Status SlurmReplicaHost::wait_ready(fleet::ModelIndex m, JobStart start, int64_t t0_ns) {
   constexpr int64_t kSlurmCheckNs = 500'000'000;  // how often Slurm is asked whether the job lives
   const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
@@ -509,28 +538,9 @@ Status SlurmReplicaHost::wait_ready(fleet::ModelIndex m, JobStart start, int64_t
     }
     auto health = upstream_get(host, s.port, "/health", 1.0);
     if (health.is_ok() && health->status == 200) {
-      // A fleet-mode replica may hold the model suspended (kept by the last controller) or not
-      // loaded yet.
-      if (fleet_mode(m)) {
-        if (Status st = ensure_active(m, host); !st.is_ok()) {
-          (void)slurm_->cancel(job);
-          forget();
-          return st.with_context(fmt::format("replica {} (Slurm job {}) answers but model {} is not active; "
-                                             "cancelled", job_name, job, s.model));
-        }
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      JobState& js = jobs_[static_cast<size_t>(j)];
-      js.host = host;
-      js.running = true;
-      state_[static_cast<size_t>(m)].up = true;
-      const int64_t took_ns = clock_->now_ns() - t0_ns;
-      if (start.submitted) {
-        js.cold_sum_ns += took_ns;
-        ++js.cold_starts;
-      }
-      log_info("cluster: {} (job {}) ready in {:.2f} s", job_name, job, static_cast<double>(took_ns) * 1e-9);
-      return Status::ok();
+      Status st = replica_answered(m, host, start, t0_ns);
+      if (!st.is_ok()) forget();
+      return st;
     }
     if (clock_->now_ns() >= next_check) {
       next_check = clock_->now_ns() + kSlurmCheckNs;

@@ -186,9 +186,12 @@ class SlurmReplicaHost final : public fleet::ModelHost {
   Result<JobStart> adopt_or_submit(fleet::ModelIndex m);
   // The sbatch spec of slot m's job (writes a fleet-mode replica's config file).
   Result<SlurmJobSpec> job_spec(fleet::ModelIndex m) const;
-  // Polls the replica's /health (and, fleet mode, its model active) every poll_s on the clock
-  // until ready; fails when the job ends first, after ready_timeout_s, or when stopping.
+  // Polls the replica's /health every poll_s until it answers (then replica_answered()); fails
+  // when the job ends first, once ready_timeout_s passed on the clock since t0_ns, or when stopping.
   Status wait_ready(fleet::ModelIndex m, JobStart start, int64_t t0_ns);
+  // The replica answered /health: its model made active (fleet mode; else the job is cancelled)
+  // and the job marked running, its cold start measured.
+  Status replica_answered(fleet::ModelIndex m, const std::string& host, const JobStart& start, int64_t t0_ns);
   // Whether Slurm still runs `job` (its node into *node when it does).
   Result<bool> job_alive(const std::string& job_name, int64_t job, std::string* node);
   void run_move(fleet::ModelIndex m, fleet::Move move);

@@ -6,8 +6,10 @@
 // Thread-safety: none; the owner serializes calls.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -343,6 +344,44 @@ bool SlurmReplicaHost::keep_on_suspend(fleet::ModelIndex m, std::string* why) co
   return keep;
 }
 
+std::optional<Status> SlurmReplicaHost::bring_up_in_place(fleet::ModelIndex m, int64_t t0_ns,
+                                                          std::unique_lock<std::mutex>& lock) {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  SlotState& ss = state_[static_cast<size_t>(m)];
+  const int32_t j = ss.job;
+  const int64_t job = jobs_[static_cast<size_t>(j)].id;
+  const std::string host = jobs_[static_cast<size_t>(j)].host;
+  const bool was_kept = ss.measures.kept;
+  lock.unlock();
+  bool moved = false;
+  Status st = ensure_active(m, host, &moved);
+  lock.lock();
+  if (st.is_ok()) {
+    ss.measures.kept = false;
+    ss.up = true;
+    const int64_t took_ns = clock_->now_ns() - t0_ns;
+    if (was_kept || moved) {
+      ss.resume_sum_ns += took_ns;
+      ++ss.measures.resumes_in_place;
+      ss.measures.resume_s =
+          static_cast<double>(ss.resume_sum_ns) * 1e-9 / static_cast<double>(ss.measures.resumes_in_place);
+    }
+    lock.unlock();
+    log_info("cluster: {} up in place in job {} in {:.3f} s", s.model, job, static_cast<double>(took_ns) * 1e-9);
+    return Status::ok();
+  }
+  ss.measures.kept = false;
+  if (st.code() == ErrorCode::kCancelled || others_hold_locked(m, false)) {
+    lock.unlock();
+    return st;  // the job stays for its other models; this slot fails (retried after back-off)
+  }
+  lock.unlock();
+  log_warn("cluster: {} did not come up in place in job {} ({}); releasing it for a cold start",
+           s.model, job, st.message());
+  (void)release(j, job, clock_->now_ns());
+  return std::nullopt;
+}
+
 Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
   const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
   const int64_t t0 = clock_->now_ns();
@@ -367,39 +406,10 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
   }
   if (js.id != 0 && js.running) {
     // The job runs (kept, or serving another of its models): bring the model up in place.
-    const int64_t job = js.id;
-    const std::string host = js.host;
-    const bool was_kept = ss.measures.kept;
-    lock.unlock();
-    bool moved = false;
-    Status st = ensure_active(m, host, &moved);
-    lock.lock();
-    if (st.is_ok()) {
-      ss.measures.kept = false;
-      ss.up = true;
-      const int64_t took_ns = clock_->now_ns() - t0;
-      const double took = static_cast<double>(took_ns) * 1e-9;
-      if (was_kept || moved) {
-        ss.resume_sum_ns += took_ns;
-        ++ss.measures.resumes_in_place;
-        ss.measures.resume_s =
-            static_cast<double>(ss.resume_sum_ns) * 1e-9 / static_cast<double>(ss.measures.resumes_in_place);
-      }
-      lock.unlock();
+    if (std::optional<Status> st = bring_up_in_place(m, t0, lock)) {
       release_job_claim(j);
-      log_info("cluster: {} up in place in job {} in {:.3f} s", s.model, job, took);
-      return Status::ok();
+      return *st;
     }
-    ss.measures.kept = false;
-    if (st.code() == ErrorCode::kCancelled || others_hold_locked(m, false)) {
-      lock.unlock();
-      release_job_claim(j);
-      return st;  // the job stays for its other models; this slot fails (retried after back-off)
-    }
-    lock.unlock();
-    log_warn("cluster: {} did not come up in place in job {} ({}); releasing it for a cold start",
-             s.model, job, st.message());
-    (void)release(j, job, clock_->now_ns());
   } else {
     lock.unlock();
   }

@@ -50,6 +50,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -196,6 +197,11 @@ class SlurmReplicaHost final : public fleet::ModelHost {
   Result<bool> job_alive(const std::string& job_name, int64_t job, std::string* node);
   void run_move(fleet::ModelIndex m, fleet::Move move);
   Status bring_up(fleet::ModelIndex m);
+  // bring_up() of a slot whose job runs: its model made active in the replica. Called with the
+  // job claimed and `lock` held; returns with `lock` released. nullopt: that failed and the job
+  // was released, for a cold start.
+  std::optional<Status> bring_up_in_place(fleet::ModelIndex m, int64_t t0_ns,
+                                          std::unique_lock<std::mutex>& lock);
   Status take_down(fleet::ModelIndex m);
   // Cancels job j and waits for it to leave; every member forgets it. Call with the job claimed.
   Status release(int32_t j, int64_t job, int64_t since_ns);

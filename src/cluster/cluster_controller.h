@@ -6,7 +6,8 @@
 //                                 replica, the idle policy (fixed keep-alive, or adaptive: each
 //                                 slot's keep-alive and pre-warming from its arrival history,
 //                                 scale to zero included), SLO and usage accounting
-//   choose_replica (fleet/)       the simulator's scaling rule: a request goes to an Active
+//   route_replica (fleet/)        the simulator's scaling rule (replica_routing.h, through
+//     ReplicaRouter               replica_router.h): a request goes to an Active
 //                                 replica below its cap in flight (the one most likely to hold
 //                                 its prefix, then the least loaded), else to one starting, else
 //                                 another replica comes up. The cap is `replica_cap`, halved
@@ -15,6 +16,7 @@
 //                                 counting those that waited for a cold start), a replica counts
 //                                 as full sooner and the model scales out.
 //   PrefixAffinity                which replica was sent which prompt prefixes
+//   plan_jobs (job_planner.h)     the slots and jobs (ports, co-located groups) from the options
 //   SlurmReplicaHost              carries the moves out as Slurm jobs; an idle replica is
 //                                 released, or suspended in place with its job kept, whichever
 //                                 its measured costs favour (replica_host.h). A kept job is
@@ -35,6 +37,8 @@
 // `slurm_poll_s`: an Active replica whose job left (scancel, node failure) is suspended as lost.
 // start() first adopts the jobs Slurm still runs under this cluster's name (a restarted
 // controller rebuilds its view from Slurm and the replicas' /health).
+// Time is the injected Clock's, in int64 ns (the options' seconds are converted at create());
+// the metrics are serve's MetricsRegistry's (cluster_metrics.h).
 // Thread-safety: every public method is thread-safe; handle() never blocks (proxying runs on a
 // thread per forwarded request, at most max_forwarding at once, beyond which requests get 503).
 #pragma once
@@ -46,24 +50,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessera/base/clock.h"
 #include "tessera/base/status.h"
+#include "tessera/cluster/job_planner.h"
 #include "tessera/cluster/replica_host.h"
+#include "tessera/cluster/replica_router.h"
 #include "tessera/cluster/slurm_client.h"
 #include "tessera/serve/http_message.h"
 
 namespace tessera::cluster {
-
-struct ClusterModelSpec {
-  std::string name;          // served name: [A-Za-z0-9._-]+
-  std::string path;          // model file, readable on the nodes
-  int32_t max_replicas = 2;  // slots
-  int32_t min_replicas = 0;  // the first slots kept up (pinned, started by start()); 0: scale to zero
-  int cpus = 1;              // per replica
-  int64_t memory_mb = 0;     // per replica; 0: from the file's size (2x + 256 MiB)
-};
-
-enum class RoutingPolicy : uint8_t { kPrefix, kLeastLoaded, kRoundRobin };
-Result<RoutingPolicy> routing_policy_from_name(const std::string& name);  // prefix|least-loaded|round-robin
 
 struct ClusterOptions {
   std::string name = "tessera";  // Slurm job names are "<name>-<model>-<k>"
@@ -91,11 +86,12 @@ struct ClusterOptions {
 
 class ClusterController {
  public:
-  // Errors: kInvalidArgument for no models, bad names, max_replicas outside 1..64, min_replicas
-  // outside 0..max_replicas, ports outside 1..65535, a co-located group of fewer than two known
-  // models, a model in two groups, members with different max_replicas.
+  // Errors: kInvalidArgument for a plan plan_jobs() refuses (job_planner.h), no Slurm client or
+  // clock, an unknown idle policy, slo_window outside 0..1024. `clock` (not owned, outlives the
+  // controller) times everything: the control loop, deadlines, usage, the replicas' moves.
   static Result<std::unique_ptr<ClusterController>> create(ClusterOptions options,
-                                                           std::unique_ptr<SlurmClient> slurm);
+                                                           std::unique_ptr<SlurmClient> slurm,
+                                                           const Clock* clock);
   ~ClusterController();  // stop(false)
   ClusterController(const ClusterController&) = delete;
   ClusterController& operator=(const ClusterController&) = delete;

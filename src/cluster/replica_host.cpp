@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +20,8 @@
 namespace tessera::cluster {
 namespace {
 
-double now_s() { return real_clock()->now_s(); }
+constexpr int64_t kReleaseGraceNs = 30'000'000'000;  // a release waits the drain timeout + this
+constexpr int64_t kReleasePollNs = 100'000'000;      // Slurm's job list read while a job leaves
 
 // True when `name` resolves to an address (a node's NodeHostname normally does).
 bool resolves(const std::string& name) {
@@ -82,11 +84,15 @@ std::string_view suspend_mode_name(SuspendMode mode) {
 }
 
 SlurmReplicaHost::SlurmReplicaHost(std::vector<ReplicaSlot> slots, ReplicaHostOptions options,
-                                   SlurmClient* slurm, Callbacks callbacks)
+                                   SlurmClient* slurm, const Clock* clock, Callbacks callbacks)
     : slots_(std::move(slots)),
       options_(std::move(options)),
       slurm_(slurm),
+      clock_(clock),
       callbacks_(std::move(callbacks)),
+      ready_timeout_ns_(static_cast<int64_t>(options_.ready_timeout_s * 1e9)),
+      drain_timeout_ns_(static_cast<int64_t>(options_.drain_timeout_s * 1e9)),
+      poll_ns_(static_cast<int64_t>(options_.poll_s * 1e9)),
       state_(slots_.size()) {
   for (size_t i = 0; i < slots_.size(); ++i) {
     int32_t j = -1;
@@ -148,9 +154,9 @@ void SlurmReplicaHost::stop() {
   }
 }
 
-bool SlurmReplicaHost::sleep_for(double seconds) {
+bool SlurmReplicaHost::sleep_ns(int64_t ns) {
   std::unique_lock<std::mutex> lock(mu_);
-  return !cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stopping_; });
+  return !cv_.wait_for(lock, std::chrono::nanoseconds(ns), [&] { return stopping_; });
 }
 
 int64_t SlurmReplicaHost::job_of(fleet::ModelIndex m) const {
@@ -168,7 +174,8 @@ ReplicaMeasures SlurmReplicaHost::measured(fleet::ModelIndex m) const {
   ReplicaMeasures r = state_[static_cast<size_t>(m)].measures;
   const JobState& js = jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)];
   r.cold_starts = js.cold_starts;
-  r.cold_start_s = js.cold_starts > 0 ? js.cold_sum_s / static_cast<double>(js.cold_starts) : 0.0;
+  r.cold_start_s =
+      js.cold_starts > 0 ? static_cast<double>(js.cold_sum_ns) * 1e-9 / static_cast<double>(js.cold_starts) : 0.0;
   return r;
 }
 
@@ -215,11 +222,11 @@ void SlurmReplicaHost::run_move(fleet::ModelIndex m, fleet::Move move) {
       const std::string host = jobs_[static_cast<size_t>(j)].host;
       lock.unlock();
       if (job != 0 && shared) {
-        st = admin_move(m, host, "evict", "evicted", options_.drain_timeout_s);
+        st = admin_move(m, host, "evict", "evicted", drain_timeout_ns_);
         if (!st.is_ok()) log_warn("cluster: evicting {} in place: {}", slots_[static_cast<size_t>(m)].model, st.message());
         st = Status::ok();  // the job stays for its other models either way
       } else if (job != 0) {
-        st = release(j, job, now_s());
+        st = release(j, job, clock_->now_ns());
       }
       release_job_claim(j);
       break;
@@ -267,9 +274,10 @@ Result<std::string> SlurmReplicaHost::write_config(int32_t j) const {
 
 Status SlurmReplicaHost::admin_move(fleet::ModelIndex m, const std::string& host,
                                     const std::string& action, const std::string& want,
-                                    double timeout_s) {
+                                    int64_t timeout_ns) {
   const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
-  const double t0 = now_s();
+  const int64_t t0 = clock_->now_ns();
+  const double timeout_s = static_cast<double>(timeout_ns) * 1e-9;
   auto reply = upstream_fetch(host, s.port, "POST", fmt::format("/admin/models/{}/{}", s.model, action),
                               "{}", std::max(timeout_s, 1.0));
   if (!reply.is_ok()) return reply.status().with_context(fmt::format("{} {}", action, s.model));
@@ -283,12 +291,12 @@ Status SlurmReplicaHost::admin_move(fleet::ModelIndex m, const std::string& host
     if (state.is_ok() && *state == "failed") {
       return Status(ErrorCode::kUnavailable, fmt::format("{} {} in {}: the model failed", action, s.model, s.job_name));
     }
-    if (now_s() - t0 > timeout_s) {
+    if (clock_->now_ns() - t0 > timeout_ns) {
       return Status(ErrorCode::kDeadlineExceeded,
                     fmt::format("{} {} in {}: not {} after {:.0f} s ({})", action, s.model, s.job_name, want,
                                 timeout_s, state.is_ok() ? *state : state.status().message()));
     }
-    if (!sleep_for(options_.poll_s)) {
+    if (!sleep_ns(poll_ns_)) {
       return Status(ErrorCode::kCancelled, fmt::format("cluster stopping during {} of {}", action, s.model));
     }
   }
@@ -301,7 +309,7 @@ Status SlurmReplicaHost::ensure_active(fleet::ModelIndex m, const std::string& h
   if (!state.is_ok()) return state.status().with_context(s.job_name);
   if (*state == "active") return Status::ok();
   if (moved != nullptr) *moved = true;
-  const double left = std::max(1.0, options_.ready_timeout_s);
+  const int64_t left = std::max<int64_t>(1'000'000'000, ready_timeout_ns_);
   if (*state == "suspended") return admin_move(m, host, "resume", "active", left);
   return admin_move(m, host, "load", "active", left);
 }
@@ -336,9 +344,47 @@ bool SlurmReplicaHost::keep_on_suspend(fleet::ModelIndex m, std::string* why) co
   return keep;
 }
 
+std::optional<Status> SlurmReplicaHost::bring_up_in_place(fleet::ModelIndex m, int64_t t0_ns,
+                                                          std::unique_lock<std::mutex>& lock) {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  SlotState& ss = state_[static_cast<size_t>(m)];
+  const int32_t j = ss.job;
+  const int64_t job = jobs_[static_cast<size_t>(j)].id;
+  const std::string host = jobs_[static_cast<size_t>(j)].host;
+  const bool was_kept = ss.measures.kept;
+  lock.unlock();
+  bool moved = false;
+  Status st = ensure_active(m, host, &moved);
+  lock.lock();
+  if (st.is_ok()) {
+    ss.measures.kept = false;
+    ss.up = true;
+    const int64_t took_ns = clock_->now_ns() - t0_ns;
+    if (was_kept || moved) {
+      ss.resume_sum_ns += took_ns;
+      ++ss.measures.resumes_in_place;
+      ss.measures.resume_s =
+          static_cast<double>(ss.resume_sum_ns) * 1e-9 / static_cast<double>(ss.measures.resumes_in_place);
+    }
+    lock.unlock();
+    log_info("cluster: {} up in place in job {} in {:.3f} s", s.model, job, static_cast<double>(took_ns) * 1e-9);
+    return Status::ok();
+  }
+  ss.measures.kept = false;
+  if (st.code() == ErrorCode::kCancelled || others_hold_locked(m, false)) {
+    lock.unlock();
+    return st;  // the job stays for its other models; this slot fails (retried after back-off)
+  }
+  lock.unlock();
+  log_warn("cluster: {} did not come up in place in job {} ({}); releasing it for a cold start",
+           s.model, job, st.message());
+  (void)release(j, job, clock_->now_ns());
+  return std::nullopt;
+}
+
 Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
   const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
-  const double t0 = now_s();
+  const int64_t t0 = clock_->now_ns();
   SlotState& ss = state_[static_cast<size_t>(m)];  // the vectors never change size
   const int32_t j = ss.job;
   JobState& js = jobs_[static_cast<size_t>(j)];
@@ -360,37 +406,10 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
   }
   if (js.id != 0 && js.running) {
     // The job runs (kept, or serving another of its models): bring the model up in place.
-    const int64_t job = js.id;
-    const std::string host = js.host;
-    const bool was_kept = ss.measures.kept;
-    lock.unlock();
-    bool moved = false;
-    Status st = ensure_active(m, host, &moved);
-    lock.lock();
-    if (st.is_ok()) {
-      ss.measures.kept = false;
-      ss.up = true;
-      const double took = now_s() - t0;
-      if (was_kept || moved) {
-        ss.resume_sum_s += took;
-        ++ss.measures.resumes_in_place;
-        ss.measures.resume_s = ss.resume_sum_s / static_cast<double>(ss.measures.resumes_in_place);
-      }
-      lock.unlock();
+    if (std::optional<Status> st = bring_up_in_place(m, t0, lock)) {
       release_job_claim(j);
-      log_info("cluster: {} up in place in job {} in {:.3f} s", s.model, job, took);
-      return Status::ok();
+      return *st;
     }
-    ss.measures.kept = false;
-    if (st.code() == ErrorCode::kCancelled || others_hold_locked(m, false)) {
-      lock.unlock();
-      release_job_claim(j);
-      return st;  // the job stays for its other models; this slot fails (retried after back-off)
-    }
-    lock.unlock();
-    log_warn("cluster: {} did not come up in place in job {} ({}); releasing it for a cold start",
-             s.model, job, st.message());
-    (void)release(j, job, now_s());
   } else {
     lock.unlock();
   }
@@ -399,68 +418,129 @@ Status SlurmReplicaHost::bring_up(fleet::ModelIndex m) {
   return st;
 }
 
-Status SlurmReplicaHost::cold_start(fleet::ModelIndex m, double t0) {
-  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+Status SlurmReplicaHost::cold_start(fleet::ModelIndex m, int64_t t0_ns) {
+  auto started = adopt_or_submit(m);
+  if (!started.is_ok()) return started.status();
   const int32_t j = state_[static_cast<size_t>(m)].job;  // fixed at construction
-  const std::string& job_name = jobs_[static_cast<size_t>(j)].name;
-  // Adopt the job when Slurm still has it (a restarted controller); else submit one.
-  int64_t job = 0;
-  bool submitted_here = false;
-  std::string node;
-  auto listed = slurm_->jobs(job_name);
-  if (!listed.is_ok()) return listed.status();
-  for (const SlurmJob& sj : *listed) {
-    if (sj.name == job_name && sj.state != SlurmJobState::kEnded && sj.state != SlurmJobState::kCompleting) {
-      job = sj.id;
-      node = sj.node;
-    }
-  }
-  if (job == 0) {
-    SlurmJobSpec spec;
-    spec.name = job_name;
-    spec.cpus = s.cpus;
-    spec.memory_mb = s.memory_mb;
-    spec.partition = options_.partition;
-    spec.output = log_path(s);
-    if (fleet_mode(m)) {
-      // A fleet of the job's models: the controller alone suspends and resumes them. (The
-      // config reads only what never changes: no lock.)
-      auto config = write_config(j);
-      if (!config.is_ok()) return config.status();
-      spec.argv = {options_.tessera_bin, "serve", "--config", *config, "--idle-policy", "always-on"};
-    } else {
-      spec.argv = {options_.tessera_bin, "serve", "--model", s.path, "--name", s.model};
-    }
-    for (const std::string& a : {std::string("--host"), std::string("0.0.0.0"), std::string("--port"),
-                                 std::to_string(s.port), std::string("--threads"), std::to_string(s.cpus)}) {
-      spec.argv.push_back(a);
-    }
-    spec.argv.insert(spec.argv.end(), options_.serve_args.begin(), options_.serve_args.end());
-    auto submitted = slurm_->submit(spec);
-    if (!submitted.is_ok()) return submitted.status().with_context("submitting " + job_name);
-    job = *submitted;
-    submitted_here = true;
-    log_info("cluster: {} submitted as Slurm job {}", job_name, job);
-  } else {
-    log_info("cluster: {} adopts running Slurm job {}", job_name, job);
-  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_[static_cast<size_t>(j)].id = job;
+    jobs_[static_cast<size_t>(j)].id = started->job;
     jobs_[static_cast<size_t>(j)].running = false;
     for (fleet::ModelIndex o : jobs_[static_cast<size_t>(j)].members) {
       state_[static_cast<size_t>(o)].up = false;
       state_[static_cast<size_t>(o)].measures.kept = false;
     }
   }
+  return wait_ready(m, *started, t0_ns);
+}
+
+Result<SlurmJobSpec> SlurmReplicaHost::job_spec(fleet::ModelIndex m) const {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  const int32_t j = state_[static_cast<size_t>(m)].job;
+  SlurmJobSpec spec;
+  spec.name = jobs_[static_cast<size_t>(j)].name;
+  spec.cpus = s.cpus;
+  spec.memory_mb = s.memory_mb;
+  spec.partition = options_.partition;
+  spec.output = log_path(s);
+  if (fleet_mode(m)) {
+    // A fleet of the job's models: the controller alone suspends and resumes them. (The config
+    // reads only what never changes: no lock.)
+    auto config = write_config(j);
+    if (!config.is_ok()) return config.status();
+    spec.argv = {options_.tessera_bin, "serve", "--config", *config, "--idle-policy", "always-on"};
+  } else {
+    spec.argv = {options_.tessera_bin, "serve", "--model", s.path, "--name", s.model};
+  }
+  for (const std::string& a : {std::string("--host"), std::string("0.0.0.0"), std::string("--port"),
+                               std::to_string(s.port), std::string("--threads"), std::to_string(s.cpus)}) {
+    spec.argv.push_back(a);
+  }
+  spec.argv.insert(spec.argv.end(), options_.serve_args.begin(), options_.serve_args.end());
+  return spec;
+}
+
+Result<SlurmReplicaHost::JobStart> SlurmReplicaHost::adopt_or_submit(fleet::ModelIndex m) {
+  const std::string& job_name = jobs_[static_cast<size_t>(state_[static_cast<size_t>(m)].job)].name;
+  // Adopt the job when Slurm still has it (a restarted controller); else submit one.
+  JobStart out;
+  auto listed = slurm_->jobs(job_name);
+  if (!listed.is_ok()) return listed.status();
+  for (const SlurmJob& sj : *listed) {
+    if (sj.name == job_name && sj.state != SlurmJobState::kEnded && sj.state != SlurmJobState::kCompleting) {
+      out.job = sj.id;
+      out.node = sj.node;
+    }
+  }
+  if (out.job != 0) {
+    log_info("cluster: {} adopts running Slurm job {}", job_name, out.job);
+    return out;
+  }
+  auto spec = job_spec(m);
+  if (!spec.is_ok()) return spec.status();
+  auto submitted = slurm_->submit(*spec);
+  if (!submitted.is_ok()) return submitted.status().with_context("submitting " + job_name);
+  out.job = *submitted;
+  out.submitted = true;
+  log_info("cluster: {} submitted as Slurm job {}", job_name, out.job);
+  return out;
+}
+
+Result<bool> SlurmReplicaHost::job_alive(const std::string& job_name, int64_t job, std::string* node) {
+  auto listed = slurm_->jobs(job_name);
+  if (!listed.is_ok()) return listed.status();
+  bool alive = false;
+  for (const SlurmJob& sj : *listed) {
+    if (sj.id == job && sj.state != SlurmJobState::kEnded) {
+      alive = true;
+      *node = sj.node;
+    }
+  }
+  return alive;
+}
+
+Status SlurmReplicaHost::replica_answered(fleet::ModelIndex m, const std::string& host, const JobStart& start,
+                                          int64_t t0_ns) {
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  const int32_t j = state_[static_cast<size_t>(m)].job;
+  const std::string& job_name = jobs_[static_cast<size_t>(j)].name;
+  // A fleet-mode replica may hold the model suspended (kept by the last controller) or not
+  // loaded yet.
+  if (fleet_mode(m)) {
+    if (Status st = ensure_active(m, host); !st.is_ok()) {
+      (void)slurm_->cancel(start.job);
+      return st.with_context(fmt::format("replica {} (Slurm job {}) answers but model {} is not active; "
+                                         "cancelled", job_name, start.job, s.model));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  JobState& js = jobs_[static_cast<size_t>(j)];
+  js.host = host;
+  js.running = true;
+  state_[static_cast<size_t>(m)].up = true;
+  const int64_t took_ns = clock_->now_ns() - t0_ns;
+  if (start.submitted) {
+    js.cold_sum_ns += took_ns;
+    ++js.cold_starts;
+  }
+  log_info("cluster: {} (job {}) ready in {:.2f} s", job_name, start.job, static_cast<double>(took_ns) * 1e-9);
+  return Status::ok();
+}
+
+Status SlurmReplicaHost::wait_ready(fleet::ModelIndex m, JobStart start, int64_t t0_ns) {
+  constexpr int64_t kSlurmCheckNs = 500'000'000;  // how often Slurm is asked whether the job lives
+  const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
+  const int32_t j = state_[static_cast<size_t>(m)].job;
+  const std::string& job_name = jobs_[static_cast<size_t>(j)].name;
+  const int64_t job = start.job;
   auto forget = [&] {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_[static_cast<size_t>(j)].id = 0;
     jobs_[static_cast<size_t>(j)].running = false;
   };
-  double next_check = now_s() + 0.5;
+  int64_t next_check = clock_->now_ns() + kSlurmCheckNs;
   const std::string here = short_hostname();
-  std::string host, resolved_node;
+  std::string node = start.node, host, resolved_node;
   while (true) {
     if (node != resolved_node || host.empty()) {  // resolve once per node seen
       host = replica_address(node, here);
@@ -468,56 +548,28 @@ Status SlurmReplicaHost::cold_start(fleet::ModelIndex m, double t0) {
     }
     auto health = upstream_get(host, s.port, "/health", 1.0);
     if (health.is_ok() && health->status == 200) {
-      // A fleet-mode replica may hold the model suspended (kept by the last controller) or not
-      // loaded yet.
-      if (fleet_mode(m)) {
-        if (Status st = ensure_active(m, host); !st.is_ok()) {
-          (void)slurm_->cancel(job);
-          forget();
-          return st.with_context(fmt::format("replica {} (Slurm job {}) answers but model {} is not active; "
-                                             "cancelled", job_name, job, s.model));
-        }
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      JobState& js = jobs_[static_cast<size_t>(j)];
-      js.host = host;
-      js.running = true;
-      state_[static_cast<size_t>(m)].up = true;
-      const double took = now_s() - t0;
-      if (submitted_here) {
-        js.cold_sum_s += took;
-        ++js.cold_starts;
-      }
-      log_info("cluster: {} (job {}) ready in {:.2f} s", job_name, job, took);
-      return Status::ok();
+      Status st = replica_answered(m, host, start, t0_ns);
+      if (!st.is_ok()) forget();
+      return st;
     }
-    if (now_s() >= next_check) {
-      next_check = now_s() + 0.5;
-      auto now_listed = slurm_->jobs(job_name);
-      if (now_listed.is_ok()) {
-        bool alive = false;
-        for (const SlurmJob& sj : *now_listed) {
-          if (sj.id == job && sj.state != SlurmJobState::kEnded) {
-            alive = true;
-            node = sj.node;
-          }
-        }
-        if (!alive) {
-          forget();
-          return Status(ErrorCode::kUnavailable,
-                        fmt::format("replica {} (Slurm job {}) ended before it was ready; {}",
-                                    job_name, job, log_tail(s)));
-        }
+    if (clock_->now_ns() >= next_check) {
+      next_check = clock_->now_ns() + kSlurmCheckNs;
+      auto alive = job_alive(job_name, job, &node);
+      if (alive.is_ok() && !*alive) {
+        forget();
+        return Status(ErrorCode::kUnavailable,
+                      fmt::format("replica {} (Slurm job {}) ended before it was ready; {}",
+                                  job_name, job, log_tail(s)));
       }
     }
-    if (now_s() - t0 > options_.ready_timeout_s) {
+    if (clock_->now_ns() - t0_ns > ready_timeout_ns_) {
       (void)slurm_->cancel(job);
       forget();
       return Status(ErrorCode::kDeadlineExceeded,
                     fmt::format("replica {} (Slurm job {}) not ready after {:.0f} s; cancelled; {}",
                                 job_name, job, options_.ready_timeout_s, log_tail(s)));
     }
-    if (!sleep_for(options_.poll_s)) {
+    if (!sleep_ns(poll_ns_)) {
       return Status(ErrorCode::kCancelled, fmt::format("cluster stopping while {} started", job_name));
     }
   }
@@ -526,9 +578,10 @@ Status SlurmReplicaHost::cold_start(fleet::ModelIndex m, double t0) {
 Status SlurmReplicaHost::take_down(fleet::ModelIndex m) {
   const ReplicaSlot& s = slots_[static_cast<size_t>(m)];
   // Drain: the requests already forwarded finish (or fail) first; none is cut off.
-  const double t0 = now_s();
-  while (callbacks_.in_flight(m) > 0 && now_s() - t0 < options_.drain_timeout_s) {
-    if (!sleep_for(0.02)) break;
+  constexpr int64_t kDrainPollNs = 20'000'000;
+  const int64_t t0 = clock_->now_ns();
+  while (callbacks_.in_flight(m) > 0 && clock_->now_ns() - t0 < drain_timeout_ns_) {
+    if (!sleep_ns(kDrainPollNs)) break;
   }
   std::unique_lock<std::mutex> lock(mu_);
   const int32_t j = state_[static_cast<size_t>(m)].job;
@@ -546,7 +599,7 @@ Status SlurmReplicaHost::take_down(fleet::ModelIndex m) {
   const bool keep = shared ? (why = "the job serves other models: suspend in place", true)
                            : keep_on_suspend(m, &why);
   if (keep) {
-    Status st = admin_move(m, host, "suspend", "suspended", options_.drain_timeout_s + 30.0);
+    Status st = admin_move(m, host, "suspend", "suspended", drain_timeout_ns_ + kReleaseGraceNs);
     if (st.is_ok() || st.code() == ErrorCode::kCancelled || shared) {
       lock.lock();
       SlotState& ss = state_[static_cast<size_t>(m)];
@@ -574,18 +627,18 @@ Status SlurmReplicaHost::take_down(fleet::ModelIndex m) {
   return st;
 }
 
-Status SlurmReplicaHost::release(int32_t j, int64_t job, double since_s) {
+Status SlurmReplicaHost::release(int32_t j, int64_t job, int64_t since_ns) {
   const std::string job_name = jobs_[static_cast<size_t>(j)].name;
   if (Status st = slurm_->cancel(job); !st.is_ok()) return st.with_context("releasing " + job_name);
   // Wait until Slurm no longer runs it, so its port and CPUs are free for the next start.
-  while (now_s() - since_s < options_.drain_timeout_s + 30.0) {
+  while (clock_->now_ns() - since_ns < drain_timeout_ns_ + kReleaseGraceNs) {
     auto listed = slurm_->jobs(job_name);
     bool running = false;
     if (listed.is_ok()) {
       for (const SlurmJob& sj : *listed) running |= sj.id == job && sj.state != SlurmJobState::kEnded;
     }
     if (listed.is_ok() && !running) break;
-    if (!sleep_for(0.1)) break;
+    if (!sleep_ns(kReleasePollNs)) break;
   }
   std::lock_guard<std::mutex> lock(mu_);
   JobState& js = jobs_[static_cast<size_t>(j)];

@@ -50,11 +50,13 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "tessera/base/clock.h"
 #include "tessera/base/status.h"
 #include "tessera/cluster/slurm_client.h"
 #include "tessera/fleet/model_host.h"
@@ -118,8 +120,10 @@ class SlurmReplicaHost final : public fleet::ModelHost {
     std::function<int32_t(fleet::ModelIndex)> in_flight;
   };
 
+  // `slurm` and `clock` are not owned and must outlive the host; `clock` times every wait
+  // (readiness, drains, releases).
   SlurmReplicaHost(std::vector<ReplicaSlot> slots, ReplicaHostOptions options, SlurmClient* slurm,
-                   Callbacks callbacks);
+                   const Clock* clock, Callbacks callbacks);
   ~SlurmReplicaHost() override;  // stop(): joins the move threads
   SlurmReplicaHost(const SlurmReplicaHost&) = delete;
   SlurmReplicaHost& operator=(const SlurmReplicaHost&) = delete;
@@ -155,14 +159,14 @@ class SlurmReplicaHost final : public fleet::ModelHost {
     bool running = false;         // answered /health since it was submitted or adopted
     bool busy = false;            // being started or released: other members' moves wait
     int64_t cold_starts = 0;
-    double cold_sum_s = 0.0;
+    int64_t cold_sum_ns = 0;
   };
   struct SlotState {
     int32_t job = 0;              // index into jobs_
     bool up = false;              // its model is active in the running job
     bool bringing = false;        // a bring-up of this slot is under way
     ReplicaMeasures measures;     // cold-start fields filled from its job on reads
-    double resume_sum_s = 0.0;
+    int64_t resume_sum_ns = 0;
   };
   // Whether another member of slot m's job is up or coming up (or, with count_kept, kept): the
   // job must stay for it.
@@ -170,28 +174,55 @@ class SlurmReplicaHost final : public fleet::ModelHost {
   // Waits until slot m's job is not busy and marks it busy; false when stopping.
   bool claim_job_locked(std::unique_lock<std::mutex>& lock, int32_t j);
   void release_job_claim(int32_t j);
-  Status cold_start(fleet::ModelIndex m, double t0);
+  // A job started for slot m: adopted (Slurm still runs it) or submitted here.
+  struct JobStart {
+    int64_t job = 0;
+    std::string node;        // where Slurm runs it ("" while pending)
+    bool submitted = false;  // a cold start to measure
+  };
+  // Brings slot m's job up from nothing: adopt_or_submit(), then wait_ready(). Call with the job
+  // claimed; t0_ns is when the move began.
+  Status cold_start(fleet::ModelIndex m, int64_t t0_ns);
+  // Finds slot m's job in Slurm's list, else submits job_spec(m).
+  Result<JobStart> adopt_or_submit(fleet::ModelIndex m);
+  // The sbatch spec of slot m's job (writes a fleet-mode replica's config file).
+  Result<SlurmJobSpec> job_spec(fleet::ModelIndex m) const;
+  // Polls the replica's /health every poll_s until it answers (then replica_answered()); fails
+  // when the job ends first, once ready_timeout_s passed on the clock since t0_ns, or when stopping.
+  Status wait_ready(fleet::ModelIndex m, JobStart start, int64_t t0_ns);
+  // The replica answered /health: its model made active (fleet mode; else the job is cancelled)
+  // and the job marked running, its cold start measured.
+  Status replica_answered(fleet::ModelIndex m, const std::string& host, const JobStart& start, int64_t t0_ns);
+  // Whether Slurm still runs `job` (its node into *node when it does).
+  Result<bool> job_alive(const std::string& job_name, int64_t job, std::string* node);
   void run_move(fleet::ModelIndex m, fleet::Move move);
   Status bring_up(fleet::ModelIndex m);
+  // bring_up() of a slot whose job runs: its model made active in the replica. Called with the
+  // job claimed and `lock` held; returns with `lock` released. nullopt: that failed and the job
+  // was released, for a cold start.
+  std::optional<Status> bring_up_in_place(fleet::ModelIndex m, int64_t t0_ns,
+                                          std::unique_lock<std::mutex>& lock);
   Status take_down(fleet::ModelIndex m);
   // Cancels job j and waits for it to leave; every member forgets it. Call with the job claimed.
-  Status release(int32_t j, int64_t job, double since_s);
+  Status release(int32_t j, int64_t job, int64_t since_ns);
   // Fleet-mode replicas: asks the replica to `action` (suspend/resume/load) its model and waits
-  // (at most timeout_s) until the model is `want` ("suspended"/"active").
+  // (at most timeout_ns) until the model is `want` ("suspended"/"active").
   Status admin_move(fleet::ModelIndex m, const std::string& host, const std::string& action,
-                    const std::string& want, double timeout_s);
+                    const std::string& want, int64_t timeout_ns);
   // Fleet-mode replicas: the model is active (resumed or loaded when it is not).
   Status ensure_active(fleet::ModelIndex m, const std::string& host, bool* moved = nullptr);
   bool keep_on_suspend(fleet::ModelIndex m, std::string* why) const;
   Result<std::string> write_config(int32_t j) const;
   std::string log_path(const ReplicaSlot& s) const;
   std::string log_tail(const ReplicaSlot& s) const;
-  bool sleep_for(double seconds);  // false when stopping
+  bool sleep_ns(int64_t ns);  // false when stopping
 
   const std::vector<ReplicaSlot> slots_;
   const ReplicaHostOptions options_;
   SlurmClient* slurm_;
+  const Clock* const clock_;
   const Callbacks callbacks_;
+  const int64_t ready_timeout_ns_, drain_timeout_ns_, poll_ns_;  // options_, on the clock
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

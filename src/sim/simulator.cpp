@@ -15,7 +15,7 @@
 #include "tessera/base/rng.h"
 #include "tessera/fleet/fleet_controller.h"
 #include "tessera/fleet/idle_policy.h"
-#include "tessera/fleet/replica_choice.h"
+#include "tessera/fleet/replica_routing.h"
 #include "tessera/sim/event_queue.h"
 #include "tessera/sim/latency_histogram.h"
 #include "tessera/sim/device_arbiter.h"
@@ -561,9 +561,11 @@ int32_t Sim::route(int32_t model) {
     const Slot& s = slots_[static_cast<size_t>(i)];
     route_views_.push_back(fleet::ReplicaSlotView{s.state, s.in_flight, 0});
   }
-  const int32_t k = fleet::choose_replica(route_views_, cap,
-                                          routing_ == Routing::kSpread ? fleet::ReplicaSpread::kSpread
-                                                                       : fleet::ReplicaSpread::kPack);
+  // The rule the cluster router runs too (fleet/replica_routing.h); the simulator has no
+  // round-robin routing and no SLO cap halving.
+  const fleet::RoutingRule rule{
+      cap, false, routing_ == Routing::kSpread ? fleet::ReplicaSpread::kSpread : fleet::ReplicaSpread::kPack};
+  const int32_t k = fleet::route_replica(route_views_, rule, nullptr);
   return ss[static_cast<size_t>(k)];
 }
 

@@ -218,9 +218,9 @@ struct Router {
   }
 };
 
-std::unique_ptr<Router> start_router(FakeSlurm* slurm, ClusterOptions o) {
+std::unique_ptr<Router> start_router(FakeSlurm* slurm, ClusterOptions o, const Clock* clock = real_clock()) {
   auto r = std::make_unique<Router>();
-  auto ctl = ClusterController::create(std::move(o), std::make_unique<SharedSlurm>(slurm));
+  auto ctl = ClusterController::create(std::move(o), std::make_unique<SharedSlurm>(slurm), clock);
   EXPECT_TRUE(ctl.is_ok()) << ctl.status().to_string();
   if (!ctl.is_ok()) return nullptr;
   r->ctl = std::move(*ctl);
@@ -305,6 +305,53 @@ TEST(ClusterController, ScalesFromZeroAndBackToZero) {
   res = complete(r->port, "again");
   ASSERT_EQ(res.status, 200) << res.body;
   EXPECT_EQ(slurm.submits.load(), 2);
+}
+
+// A clock only the test moves, safe to read from the controller's threads.
+class SteppedClock final : public Clock {
+ public:
+  int64_t now_ns() const override { return now_.load(); }
+  void advance_s(int64_t s) { now_ += s * 1'000'000'000; }
+
+ private:
+  std::atomic<int64_t> now_{1'000'000'000};
+};
+
+TEST(ClusterController, UsageIsTimedByTheInjectedClock) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  auto o = options(base, 1);
+  o.models[0].min_replicas = 1;  // up from start(), never scaled down
+  SteppedClock clock;
+  auto r = start_router(&slurm, o, &clock);
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas"][0]["state"] == "active"; }));
+  // However long the start took in real time, no injected time passed.
+  EXPECT_EQ(status(*r)["models"][0]["replica_seconds"].get<double>(), 0.0);
+  clock.advance_s(100);
+  EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replica_seconds"].get<double>() > 99.0; }));
+  const json s = status(*r)["models"][0];
+  EXPECT_NEAR(s["replica_seconds"].get<double>(), 100.0, 1e-6);
+  EXPECT_NEAR(s["idle_replica_seconds"].get<double>(), 100.0, 1e-6);
+}
+
+TEST(ClusterController, ReadinessTimesOutOnTheInjectedClock) {
+  const int base = free_port_run(1);
+  ASSERT_GT(base, 0);
+  FakeSlurm slurm;
+  slurm.start_delay_ms = 600'000;  // /health would answer 503 for ten real minutes
+  auto o = options(base, 1);
+  o.models[0].min_replicas = 1;
+  SteppedClock clock;
+  auto r = start_router(&slurm, o, &clock);
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(eventually([&] { return slurm.submits.load() == 1; }));
+  EXPECT_EQ(status(*r)["models"][0]["replicas"][0]["state"], "loading");
+  clock.advance_s(6);  // past ready_timeout_s (5)
+  EXPECT_TRUE(eventually([&] { return status(*r)["models"][0]["replicas"][0]["state"] == "failed"; }));
+  EXPECT_NE(status(*r)["models"][0]["replicas"][0]["last_error"].get<std::string>().find("not ready after 5 s"),
+            std::string::npos);
 }
 
 TEST(ClusterController, ScalesUpWhenReplicasAreFull) {
@@ -587,7 +634,7 @@ TEST(ClusterController, AdaptiveIdlePolicyFallsBackToTheKeepAlive) {
   ASSERT_EQ(complete(r->port, "hello").status, 200);
   EXPECT_TRUE(eventually([&] { return slurm.running() == 0; }));
   o.idle_policy = "sometimes";
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
 }
 
 // The TTFT SLO drives scale-out: after a late answer, a replica counts as full at half its cap.
@@ -675,14 +722,14 @@ TEST(ClusterControllerOptions, RejectsBadCoLocation) {
   o.models.push_back(o.models[0]);
   o.models[1].name = "n";
   o.colocate = {{"m", "nope"}};
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o.colocate = {{"m"}};
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o.colocate = {{"m", "n"}};
   o.models[1].max_replicas = 2;
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o.models[1].max_replicas = 1;
-  EXPECT_TRUE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_TRUE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
 }
 
 TEST(ClusterController, UnknownModelsAndBadBodiesAreClientErrors) {
@@ -718,12 +765,12 @@ TEST(ClusterControllerOptions, RejectsBadNames) {
   FakeSlurm slurm;
   ClusterOptions o = options(20000, 1);
   o.models[0].name = "bad name";
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o = options(20000, 0);
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
   o = options(20000, 1);
   o.models.push_back(o.models[0]);
-  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm)).is_ok());
+  EXPECT_FALSE(ClusterController::create(o, std::make_unique<SharedSlurm>(&slurm), real_clock()).is_ok());
 }
 
 }  // namespace

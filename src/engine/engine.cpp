@@ -3,88 +3,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
-#include <future>
-#include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <utility>
 
 #include "tessera/base/log.h"
-#include "tessera/engine/drafter.h"
 #include "tessera/engine/kv_manager.h"
-#include "tessera/engine/model_drafter.h"
-#include "tessera/engine/ngram_drafter.h"
+#include "tessera/engine/output_processor.h"
 #include "tessera/engine/scheduler.h"
 #include "tessera/engine/sequence.h"
-#include "tessera/model/lora_adapter.h"
+#include "tessera/engine/speculation.h"
 #include "tessera/engine/step_runner.h"
 
 namespace tessera::engine {
 
-std::string_view finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
-  }
-  return "unknown";
-}
-
-std::string_view spec_method_name(SpecMethod m) {
-  switch (m) {
-    case SpecMethod::kNone: return "none";
-    case SpecMethod::kNgram: return "ngram";
-    case SpecMethod::kDraftModel: return "draft";
-  }
-  return "unknown";
-}
-
-Result<SpecMethod> parse_spec_method(std::string_view s) {
-  if (s == "none" || s == "off" || s.empty()) return SpecMethod::kNone;
-  if (s == "ngram") return SpecMethod::kNgram;
-  if (s == "draft") return SpecMethod::kDraftModel;
-  return invalid_argument(
-      fmt::format("unknown speculation method '{}' (choose none, ngram or draft)", s));
-}
-
 namespace {
-
-// Fills `top` with the k most likely tokens of `logits` as log-probabilities (ties: lower id).
-void top_logprobs(std::span<const float> logits, float log_z, int32_t k,
-                  std::vector<TokenLogprob>& top) {
-  top.clear();
-  if (k <= 0) return;
-  std::vector<std::pair<float, int32_t>> best;  // min-heap of the k largest
-  auto worse = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
-  for (int32_t i = 0; i < static_cast<int32_t>(logits.size()); ++i) {
-    const std::pair<float, int32_t> c{logits[static_cast<size_t>(i)], i};
-    if (static_cast<int32_t>(best.size()) < k) {
-      best.push_back(c);
-      std::push_heap(best.begin(), best.end(), worse);
-    } else if (worse(c, best.front())) {
-      std::pop_heap(best.begin(), best.end(), worse);
-      best.back() = c;
-      std::push_heap(best.begin(), best.end(), worse);
-    }
-  }
-  std::sort_heap(best.begin(), best.end(), worse);
-  for (const auto& [v, id] : best) top.push_back({id, v - log_z});
-}
-
-float log_sum_exp(std::span<const float> x) {
-  float max = -INFINITY;
-  for (float v : x) max = std::max(max, v);
-  double sum = 0.0;
-  for (float v : x) sum += std::exp(static_cast<double>(v - max));
-  return max + static_cast<float>(std::log(sum));
-}
 
 SchedulerOptions scheduler_options(const EngineOptions& o) {
   SchedulerOptions s;
@@ -93,6 +28,18 @@ SchedulerOptions scheduler_options(const EngineOptions& o) {
   s.ctx_size = o.ctx_size;
   s.spec_max_rows = o.spec.max_rows;
   return s;
+}
+
+// The earliest deadline of the planned sequences (see EngineOptions::ttft_slo_ns).
+int64_t batch_deadline_ns(const StepPlan& plan, const EngineOptions& opt) {
+  int64_t d = -1;
+  for (const ScheduledSeq& e : plan.seqs) {
+    const Sequence& s = *e.seq;
+    const int64_t due = s.last_token_ns < 0 ? s.submit_ns + opt.ttft_slo_ns
+                                            : s.last_token_ns + opt.tpot_slo_ns;
+    if (d < 0 || due < d) d = due;
+  }
+  return d;
 }
 
 }  // namespace
@@ -106,9 +53,9 @@ struct Engine::Impl {
   DeviceScheduler::ClientId device_id = -1;
   KvManager kv;
   Scheduler sched;
-  StepRunner runner;
-  NgramDrafter ngram;
-  std::unique_ptr<ModelDrafter> draft_model;  // null without SpecOptions::draft_model
+  StepRunner runner;  // runs the model: steps, adapter changes, embeddings
+  Speculator spec;
+  OutputProcessor output;
 
   // Shared with submitters, under mu.
   mutable std::mutex mu;
@@ -116,23 +63,6 @@ struct Engine::Impl {
   std::condition_variable idle_cv;  // wakes drain()
   std::deque<std::unique_ptr<Sequence>> inbox;
   std::vector<RequestId> cancels;
-  // LoRA adapters: changes waiting for the scheduler thread (which alone touches the model), the
-  // ids requests may name, and how many unfinished requests use each.
-  struct AdapterOp {
-    int32_t id;
-    std::shared_ptr<const model::LoraAdapter> adapter;
-    std::promise<Status> done;
-  };
-  std::vector<std::unique_ptr<AdapterOp>> adapter_ops;
-  // Embedding inputs waiting for the scheduler thread.
-  struct EmbedOp {
-    std::vector<int32_t> tokens;
-    Pooling pooling;
-    Engine::EmbedCallback done;
-  };
-  std::vector<EmbedOp> embed_ops;
-  std::set<int32_t> adapters;
-  std::map<int32_t, int64_t> adapter_users;
   bool accepting = true;
   bool stopping = false;
   RequestId next_id = 1;
@@ -144,7 +74,7 @@ struct Engine::Impl {
   EngineStats stats;
 
   Impl(std::shared_ptr<model::Model> m, std::shared_ptr<const model::Tokenizer> t,
-       const EngineOptions& o, const Clock* c, KvManager k, std::unique_ptr<ModelDrafter> dm)
+       const EngineOptions& o, const Clock* c, KvManager k, Speculator sp)
       : model(std::move(m)),
         tokenizer(std::move(t)),
         opt(o),
@@ -152,9 +82,10 @@ struct Engine::Impl {
         pool(o.device ? nullptr : std::make_unique<ThreadPool>(o.n_threads)),
         kv(std::move(k)),
         sched(scheduler_options(o), kv),
-        runner(*model, kv.cache()),
-        ngram(o.spec.ngram_min, o.spec.ngram_max),
-        draft_model(std::move(dm)) {
+        runner(*model, kv.cache(),
+               {o.max_batch_tokens, o.ctx_size, pool.get(), [this] { wake(); }}),
+        spec(std::move(sp)),
+        output(*tokenizer, o.ctx_size) {
     if (opt.device) device_id = opt.device->add_client(opt.device_client, opt.device_weight);
     stats.kv_blocks_total = kv.allocator().n_blocks();
   }
@@ -172,29 +103,11 @@ struct Engine::Impl {
     if (opt.device && id >= 0) opt.device->remove_client(id);
   }
 
-  // The drafter a request speculates with, or null (see SpecMode).
-  Drafter* drafter_for(const Request& r) {
-    SpecMethod m = opt.spec.method;
-    if (r.speculative == SpecMode::kOff || r.structured) return nullptr;
-    if (r.speculative == SpecMode::kOn && m == SpecMethod::kNone) m = SpecMethod::kNgram;
-    switch (m) {
-      case SpecMethod::kNone: return nullptr;
-      case SpecMethod::kNgram: return &ngram;
-      case SpecMethod::kDraftModel: return draft_model.get();
-    }
-    return nullptr;
-  }
-
-  // The earliest deadline of the planned sequences (see EngineOptions::ttft_slo_ns).
-  int64_t batch_deadline_ns(const StepPlan& plan) const {
-    int64_t d = -1;
-    for (const ScheduledSeq& e : plan.seqs) {
-      const Sequence& s = *e.seq;
-      const int64_t due = s.last_token_ns < 0 ? s.submit_ns + opt.ttft_slo_ns
-                                              : s.last_token_ns + opt.tpot_slo_ns;
-      if (d < 0 || due < d) d = due;
-    }
-    return d;
+  // Wakes the scheduler thread for work queued outside mu (the runner's ModelOps): taking mu
+  // first means the thread is either before its wait predicate, which sees the work, or waiting.
+  void wake() {
+    { std::lock_guard lk(mu); }
+    cv.notify_one();
   }
 
   void send(Sequence& s, Event&& e) {
@@ -202,22 +115,13 @@ struct Engine::Impl {
   }
 
   void finish(Sequence& s, FinishReason reason, Status error = Status::ok()) {
-    FinishEvent f;
-    f.reason = reason;
-    if (reason == FinishReason::kStop || reason == FinishReason::kLength) f.text = s.text.finish();
-    f.usage = {s.n_prompt, std::max(0, s.n_generated()), s.n_cached};
-    const int64_t now = clock->now_ns();
-    const auto since = [&](int64_t t) { return t < 0 ? 0.0 : static_cast<double>(t - s.submit_ns) * 1e-9; };
-    f.timings = {since(s.first_scheduled_ns), since(s.first_token_ns), since(now)};
-    f.error = std::move(error);
+    FinishEvent f = output.finish(s, reason, std::move(error), clock->now_ns());
     kv.release(s);
-    if (Drafter* d = drafter_for(s.request)) d->forget(s);
+    spec.finished(s);
     send(s, Event{s.id, std::move(f)});
     s.sink = nullptr;
+    runner.ops().release_adapter(s.request.adapter_id);
     std::lock_guard lk(mu);
-    if (s.request.adapter_id >= 0 && --adapter_users[s.request.adapter_id] == 0) {
-      adapter_users.erase(s.request.adapter_id);
-    }
     if (--n_in_flight == 0) idle_cv.notify_all();
   }
 
@@ -228,29 +132,15 @@ struct Engine::Impl {
 
   void take_inbox() {
     std::vector<RequestId> cancel_ids;
-    std::vector<std::unique_ptr<AdapterOp>> ops;
-    std::vector<EmbedOp> embeds;
-    bool stopped = false;
     {
       std::lock_guard lk(mu);
-      embeds.swap(embed_ops);
-      stopped = stopping;
       while (!inbox.empty()) {
         sched.enqueue(std::move(inbox.front()));
         inbox.pop_front();
       }
       cancel_ids.swap(cancels);
-      ops.swap(adapter_ops);
     }
-    // Between steps: no forward pass is reading the model's adapters now.
-    for (auto& op : ops) op->done.set_value(model->set_adapter(op->id, std::move(op->adapter)));
-    for (EmbedOp& e : embeds) {
-      if (stopped) {
-        e.done(Status(ErrorCode::kUnavailable, "the engine is stopping"));
-        continue;
-      }
-      e.done(compute_embedding(*model, e.tokens, e.pooling, opt.max_batch_tokens, pool.get()));
-    }
+    runner.ops().run();  // between steps: no forward pass is reading the model now
     for (RequestId id : cancel_ids) {
       bool was_waiting = false;
       std::unique_ptr<Sequence> s = sched.remove(id, &was_waiting);
@@ -263,17 +153,13 @@ struct Engine::Impl {
       s->admitted_before = true;
       s->n_cached = static_cast<int32_t>(s->n_computed);
       s->first_scheduled_ns = clock->now_ns();
-      if (drafter_for(s->request) != nullptr) s->spec_k = opt.spec.max_draft;
+      spec.admitted(*s);
       std::lock_guard lk(stats_mu);
       stats.prefix_queries += (static_cast<int64_t>(s->tokens.size()) - 1) / opt.block_size;
       stats.prefix_hits += s->n_computed / opt.block_size;  // cached blocks taken at admission
       stats.prompt_tokens += s->n_prompt;
     }
-    for (Sequence* s : plan.preempted) {
-      if (Drafter* d = drafter_for(s->request)) d->forget(*s);
-      s->draft.clear();
-      s->draft_q.clear();
-    }
+    for (Sequence* s : plan.preempted) spec.preempted(*s);
     if (!plan.preempted.empty()) {
       std::lock_guard lk(stats_mu);
       stats.preemptions += static_cast<int64_t>(plan.preempted.size());
@@ -281,53 +167,7 @@ struct Engine::Impl {
     sync_waiting();
   }
 
-  // Lets the draft model run this step's prompt chunks of the sequences it will draft for, while
-  // the running batch is small enough that they would get drafts (SpecOptions::max_rows); a
-  // sequence that starts drafting later catches up then.
-  void prefill_drafts(const StepPlan& plan, ThreadPool* p) {
-    if (!draft_model) return;
-    if (2 * static_cast<int64_t>(sched.running().size()) > opt.spec.max_rows) return;
-    std::vector<Drafter::PrefillChunk> chunks;
-    for (const ScheduledSeq& e : plan.seqs) {
-      if (e.n_rows > 1 && drafter_for(e.seq->request) == draft_model.get()) {
-        chunks.push_back({e.seq, e.seq->n_computed, e.seq->n_computed + e.n_rows});
-      }
-    }
-    if (chunks.empty()) return;
-    if (const Status st = draft_model->prefill(chunks, p); !st.is_ok()) {
-      log_warn("engine: the draft model's prefill failed: {}", st.to_string());
-    }
-  }
-
-  // Asks each drafter for the sequences the plan allows drafts; a drafter that fails leaves its
-  // sequences without drafts this step.
-  void propose_drafts(const StepPlan& plan, ThreadPool* p) {
-    std::vector<DraftRequest> by_ngram;
-    std::vector<DraftRequest> by_model;
-    for (const ScheduledSeq& e : plan.seqs) {
-      e.seq->draft.clear();
-      e.seq->draft_q.clear();
-      if (e.n_draft_max <= 0) continue;
-      Drafter* d = drafter_for(e.seq->request);
-      if (d == &ngram) by_ngram.push_back({e.seq, e.n_draft_max});
-      if (d != nullptr && d == draft_model.get()) by_model.push_back({e.seq, e.n_draft_max});
-    }
-    const auto run = [&](Drafter& d, const std::vector<DraftRequest>& reqs) {
-      if (reqs.empty()) return;
-      const Status st = d.propose(reqs, p);
-      if (st.is_ok()) return;
-      log_warn("engine: {} drafter failed, stepping without drafts: {}", d.name(), st.to_string());
-      for (const DraftRequest& r : reqs) {
-        r.seq->draft.clear();
-        r.seq->draft_q.clear();
-        d.forget(*r.seq);
-      }
-    };
-    run(ngram, by_ngram);
-    if (draft_model) run(*draft_model, by_model);
-  }
-
-  // Appends one verified token to s and posts its event; returns true when s has finished.
+  // Appends one verified token to s and posts its events; returns true when s has finished.
   // `row` is the token's logits row within this step's decision (for logprobs).
   bool emit(Sequence& s, int32_t t, int32_t row) {
     s.tokens.push_back(t);
@@ -338,46 +178,22 @@ struct Engine::Impl {
       std::lock_guard lk(stats_mu);
       ++stats.generated_tokens;
     }
-    if (!s.request.ignore_eos && tokenizer->is_end_of_generation(t)) {
-      finish(s, FinishReason::kStop);
-      return true;
-    }
-    TokenEvent ev;
-    ev.token = t;
-    ev.piece = tokenizer->token_to_piece(t);
-    if (const int32_t k = s.request.n_logprobs; k >= 0) {
-      const std::span<const float> raw = runner.raw_row(row);
-      const float log_z = log_sum_exp(raw);
-      top_logprobs(raw, log_z, k, ev.top);
-      ev.logprob = raw[static_cast<size_t>(t)] - log_z;
-    }
-    ev.text = s.text.push(ev.piece);
-    // A structured output whose value is closed is done (only whitespace could follow).
-    const bool stopped = s.text.stopped() || (s.constraint && s.constraint->closed());
-    send(s, Event{s.id, std::move(ev)});
-    if (stopped) {
-      finish(s, FinishReason::kStop);
-      return true;
-    }
-    if (s.n_generated() >= s.request.max_tokens ||
-        static_cast<int64_t>(s.tokens.size()) >= opt.ctx_size) {
-      finish(s, FinishReason::kLength);
-      return true;
-    }
-    return false;
+    const std::span<const float> raw =
+        s.request.n_logprobs >= 0 ? runner.raw_row(row) : std::span<const float>();
+    OutputProcessor::TokenOutput out = output.on_token(s, t, raw);
+    if (out.event) send(s, Event{s.id, std::move(*out.event)});
+    if (!out.finish) return false;
+    finish(s, *out.finish);
+    return true;
   }
 
-  // Decides s's new tokens (sample, or verify its drafts) and emits them in order; returns true
-  // when s has finished. Position bookkeeping: before, s's pending token ran at n_computed - 1;
-  // draft j (accepted) ran at n_computed + j, so each accepted draft's K/V is valid once the
-  // token after it is known.
+  // Decides s's new tokens (a sample, or its accepted drafts and the target's token after them),
+  // emits them in order and hands the verification back to the speculator; returns true when s
+  // has finished. Position bookkeeping: before, s's pending token ran at n_computed - 1; draft j
+  // (accepted) ran at n_computed + j, so each accepted draft's K/V is valid once the token after
+  // it is known.
   bool decide_and_emit(size_t i, Sequence& s) {
-    // Tokens s may still emit (max_tokens or the context, whichever ends first): structured
-    // output keeps its value completable within them.
-    const int64_t budget =
-        std::min<int64_t>(s.request.max_tokens - s.n_generated(),
-                          opt.ctx_size - static_cast<int64_t>(s.tokens.size()));
-    const VerifyResult v = runner.decide(i, s.request.n_logprobs >= 0, budget);
+    const VerifyResult v = runner.decide(i, s.request.n_logprobs >= 0, output.budget(s));
     const auto n_drafted = static_cast<int32_t>(s.draft.size());
     if (n_drafted > 0) {
       std::lock_guard lk(stats_mu);
@@ -390,13 +206,8 @@ struct Engine::Impl {
       const int32_t t = j < v.n_accepted ? s.draft[static_cast<size_t>(j)] : v.next;
       if (emit(s, t, j)) return true;
     }
-    kv.rollback(s);
-    if (Drafter* d = drafter_for(s.request)) {
-      d->verified(s);
-      adapt_draft_length(s, n_drafted, v.n_accepted, opt.spec.max_draft);
-    }
-    s.draft.clear();
-    s.draft_q.clear();
+    kv.rollback(s);  // the lookahead blocks of rejected drafts
+    spec.verified(s, n_drafted, v.n_accepted);
     return false;
   }
 
@@ -410,18 +221,12 @@ struct Engine::Impl {
     }
     // Sharing the device: hold it for drafting, the forward pass and the sampling after it.
     DeviceScheduler::Lease lease;
-    if (opt.device) lease = opt.device->acquire(device_id, batch_deadline_ns(plan));
+    if (opt.device) lease = opt.device->acquire(device_id, batch_deadline_ns(plan, opt));
     ThreadPool* const p = opt.device ? lease.pool() : pool.get();
-    prefill_drafts(plan, p);
-    propose_drafts(plan, p);
+    spec.propose(plan, static_cast<int64_t>(sched.running().size()), p);
     runner.build(plan.seqs);
-    if (opt.device) {
-      int64_t prompt_rows = 0;
-      for (const ScheduledSeq& e : plan.seqs) {
-        if (e.seq->n_computed < e.seq->n_prompt) prompt_rows += e.n_rows;
-      }
-      lease.note_rows(prompt_rows, static_cast<int64_t>(runner.batch().size()) - prompt_rows);
-    }
+    const auto n_rows = static_cast<int64_t>(runner.batch().size());
+    if (opt.device) lease.note_rows(runner.n_prompt_rows(), n_rows - runner.n_prompt_rows());
     const Status st = runner.forward(p);
     std::vector<Sequence*> done;
     for (size_t i = 0; i < plan.seqs.size(); ++i) {
@@ -439,7 +244,7 @@ struct Engine::Impl {
     lease.release();
     if (!st.is_ok()) log_warn("engine: forward step failed: {}", st.to_string());
     sched.retire(done);
-    update_stats(runner.batch().size());
+    update_stats(n_rows);
     return true;
   }
 
@@ -463,39 +268,19 @@ struct Engine::Impl {
       if (step()) continue;
       std::unique_lock lk(mu);
       cv.wait(lk, [&] {
-        return stopping || !inbox.empty() || !cancels.empty() || !adapter_ops.empty() ||
-               !embed_ops.empty();
+        return stopping || !inbox.empty() || !cancels.empty() || runner.ops().pending();
       });
     }
   }
 
   void cancel_all() {
+    runner.ops().close();
     take_inbox();
     for (std::unique_ptr<Sequence>& s : sched.take_all()) finish(*s, FinishReason::kCancelled);
     sync_waiting();
     update_stats(0);
   }
 };
-
-namespace {
-
-Status validate_spec(const SpecOptions& s) {
-  if (s.max_draft < 1 || s.max_draft > kMaxDraftTokens) {
-    return invalid_argument(
-        fmt::format("draft tokens per step must be in [1, {}], got {}", kMaxDraftTokens, s.max_draft));
-  }
-  if (s.max_rows < 0) return invalid_argument("the speculation row limit must be >= 0");
-  if (s.ngram_min < 1 || s.ngram_min > s.ngram_max || s.ngram_max > 16) {
-    return invalid_argument(fmt::format(
-        "n-gram sizes must satisfy 1 <= min <= max <= 16, got {}..{}", s.ngram_min, s.ngram_max));
-  }
-  if (s.method == SpecMethod::kDraftModel && !s.draft_model) {
-    return invalid_argument("speculation with a draft model needs a draft model (--draft-model)");
-  }
-  return Status::ok();
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<model::Model> model,
                                                std::shared_ptr<const model::Tokenizer> tokenizer,
@@ -508,7 +293,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<model::Model> mod
   if (o.device_weight <= 0.0) return invalid_argument("device weight (priority) must be > 0");
   if (o.max_waiting < 0) return invalid_argument("max_waiting must be >= 0");
   if (o.max_batch_tokens < 1) return invalid_argument("max_batch_tokens must be >= 1");
-  TS_RETURN_IF_ERROR(validate_spec(o.spec));
+  TS_RETURN_IF_ERROR(Speculator::validate(o.spec));
   if (o.n_blocks == 0 && o.kv_memory_bytes == 0) {
     o.kv_memory_bytes =
         default_kv_memory_bytes(static_cast<int64_t>(model->file().tensor_bytes()));
@@ -517,17 +302,11 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<model::Model> mod
   o.ctx_size = size.ctx_size;
   o.n_blocks = static_cast<int32_t>(size.n_blocks);
   TS_ASSIGN_OR_RETURN(KvManager kv, KvManager::create(c, o, size));
-  std::unique_ptr<ModelDrafter> drafter;
-  if (o.spec.draft_model) {
-    if (o.spec.draft_tokenizer) {
-      TS_RETURN_IF_ERROR(check_same_vocabulary(*tokenizer, *o.spec.draft_tokenizer));
-    }
-    TS_ASSIGN_OR_RETURN(drafter, ModelDrafter::create(o.spec.draft_model, c.n_vocab,
-                                                      o.max_running, o.ctx_size, o.kv_dtype));
-  }
+  TS_ASSIGN_OR_RETURN(Speculator spec,
+                      Speculator::create(o.spec, *tokenizer, static_cast<int32_t>(c.n_vocab),
+                                         o.max_running, o.ctx_size, o.kv_dtype));
   auto impl = std::make_unique<Impl>(std::move(model), std::move(tokenizer), o,
-                                     clock ? clock : real_clock(), std::move(kv),
-                                     std::move(drafter));
+                                     clock ? clock : real_clock(), std::move(kv), std::move(spec));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -538,6 +317,7 @@ Engine::~Engine() { stop(); }
 void Engine::start() {
   std::lock_guard lk(impl_->mu);
   if (impl_->thread.joinable() || impl_->stopping) return;
+  impl_->runner.ops().start();  // adapter changes and embeddings now wait for the thread
   impl_->thread = std::thread([this] { impl_->loop(); });
 }
 
@@ -606,10 +386,7 @@ Result<RequestId> Engine::submit(Request request, EventSink sink) {
       return resource_exhausted(
           fmt::format("the queue is full ({} requests waiting); retry later", m.n_waiting));
     }
-    if (adapter >= 0 && m.adapters.count(adapter) == 0) {
-      return invalid_argument(fmt::format("adapter id {} is not loaded", adapter));
-    }
-    if (adapter >= 0) ++m.adapter_users[adapter];
+    TS_RETURN_IF_ERROR(m.runner.ops().acquire_adapter(adapter));
     id = m.next_id++;
     m.inbox.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(sink), now));
     ++m.n_waiting;
@@ -630,67 +407,17 @@ void Engine::cancel(RequestId id) {
 bool Engine::step() { return impl_->step(); }
 
 Status Engine::set_adapter(int32_t id, std::shared_ptr<const model::LoraAdapter> adapter) {
-  Impl& m = *impl_;
-  std::future<Status> done;
-  {
-    std::lock_guard lk(m.mu);
-    if (m.stopping) return Status(ErrorCode::kUnavailable, "the engine is stopped");
-    if (adapter == nullptr) {
-      const auto users = m.adapter_users.find(id);
-      if (users != m.adapter_users.end()) {
-        return Status(ErrorCode::kUnavailable,
-                      fmt::format("adapter id {} is in use by {} unfinished request(s)", id,
-                                  users->second));
-      }
-      m.adapters.erase(id);  // from now on new requests naming it are refused
-    }
-    if (!m.thread.joinable()) {  // no scheduler thread: the model is ours to change
-      Status st = m.model->set_adapter(id, adapter);
-      if (st.is_ok() && adapter != nullptr) m.adapters.insert(id);
-      return st;
-    }
-    auto op = std::make_unique<Impl::AdapterOp>();
-    op->id = id;
-    op->adapter = adapter;
-    done = op->done.get_future();
-    m.adapter_ops.push_back(std::move(op));
-  }
-  m.cv.notify_one();
-  Status st = done.get();
-  if (st.is_ok() && adapter != nullptr) {
-    std::lock_guard lk(m.mu);
-    m.adapters.insert(id);
-  }
-  return st;
+  return impl_->runner.ops().set_adapter(id, std::move(adapter));
 }
 
 void Engine::embed(std::vector<int32_t> tokens, Pooling pooling, EmbedCallback done) {
-  Impl& m = *impl_;
-  const model::ModelConfig& c = m.model->config();
-  if (tokens.empty()) return done(invalid_argument("nothing to embed: the input has no tokens"));
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= c.n_vocab) {
-      return done(invalid_argument(
-          fmt::format("token id {} is outside the vocabulary [0, {})", t, c.n_vocab)));
-    }
-  }
-  if (static_cast<int64_t>(tokens.size()) > m.opt.ctx_size) {
-    return done(invalid_argument(fmt::format("the input has {} tokens; at most {} (the context)",
-                                             tokens.size(), m.opt.ctx_size)));
-  }
   {
-    std::lock_guard lk(m.mu);
-    if (!m.accepting || m.stopping) {
+    std::lock_guard lk(impl_->mu);
+    if (!impl_->accepting) {
       return done(Status(ErrorCode::kUnavailable, "the engine is shutting down"));
     }
-    if (m.thread.joinable()) {
-      m.embed_ops.push_back({std::move(tokens), pooling, std::move(done)});
-      m.cv.notify_one();
-      return;
-    }
   }
-  // No scheduler thread: the model is the caller's to run (as step() assumes).
-  done(compute_embedding(*m.model, tokens, pooling, m.opt.max_batch_tokens, m.pool.get()));
+  impl_->runner.ops().embed(std::move(tokens), pooling, std::move(done));
 }
 
 KvBlockFormat Engine::kv_block_format() const { return impl_->kv.block_format(); }

@@ -2,11 +2,14 @@
 // One scheduler thread owns the model, the paged KV cache and the running batch, and runs each
 // step through parts with one job each:
 //
-//   submit() ──> inbox ──> Scheduler ──StepPlan──> Drafter ──drafts──> StepRunner ──tokens──> sink
-//   cancel() ──> cancels ─┘    │ (admit, plan, preempt)      (batch, forward, sample/verify)
-//                              └──── KvManager: blocks, prefix cache, lookahead, rollback ────┘
+//   submit() ──> inbox ──> Scheduler ──StepPlan──> Speculator ──drafts──> StepRunner ──tokens──┐
+//   cancel() ──> cancels ─┘    │ (admit, plan, preempt)       (batch, forward, sample/verify)  │
+//                              └──── KvManager: blocks, prefix cache, lookahead, rollback      │
+//   sink <──events── OutputProcessor (text, stop strings, logprobs, finish reasons) <──────────┘
 //
-// The engine itself does intake, events (token, finish), timings and stats.
+// The StepRunner alone runs the target model (the draft model is the Speculator's); between
+// steps it also applies adapter changes and computes embeddings (ModelOps). The engine itself
+// does intake, cancellation, the loop, events (token, finish), timings and stats.
 //
 // Thread-safety: submit, cancel, stats, drain and stop are thread-safe. step() is for tests that
 // drive the engine without its thread (do not mix with start()).

@@ -11,11 +11,13 @@ void StepRunner::build(const std::vector<ScheduledSeq>& seqs) {
   batch_.clear();
   first_logits_.assign(seqs.size(), -1);
   n_draft_rows_ = 0;
+  n_prompt_rows_ = 0;
   int64_t n_logits = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const ScheduledSeq& e = seqs[i];
     Sequence& s = *e.seq;
     const bool samples = e.samples;
+    if (s.n_computed < s.n_prompt) n_prompt_rows_ += e.n_rows;
     if (!samples || static_cast<int32_t>(s.draft.size()) > e.n_draft_max) {
       s.draft.resize(samples ? static_cast<size_t>(e.n_draft_max) : 0);
       if (s.draft_q.size() > s.draft.size()) s.draft_q.resize(s.draft.size());

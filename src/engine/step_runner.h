@@ -1,18 +1,22 @@
-// StepRunner: runs one planned step on the model. It builds the batch (each scheduled
-// sequence's pending rows, then its draft tokens, logits for every row a token is chosen from),
-// runs the forward pass, and for each sequence that samples this step decides its new tokens:
-// a plain sample, or verification of its drafts (engine/spec_verify.h), which gives the
-// accepted drafts plus one token of the target's own.
+// StepRunner: the one part of the engine that runs the model. Each step it builds the batch (each
+// scheduled sequence's pending rows, then its draft tokens, logits for every row a token is
+// chosen from), runs the forward pass, and for each sequence that samples this step decides its
+// new tokens: a plain sample, or verification of its drafts (engine/spec_verify.h), which gives
+// the accepted drafts plus one token of the target's own. Between steps its ModelOps
+// (engine/model_ops.h) runs the model's other work: LoRA adapter changes and embeddings.
 //   StepPlan ──build──> model::Batch ──forward──> logits rows ──decide──> VerifyResult per sequence
-// Thread-safety: engine scheduler thread only (the forward pass uses the pool it is given).
+// Thread-safety: engine scheduler thread only (the forward pass uses the pool it is given);
+// ops() is thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
+#include "tessera/engine/model_ops.h"
 #include "tessera/engine/scheduler.h"
 #include "tessera/engine/spec_verify.h"
 #include "tessera/model/batch.h"
@@ -23,7 +27,9 @@ namespace tessera::engine {
 
 class StepRunner {
  public:
-  StepRunner(model::Model& model, model::KvCache& kv) : model_(model), kv_(kv) {}
+  // Runs `model` over `kv`; `ops` configures its ModelOps.
+  StepRunner(model::Model& model, model::KvCache& kv, ModelOps::Options ops)
+      : model_(model), kv_(kv), ops_(model, std::move(ops)) {}
 
   // Lays out the batch for `seqs` (kept by reference until the step ends). A sequence that
   // samples contributes its drafts (seq->draft, at most n_draft_max of them) as extra rows.
@@ -41,6 +47,11 @@ class StepRunner {
 
   const model::Batch& batch() const { return batch_; }
   int64_t n_draft_rows() const { return n_draft_rows_; }
+  // Rows of the built batch that run prompt tokens (the rest decode, drafts included).
+  int64_t n_prompt_rows() const { return n_prompt_rows_; }
+
+  // Adapter changes and embeddings (thread-safe; run between steps by the scheduler thread).
+  ModelOps& ops() { return ops_; }
 
  private:
   std::span<float> row(int64_t logits_row);
@@ -54,6 +65,8 @@ class StepRunner {
   std::vector<float> raw_;
   std::vector<int32_t> history_;  // scratch: tokens then drafts
   int64_t n_draft_rows_ = 0;
+  int64_t n_prompt_rows_ = 0;
+  ModelOps ops_;
 };
 
 }  // namespace tessera::engine

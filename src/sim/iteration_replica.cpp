@@ -17,15 +17,8 @@ IterationReplica::IterationReplica(const CostModel& cost, const ReplicaLimits& l
 
 void IterationReplica::add(uint64_t id, int64_t now_ns, int32_t input_tokens,
                            int32_t output_tokens, int32_t cached_tokens) {
-  const ReplicaIntake in = take_in(limits_, input_tokens, output_tokens, cached_tokens,
-                                   "IterationReplica::add");
-  Request r;
-  r.id = id;
-  r.input = input_tokens;
-  r.output = output_tokens;
-  r.prefill_left = in.prefill_left;
-  r.position = in.position;
-  r.claim = in.claim;
+  Request r{take_in(limits_, id, input_tokens, output_tokens, cached_tokens,
+                    "IterationReplica::add")};
   r.added_ns = now_ns;
   waiting_.push_back(r);
 }

@@ -25,8 +25,9 @@
 #include <deque>
 #include <vector>
 
-#include "tessera/sim/cost_model.h"
 #include "tessera/engine/batch_policy.h"
+#include "tessera/sim/cost_model.h"
+#include "tessera/sim/replica_admission.h"
 #include "tessera/sim/replica_sim.h"
 
 namespace tessera::sim {
@@ -75,13 +76,8 @@ class IterationReplica {
  private:
   engine::Admission admission() const;
 
-  struct Request {
-    uint64_t id = 0;
-    int32_t input = 0, output = 0;
-    int32_t prefill_left = 0;  // prompt tokens still to compute
-    int64_t position = 0;      // prompt tokens in the KV cache (cached + prefilled)
+  struct Request : ReplicaRequest {
     int32_t generated = 0;
-    int64_t claim = 0;
     int64_t added_ns = 0;
     int64_t last_token_ns = -1;
     int32_t rows = 0;          // in the pending plan

@@ -7,12 +7,15 @@
 
 namespace tessera::sim {
 
-ReplicaIntake take_in(const ReplicaLimits& limits, int32_t input_tokens, int32_t output_tokens,
-                      int32_t cached_tokens, const char* who) {
+ReplicaRequest take_in(const ReplicaLimits& limits, uint64_t id, int32_t input_tokens,
+                       int32_t output_tokens, int32_t cached_tokens, const char* who) {
   TS_CHECK_MSG(input_tokens >= 1 && output_tokens >= 1 && cached_tokens >= 0,
                std::string(who) +
                    " needs input_tokens >= 1, output_tokens >= 1, cached_tokens >= 0");
-  ReplicaIntake in;
+  ReplicaRequest in;
+  in.id = id;
+  in.input = input_tokens;
+  in.output = output_tokens;
   const int32_t cached = std::min(cached_tokens, input_tokens - 1);
   in.prefill_left = input_tokens - cached;
   in.position = cached;

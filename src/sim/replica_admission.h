@@ -22,17 +22,20 @@ struct ReplicaLimits {
   int64_t kv_capacity_tokens = 0;   // the KV pool, >= 1 (usually cost.kv_capacity_tokens())
 };
 
-// What a request brings to admission.
-struct ReplicaIntake {
-  int32_t prefill_left = 0;  // prompt tokens to compute
-  int64_t position = 0;      // prompt tokens already in the KV cache (the cached prefix)
+// A request as a replica takes it in (each replica adds its own state to it).
+struct ReplicaRequest {
+  uint64_t id = 0;
+  int32_t input = 0;
+  int32_t output = 0;
+  int32_t prefill_left = 0;  // prompt tokens still to compute
+  int64_t position = 0;      // prompt tokens in the KV cache (cached, then prefilled)
   int64_t claim = 0;         // KV tokens it holds while admitted
 };
 
 // Preconditions (checked; `who` names the caller in the message): input_tokens >= 1,
 // output_tokens >= 1, cached_tokens >= 0 (clamped to input_tokens - 1).
-ReplicaIntake take_in(const ReplicaLimits& limits, int32_t input_tokens, int32_t output_tokens,
-                      int32_t cached_tokens, const char* who);
+ReplicaRequest take_in(const ReplicaLimits& limits, uint64_t id, int32_t input_tokens,
+                       int32_t output_tokens, int32_t cached_tokens, const char* who);
 
 // The admission state of a replica with `n_running` requests holding `kv_used` tokens of claims,
 // at most `cap` running (engine::running_cap for the engine's cap).

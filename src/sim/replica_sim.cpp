@@ -32,20 +32,14 @@ uint32_t ReplicaSim::new_slot() {
 
 void ReplicaSim::add(uint64_t id, int64_t now_ns, int32_t input_tokens, int32_t output_tokens,
                      int32_t cached_tokens) {
-  const ReplicaIntake in = take_in(limits_, input_tokens, output_tokens, cached_tokens,
-                                   "ReplicaSim::add");
+  const ReplicaRequest in =
+      take_in(limits_, id, input_tokens, output_tokens, cached_tokens, "ReplicaSim::add");
   TS_CHECK_MSG(now_ns >= now_ns_, "ReplicaSim::add: time went backwards");
   run_until(now_ns);
 
   const uint32_t slot = new_slot();
   Request& r = slots_[slot];
-  r = Request{};
-  r.id = id;
-  r.input = input_tokens;
-  r.output = output_tokens;
-  r.prefill_left = in.prefill_left;
-  r.position = in.position;
-  r.claim = in.claim;
+  r = Request{in};
   waiting_.push_back(slot);
 
   if (!active_) {

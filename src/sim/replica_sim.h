@@ -94,13 +94,7 @@ class ReplicaSim {
   int64_t iterations() const { return iterations_; }
 
  private:
-  struct Request {
-    uint64_t id = 0;
-    int32_t input = 0;
-    int32_t output = 0;
-    int32_t prefill_left = 0;  // prompt tokens still to compute
-    int64_t position = 0;      // tokens in the KV cache so far (cached + prefilled)
-    int64_t claim = 0;         // KV tokens held while admitted
+  struct Request : ReplicaRequest {
     int64_t finish_at = 0;     // value of decode_counter_ at which the last token comes
     uint64_t seq = 0;          // admission order, for deterministic ties
   };

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -308,36 +310,43 @@ SimOptions policy_options(const SimSetupOptions& a, const std::string& p, const 
   return so;
 }
 
-Status write_requests_csv(const std::string& path, const std::vector<SimResult>& results,
-                          const std::vector<WorkloadModel>& wmodels) {
+// Writes `header` and then what `rows` puts out to `path`, and says so.
+Status write_csv(const std::string& path, const char* header,
+                 const std::function<void(std::ostream&)>& rows) {
   std::ofstream out(path);
-  out << "policy,model,t_s,ttft_s,cold\n";
-  for (const auto& r : results) {
-    for (const auto& q : r.request_log) {
-      out << r.policy << "," << wmodels[static_cast<size_t>(q.model)].name << ","
-          << fmt::format("{:.6f},{:.6f},{}", q.t_s, q.ttft_s, q.cold ? 1 : 0) << "\n";
-    }
-  }
+  out << header << "\n";
+  rows(out);
   if (!out) return io_error("cannot write " + path);
   std::printf("tessera sim: wrote %s\n", path.c_str());
   return Status();
 }
 
+Status write_requests_csv(const std::string& path, const std::vector<SimResult>& results,
+                          const std::vector<WorkloadModel>& wmodels) {
+  return write_csv(path, "policy,model,t_s,ttft_s,cold", [&](std::ostream& out) {
+    for (const auto& r : results) {
+      for (const auto& q : r.request_log) {
+        out << r.policy << "," << wmodels[static_cast<size_t>(q.model)].name << ","
+            << fmt::format("{:.6f},{:.6f},{}", q.t_s, q.ttft_s, q.cold ? 1 : 0) << "\n";
+      }
+    }
+  });
+}
+
 Status write_iterations_csv(const std::string& path, const std::vector<SimResult>& results,
                             const std::vector<WorkloadModel>& wmodels) {
-  std::ofstream out(path);
-  out << "policy,model,asked_s,granted_s,released_s,prefill_rows,decode_rows\n";
-  for (const auto& r : results) {
-    for (const auto& it : r.iteration_log) {
-      out << r.policy << "," << wmodels[static_cast<size_t>(it.model)].name << ","
-          << fmt::format("{:.6f},{:.6f},{:.6f},{},{}", it.asked_s, it.granted_s, it.released_s,
-                         it.prefill_rows, it.decode_rows)
-          << "\n";
+  const auto rows = [&](std::ostream& out) {
+    for (const auto& r : results) {
+      for (const auto& it : r.iteration_log) {
+        out << r.policy << "," << wmodels[static_cast<size_t>(it.model)].name << ","
+            << fmt::format("{:.6f},{:.6f},{:.6f},{},{}", it.asked_s, it.granted_s, it.released_s,
+                           it.prefill_rows, it.decode_rows)
+            << "\n";
+      }
     }
-  }
-  if (!out) return io_error("cannot write " + path);
-  std::printf("tessera sim: wrote %s\n", path.c_str());
-  return Status();
+  };
+  return write_csv(path, "policy,model,asked_s,granted_s,released_s,prefill_rows,decode_rows",
+                   rows);
 }
 
 void write_chrome_trace(const std::string& path, const std::vector<SimResult>& results) {

@@ -52,6 +52,7 @@ struct Admission {
 struct BatchRow {
   size_t index = 0;  // into the running sequences, in admission order
   int64_t rows = 0;  // tokens it runs this step (1 for a decode row)
+  bool operator==(const BatchRow&) const = default;
 };
 
 // One step's rows for the running sequences, `pending[i]` tokens still to run for the i-th in

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tessera/engine/batch_policy.h"
+
 namespace tessera::engine {
 
 std::unique_ptr<Sequence> Scheduler::remove(RequestId id, bool* was_waiting) {
@@ -33,25 +35,26 @@ void Scheduler::enqueue(std::unique_ptr<Sequence> s) {
 
 void Scheduler::admit(StepPlan& plan) {
   if (waiting_.empty()) return;
-  // Every running sequence gets a row each step: no more of them than the token budget.
-  const auto cap = static_cast<size_t>(std::min(opt_.max_running, opt_.max_batch_tokens));
   // Blocks the running sequences still need for the tokens they hold (prompts are prefilled
-  // chunk by chunk; their blocks are claimed at admission all the same).
-  int64_t claimed = 0;
+  // chunk by chunk; their blocks are claimed at admission all the same). One block of growth is
+  // kept per running sequence so admission does not force preemption.
+  Admission room;
+  room.cap = running_cap({opt_.max_running, opt_.max_batch_tokens});
+  room.n_running = static_cast<int64_t>(running_.size());
+  room.kv_reserve_per_running = 1;
   for (const auto& r : running_) {
-    claimed += kv_.blocks_to_grow(*r, static_cast<int64_t>(r->tokens.size()));
+    room.kv_claimed += kv_.blocks_to_grow(*r, static_cast<int64_t>(r->tokens.size()));
   }
-  while (!waiting_.empty() && running_.size() < cap && kv_.has_free_slot()) {
+  while (!waiting_.empty() && room.has_room() && kv_.has_free_slot()) {
     Sequence& s = *waiting_.front();
     kv_.take_cached_prefix(s);
     const int64_t needed = kv_.blocks_to_grow(s, static_cast<int64_t>(s.tokens.size()));
-    // Keep one block of growth per running sequence so admission does not force preemption.
-    if (claimed + needed + static_cast<int64_t>(running_.size()) > kv_.n_available() &&
-        !running_.empty()) {
+    room.kv_available = kv_.n_available();
+    if (!room.fits(needed)) {
       kv_.drop_blocks(s);
       break;
     }
-    claimed += needed;
+    room.take(needed);
     if (!s.admitted_before) plan.admitted.push_back(&s);
     kv_.assign_slot(s);
     running_.push_back(std::move(waiting_.front()));
@@ -83,19 +86,11 @@ StepPlan Scheduler::schedule() {
   int64_t budget = 0;
   while (!running_.empty()) {
     plan.seqs.clear();
-    budget = opt_.max_batch_tokens;
-    for (auto& s : running_) {
-      if (s->n_pending() == 1 && budget > 0) {
-        plan.seqs.push_back({s.get(), 1, 0, true});
-        --budget;
-      }
-    }
-    for (auto& s : running_) {
-      if (s->n_pending() > 1 && budget > 0) {
-        const int64_t n = std::min(s->n_pending(), budget);
-        plan.seqs.push_back({s.get(), n, 0, n == s->n_pending()});
-        budget -= n;
-      }
+    std::vector<int64_t> pending;
+    pending.reserve(running_.size());
+    for (const auto& s : running_) pending.push_back(s->n_pending());
+    for (const BatchRow& row : compose_rows(pending, opt_.max_batch_tokens, &budget)) {
+      plan.seqs.push_back({running_[row.index].get(), row.rows, 0, row.rows == pending[row.index]});
     }
     int64_t need = 0;
     for (const ScheduledSeq& e : plan.seqs) {

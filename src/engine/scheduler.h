@@ -7,6 +7,8 @@
 //   starves);
 // - one decode row per decoding sequence, then prefill chunks in admission order under the token
 //   budget;
+//   (admission and composition by the batching rule of batch_policy.h, which the simulator's
+//   replicas share);
 // - preemption of the lowest-priority, most recently admitted sequence when the pool cannot hold
 //   the step (it goes back ahead of the waiting sequences of its priority);
 // - a draft allowance per decoding sequence (speculation), granted only from the token budget

@@ -17,30 +17,28 @@ IterationReplica::IterationReplica(const CostModel& cost, const ReplicaLimits& l
 
 void IterationReplica::add(uint64_t id, int64_t now_ns, int32_t input_tokens,
                            int32_t output_tokens, int32_t cached_tokens) {
-  TS_CHECK_MSG(input_tokens >= 1 && output_tokens >= 1 && cached_tokens >= 0,
-               "IterationReplica::add needs input_tokens >= 1, output_tokens >= 1");
-  Request r;
-  r.id = id;
-  r.input = input_tokens;
-  r.output = output_tokens;
-  const int32_t cached = std::min(cached_tokens, input_tokens - 1);
-  r.prefill_left = input_tokens - cached;
-  r.position = cached;
-  r.claim = std::min<int64_t>(static_cast<int64_t>(input_tokens) + output_tokens,
-                              limits_.kv_capacity_tokens);
+  Request r{take_in(limits_, id, input_tokens, output_tokens, cached_tokens,
+                    "IterationReplica::add")};
   r.added_ns = now_ns;
   waiting_.push_back(r);
 }
 
+engine::Admission IterationReplica::admission() const {
+  const int64_t cap = engine::running_cap({limits_.max_running, limits_.max_batch_tokens});
+  return replica_admission(limits_, cap, static_cast<int64_t>(running_.size()), kv_used_);
+}
+
 bool IterationReplica::has_work() const {
   if (!running_.empty()) return true;
-  return !waiting_.empty() && kv_used_ + waiting_.front().claim <= limits_.kv_capacity_tokens;
+  const engine::Admission room = admission();
+  return !waiting_.empty() && room.has_room() && room.fits(waiting_.front().claim);
 }
 
 IterationReplica::Plan IterationReplica::plan() {
   TS_CHECK_MSG(!planned_, "IterationReplica::plan: a plan is pending");
-  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < limits_.max_running &&
-         kv_used_ + waiting_.front().claim <= limits_.kv_capacity_tokens) {
+  engine::Admission room = admission();
+  while (!waiting_.empty() && room.has_room() && room.fits(waiting_.front().claim)) {
+    room.take(waiting_.front().claim);
     kv_used_ += waiting_.front().claim;
     running_.push_back(waiting_.front());
     waiting_.pop_front();
@@ -48,24 +46,24 @@ IterationReplica::Plan IterationReplica::plan() {
   TS_CHECK_MSG(!running_.empty(), "IterationReplica::plan: nothing to run");
   Plan p;
   StepWork w;
-  int32_t budget = limits_.max_batch_tokens;
-  for (Request& r : running_) {  // decode rows first
+  // The engine's composition: decode rows first, then the prompts, oldest first.
+  std::vector<int64_t> pending;
+  pending.reserve(running_.size());
+  for (Request& r : running_) {
     r.rows = 0;
-    if (r.prefill_left == 0 && budget > 0) {
-      r.rows = 1;
-      --budget;
+    pending.push_back(r.prefill_left > 0 ? r.prefill_left : 1);
+  }
+  for (const engine::BatchRow& row : engine::compose_rows(pending, limits_.max_batch_tokens)) {
+    Request& r = running_[row.index];
+    r.rows = static_cast<int32_t>(row.rows);
+    if (r.prefill_left == 0) {
       ++w.decode_rows;
       w.context_tokens += static_cast<int64_t>(r.input) + r.generated;
       w.kv_read_tokens += static_cast<int64_t>(r.input) + r.generated;
-    }
-  }
-  for (Request& r : running_) {  // then the prompts, oldest first
-    if (r.prefill_left > 0 && budget > 0) {
-      const int32_t c = std::min(r.prefill_left, budget);
-      r.rows = c;
-      budget -= c;
-      w.prefill_tokens += c;
-      w.context_tokens += static_cast<int64_t>(c) * r.position + static_cast<int64_t>(c) * (c + 1) / 2;
+    } else {
+      const int64_t c = row.rows;
+      w.prefill_tokens += r.rows;
+      w.context_tokens += c * r.position + c * (c + 1) / 2;
       w.kv_read_tokens += r.position + c;
     }
   }
@@ -107,6 +105,13 @@ void IterationReplica::finish(int64_t end_ns, std::vector<ReplicaEvent>& out, in
   }
   running_.erase(std::remove_if(running_.begin(), running_.end(), done), running_.end());
   for (Request& r : running_) r.rows = 0;
+}
+
+std::vector<IterationReplica::BatchEntry> IterationReplica::batch() const {
+  std::vector<BatchEntry> out;
+  out.reserve(running_.size());
+  for (const Request& r : running_) out.push_back({r.id, planned_ ? r.rows : 0});
+  return out;
 }
 
 }  // namespace tessera::sim

@@ -1,16 +1,19 @@
 // IterationReplica: one engine replica stepped one iteration at a time by its caller, the batch
-// composed as engine::Scheduler composes it (src/engine/scheduler.cpp): every decoding request
-// gets one row, then every admitted request still prefilling gets min(its remaining prompt, the
-// rows left of max_batch_tokens), oldest first. For the shared-device simulation with the live
+// composed by engine::Scheduler's rule (engine/batch_policy.h): every decoding request gets one
+// row, then every admitted request still prefilling gets min(its remaining prompt, the rows left
+// of max_batch_tokens), oldest first (a prompt with one token left counts as a decode row, as in
+// the engine). For the shared-device simulation with the live
 // arbitration (device_arbiter.h), where a replica runs only when the device is granted to it and
 // its batch is fixed when it asks (as the engine plans before DeviceScheduler::acquire).
 // ReplicaSim (replica_sim.h) is the fast path for replicas that own their device: it jumps over
 // runs of identical iterations and runs one prefill chunk per iteration.
 //
-// Admission (FCFS, at plan time): while fewer than max_running run and the head's KV claim (input
-// + output tokens, cut to the pool) fits. First token at the end of the iteration that completes
-// the prompt (cached prompt tokens are skipped, at least one is computed); then one token per
-// iteration; a request finishes with its output_tokens-th token and frees its claim then.
+// Admission (FCFS, at plan time; engine/batch_policy.h over replica_admission.h's claims): while
+// fewer than min(max_running, max_batch_tokens) run, as in the engine, and the head's KV claim
+// (input + output tokens, cut to the pool) fits. First token at the end of the iteration that
+// completes the prompt (cached prompt tokens are skipped, at least one is computed); then one
+// token per iteration; a request finishes with its output_tokens-th token and frees its claim
+// then.
 // Step time = cost.step_s(StepWork) of the planned batch, rounded to whole ns (at least 1);
 // context as ReplicaSim's (a decode row with g tokens generated attends input + g positions).
 // Deadlines (engine::Engine's batch_deadline_ns): a request with no token yet is due ttft_ns
@@ -22,7 +25,9 @@
 #include <deque>
 #include <vector>
 
+#include "tessera/engine/batch_policy.h"
 #include "tessera/sim/cost_model.h"
+#include "tessera/sim/replica_admission.h"
 #include "tessera/sim/replica_sim.h"
 
 namespace tessera::sim {
@@ -53,6 +58,13 @@ class IterationReplica {
   // `out`. Precondition: a plan is pending.
   void finish(int64_t end_ns, std::vector<ReplicaEvent>& out, int64_t ran_ns = -1);
   bool planned() const { return planned_; }
+  // The running requests in admission order with their rows in the pending plan (0: left out
+  // of it), for tests that hold the batch against engine::Scheduler's.
+  struct BatchEntry {
+    uint64_t id = 0;
+    int32_t rows = 0;
+  };
+  std::vector<BatchEntry> batch() const;
 
   int32_t running() const { return static_cast<int32_t>(running_.size()); }
   int32_t waiting() const { return static_cast<int32_t>(waiting_.size()); }
@@ -62,13 +74,10 @@ class IterationReplica {
   int64_t iterations() const { return iterations_; }
 
  private:
-  struct Request {
-    uint64_t id = 0;
-    int32_t input = 0, output = 0;
-    int32_t prefill_left = 0;  // prompt tokens still to compute
-    int64_t position = 0;      // prompt tokens in the KV cache (cached + prefilled)
+  engine::Admission admission() const;
+
+  struct Request : ReplicaRequest {
     int32_t generated = 0;
-    int64_t claim = 0;
     int64_t added_ns = 0;
     int64_t last_token_ns = -1;
     int32_t rows = 0;          // in the pending plan

@@ -32,22 +32,14 @@ uint32_t ReplicaSim::new_slot() {
 
 void ReplicaSim::add(uint64_t id, int64_t now_ns, int32_t input_tokens, int32_t output_tokens,
                      int32_t cached_tokens) {
-  TS_CHECK_MSG(input_tokens >= 1 && output_tokens >= 1 && cached_tokens >= 0,
-               "ReplicaSim::add needs input_tokens >= 1, output_tokens >= 1, cached_tokens >= 0");
+  const ReplicaRequest in =
+      take_in(limits_, id, input_tokens, output_tokens, cached_tokens, "ReplicaSim::add");
   TS_CHECK_MSG(now_ns >= now_ns_, "ReplicaSim::add: time went backwards");
   run_until(now_ns);
 
   const uint32_t slot = new_slot();
   Request& r = slots_[slot];
-  r = Request{};
-  r.id = id;
-  r.input = input_tokens;
-  r.output = output_tokens;
-  const int32_t cached = std::min(cached_tokens, input_tokens - 1);
-  r.prefill_left = input_tokens - cached;
-  r.position = cached;
-  r.claim = std::min<int64_t>(static_cast<int64_t>(input_tokens) + output_tokens,
-                              limits_.kv_capacity_tokens);
+  r = Request{in};
   waiting_.push_back(slot);
 
   if (!active_) {
@@ -64,8 +56,11 @@ void ReplicaSim::add(uint64_t id, int64_t now_ns, int32_t input_tokens, int32_t 
 }
 
 bool ReplicaSim::can_admit_head() const {
-  if (waiting_.empty() || n_running_ >= limits_.max_running) return false;
-  return kv_used_ + slots_[waiting_.front()].claim <= limits_.kv_capacity_tokens;
+  if (waiting_.empty()) return false;
+  // Capped by max_running alone (replica_sim.h).
+  const engine::Admission room =
+      replica_admission(limits_, limits_.max_running, n_running_, kv_used_);
+  return room.has_room() && room.fits(slots_[waiting_.front()].claim);
 }
 
 void ReplicaSim::admit() {

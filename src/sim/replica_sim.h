@@ -1,14 +1,18 @@
 // ReplicaSim: one engine replica under iteration-level (continuous) batching with chunked
 // prefill, simulated event by event: O(1) amortized work per request, never one step per
-// iteration. The rules (the same as the engine scheduler's, simplified):
-//   - Admission, at iteration boundaries only, strictly FCFS: the oldest waiting request is
-//     admitted while fewer than max_running run and its KV claim (input + output tokens) fits the
-//     free KV; it holds the claim until it finishes. A claim larger than the whole pool is cut to
-//     the pool, so such a request runs alone instead of blocking forever.
+// iteration. The rules (the engine scheduler's, simplified):
+//   - Admission, at iteration boundaries only, strictly FCFS, by the rule the engine's scheduler
+//     applies (engine/batch_policy.h) over the claims of replica_admission.h: the oldest waiting
+//     request is admitted while fewer than max_running run and its KV claim (input + output
+//     tokens) fits the free KV; it holds the claim until it finishes. A claim larger than the
+//     whole pool is cut to the pool, so such a request runs alone instead of blocking forever.
+//     Unlike the engine (and IterationReplica), max_batch_tokens does not cap the running
+//     requests, so decode rows may pass it.
 //   - Each iteration runs every decode row (one token each) and then one prefill chunk of the
 //     oldest admitted request still prefilling: min(its remaining prompt, max_batch_tokens -
-//     decode rows) tokens, none when that is <= 0. Prompt tokens already cached skip prefill (at
-//     least one token is always computed, for the logits).
+//     decode rows) tokens, none when that is <= 0 (the engine, and IterationReplica, give the
+//     rows left to the next prompts too). Prompt tokens already cached skip prefill (at least
+//     one token is always computed, for the logits).
 //   - The first token comes at the end of the iteration that completes the prefill; then one
 //     token per iteration; a request finishes with its output_tokens-th token (the first counts)
 //     and frees its KV at the end of that iteration.
@@ -36,15 +40,9 @@
 #include <vector>
 
 #include "tessera/sim/cost_model.h"
+#include "tessera/sim/replica_admission.h"
 
 namespace tessera::sim {
-
-struct ReplicaLimits {
-  int32_t max_running = 256;        // admitted requests at once, >= 1
-  int32_t max_batch_tokens = 2048;  // per iteration: decode rows first, then one prefill chunk
-                                    // filling the rest (chunked prefill), >= 1
-  int64_t kv_capacity_tokens = 0;   // the KV pool, >= 1 (usually cost.kv_capacity_tokens())
-};
 
 struct ReplicaEvent {
   enum Kind { kFirstToken, kFinish };
@@ -96,13 +94,7 @@ class ReplicaSim {
   int64_t iterations() const { return iterations_; }
 
  private:
-  struct Request {
-    uint64_t id = 0;
-    int32_t input = 0;
-    int32_t output = 0;
-    int32_t prefill_left = 0;  // prompt tokens still to compute
-    int64_t position = 0;      // tokens in the KV cache so far (cached + prefilled)
-    int64_t claim = 0;         // KV tokens held while admitted
+  struct Request : ReplicaRequest {
     int64_t finish_at = 0;     // value of decode_counter_ at which the last token comes
     uint64_t seq = 0;          // admission order, for deterministic ties
   };

@@ -115,12 +115,10 @@ int run_bench_spec(const BenchArgs& a) {
     std::printf("%s", bench::default_spec_prompt());
     return 0;
   }
-  auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
-  if (!loaded.is_ok()) return fail(loaded.status());
-  std::shared_ptr<model::Model> model = std::move(loaded->model);
-  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
-  auto spec = spec_options(a.spec, a.tokenizer, model, tokenizer);
-  if (!spec.is_ok()) return fail(spec.status());
+  auto target = load_spec_target(a.model, a.tokenizer, a.spec);
+  if (!target.is_ok()) return fail(target.status());
+  std::shared_ptr<model::Model> model = std::move(target->model);
+  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(target->tokenizer);
   std::string text = bench::default_spec_prompt();
   if (!a.spec_prompt.empty()) {
     std::ifstream in(a.spec_prompt);
@@ -135,7 +133,7 @@ int run_bench_spec(const BenchArgs& a) {
   o.sampling.temperature = a.temperature;
   o.sampling.seed = 1;
   o.engine.n_threads = a.threads;
-  o.engine.spec = std::move(spec).value();
+  o.engine.spec = std::move(target->spec);
   auto r = bench::run_spec_bench(model, tokenizer, o);
   if (!r.is_ok()) return fail(r.status());
   const std::string method(engine::spec_method_name(o.engine.spec.method));

@@ -128,12 +128,11 @@ int run_generate_speculative(const GenerateArgs& a, std::shared_ptr<model::Model
 }
 
 int run_generate(const GenerateArgs& a) {
-  auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
-  if (!loaded.is_ok()) return fail(loaded.status());
-  std::shared_ptr<model::Model> model = std::move(loaded->model);
-  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
-  auto spec = spec_options(a.spec, a.tokenizer, model, tokenizer);
-  if (!spec.is_ok()) return fail(spec.status());
+  auto target = load_spec_target(a.model, a.tokenizer, a.spec);
+  if (!target.is_ok()) return fail(target.status());
+  std::shared_ptr<model::Model> model = std::move(target->model);
+  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(target->tokenizer);
+  engine::SpecOptions& spec = target->spec;
 
   engine::GenerateOptions opts;
   opts.max_tokens = a.max_tokens;
@@ -145,7 +144,7 @@ int run_generate(const GenerateArgs& a) {
   std::vector<int32_t> prompt = tokenizer->encode(a.prompt, !a.no_special, false);
   if (prompt.empty()) return fail("the prompt encodes to no tokens (pass a non-empty --prompt)");
   if (!a.lora.empty()) {
-    if (spec->method != engine::SpecMethod::kNone) {
+    if (spec.method != engine::SpecMethod::kNone) {
       return fail("--lora with --spec is not supported yet");
     }
     auto adapter = model::load_lora_adapter(a.lora, model->file());
@@ -155,8 +154,8 @@ int run_generate(const GenerateArgs& a) {
     if (!set.is_ok()) return fail(set.with_context("--lora " + a.lora));
     opts.adapter_id = 0;
   }
-  if (spec->method != engine::SpecMethod::kNone) {
-    return run_generate_speculative(a, std::move(model), std::move(tokenizer), std::move(*spec),
+  if (spec.method != engine::SpecMethod::kNone) {
+    return run_generate_speculative(a, std::move(model), std::move(tokenizer), std::move(spec),
                                     std::move(prompt), opts.sampling);
   }
 

@@ -40,18 +40,12 @@ Result<std::function<std::vector<float>(std::string_view)>> wanda_column_norms(c
   } else {
     TS_ASSIGN_OR_RETURN(std::string text, read_text(a.calib));
     TS_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_and_tokenizer(a.in, a.tokenizer));
-    const int threads = a.threads > 0 ? a.threads : hardware_threads();
-    ThreadPool pool(threads);
-    model::ActivationStatsOptions o;
-    o.ctx = a.ctx;
-    o.max_chunks = a.chunks;
-    o.pool = &pool;
-    o.progress = [](int64_t c, int64_t n) {
+    const auto progress = [](int64_t c, int64_t n) {
       std::fprintf(stderr, "tessera prune: calibration chunk %lld/%lld\n",
                    static_cast<long long>(c + 1), static_cast<long long>(n));
     };
-    TS_ASSIGN_OR_RETURN(*stats, model::collect_activation_stats(*loaded.model, *loaded.tokenizer,
-                                                                text, o));
+    TS_ASSIGN_OR_RETURN(*stats,
+                        collect_calibration(loaded, text, {a.threads, a.ctx, a.chunks, false, progress}));
   }
   return std::function<std::vector<float>(std::string_view)>(
       [stats](std::string_view tensor) { return stats->column_rms(tensor); });

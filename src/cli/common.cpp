@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "tessera/base/thread_pool.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/format/model_file.h"
 
@@ -55,6 +56,18 @@ std::string load_chart_js(const std::string& flag_path, std::string* used) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+Result<model::ActivationStats> collect_calibration(const LoadedModel& m, const std::string& text,
+                                                   const CalibrationRun& run) {
+  ThreadPool pool(run.threads > 0 ? run.threads : hardware_threads());
+  model::ActivationStatsOptions o;
+  o.ctx = run.ctx;
+  o.max_chunks = run.chunks;
+  o.pool = &pool;
+  o.covariance = run.covariance;
+  o.progress = run.progress;
+  return model::collect_activation_stats(*m.model, *m.tokenizer, text, o);
 }
 
 Result<std::string> read_text(const std::string& path) {

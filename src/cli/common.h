@@ -5,8 +5,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/base/status.h"
+#include "tessera/kernels/dtype.h"
 #include "tessera/model/activation_stats.h"
 #include "tessera/model/model.h"
 #include "tessera/model/tokenizer/tokenizer.h"
@@ -40,6 +42,15 @@ struct CalibrationRun {
 // model::collect_activation_stats of `m` over `text` on a pool of run.threads. Errors: its.
 Result<model::ActivationStats> collect_calibration(const LoadedModel& m, const std::string& text,
                                                    const CalibrationRun& run);
+
+// Progress over bytes for `tessera NAME`: a bar on a terminal (with the time left when
+// `with_eta`), else a line per tenth ("tessera NAME: 40% (1.2 s)") so logs stay short. Time runs
+// from the call.
+std::function<void(uint64_t done, uint64_t total)> byte_progress(const std::string& name, bool tty,
+                                                                 bool with_eta);
+
+// "3 q4_0, 2 f32": how many tensors went to each type, by type name in order.
+std::string tensor_type_mix(const std::vector<kernels::DType>& types);
 
 // The whole file at `path` (a text to evaluate or calibrate on). Errors: kNotFound.
 Result<std::string> read_text(const std::string& path);

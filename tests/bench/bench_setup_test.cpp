@@ -110,7 +110,7 @@ TEST(ServeBench, RunsTheNullBackendThroughTheHooks) {
 }
 
 TEST(ServeTarget, BodyVariantsAreJsonObjectsPerLine) {
-  TempDir dir;
+  testing::TempDir dir;
   std::ofstream(dir.file("v.jsonl")) << "{\"model\": \"a\"}\n\n{\"model\": \"b\"}\n";
   auto v = read_body_variants(dir.file("v.jsonl"));
   ASSERT_TRUE(v.is_ok());
@@ -122,7 +122,7 @@ TEST(ServeTarget, BodyVariantsAreJsonObjectsPerLine) {
 }
 
 TEST(FleetBench, ArrivalsAreWrittenInTimeOrder) {
-  TempDir dir;
+  testing::TempDir dir;
   FleetReplayOptions run;
   run.prompt_tokens = 16;
   run.max_tokens = 4;

@@ -106,7 +106,7 @@ TEST(ServerSetup, KvTypeAndEngineOptions) {
 }
 
 TEST(ServerSetup, LoraDirMustBeAFolderAndImpliesRuntimeLoading) {
-  TempDir dir;
+  testing::TempDir dir;
   ServeSettings s;
   s.lora_dir = dir.path().string();
   ASSERT_TRUE(resolve_lora_dir(s).is_ok());

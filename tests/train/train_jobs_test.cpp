@@ -66,7 +66,7 @@ TEST(TrainingData, AnUnreadableTextIsNotFound) {
 }
 
 TEST(RunExports, DataOrderIsANumpyArrayOfTheDrawnWindows) {
-  TempDir dir;
+  testing::TempDir dir;
   const std::vector<int32_t> tokens = {10, 11, 12, 13, 14, 15, 16, 17};
   const std::vector<int64_t> starts = {0, 3, 5, 1};  // 2 steps of 2 windows of t + 1 = 3 tokens
   const std::string path = dir.file("order.npy");
@@ -84,7 +84,7 @@ TEST(RunExports, DataOrderIsANumpyArrayOfTheDrawnWindows) {
   EXPECT_EQ(data, (std::vector<int32_t>{10, 11, 12, 13, 14, 15, 15, 16, 17, 11, 12, 13}));
 }
 
-PretrainJob tiny_job(const TempDir& dir) {
+PretrainJob tiny_job(const testing::TempDir& dir) {
   PretrainJob job;
   job.text = dir.file("text.txt");
   job.out = dir.file("model.gguf");
@@ -103,7 +103,7 @@ PretrainJob tiny_job(const TempDir& dir) {
 }
 
 TEST(PretrainJob, RunsWritesAndResumesToTheSameParameters) {
-  TempDir dir;
+  testing::TempDir dir;
   std::string text;
   for (int i = 0; i < 200; ++i) text += "the cat sat on the mat. a dog ran in the park. ";
   std::ofstream(dir.file("text.txt")) << text;

@@ -109,18 +109,72 @@ std::string dominant_dtype(const model::ModelFile& f) {
   return best;
 }
 
+// `bench model --spec`'s JSON record: the model, the speculation, every run and the ratios.
+nlohmann::json spec_bench_record(const BenchArgs& a, const model::Model& m,
+                                 const bench::SpecBenchOptions& o, const bench::SpecBenchResult& res,
+                                 bool all_same) {
+  const std::string method(engine::spec_method_name(o.engine.spec.method));
+  const bench::Summary dr = res.decode_ratio();
+  const bench::Summary orat = res.output_ratio();
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& run : res.runs) {
+    runs.push_back({{"speculative", run.speculative}, {"decode_tokens_per_second", run.decode_tps},
+                    {"output_tokens_per_second", run.output_tps}, {"seconds", run.seconds},
+                    {"output_tokens", run.output_tokens}, {"draft_tokens", run.draft_tokens},
+                    {"accepted_tokens", run.accepted_tokens}, {"acceptance_rate", run.acceptance()},
+                    {"steps", run.steps}, {"same_tokens_as_plain", run.same_tokens}});
+  }
+  nlohmann::json out = {
+      {"environment", bench::describe_environment(a.threads > 0 ? a.threads : hardware_threads())},
+      {"model", {{"path", a.model}, {"name", m.config().name}}},
+      {"speculation", {{"method", method}, {"draft_model", a.spec.draft_model},
+                       {"max_draft", o.engine.spec.max_draft}}},
+      {"prompt_tokens", o.prompts[0].size()}, {"gen_tokens", o.gen_tokens},
+      {"streams", o.streams}, {"temperature", o.sampling.temperature},
+      {"runs", runs},
+      {"decode_ratios", res.decode_ratios}, {"decode_ratio_median", dr.median},
+      {"output_ratios", res.output_ratios}, {"output_ratio_median", orat.median},
+      {"greedy_outputs_identical", all_same}};
+  return out;
+}
+
+void print_spec_bench(const BenchArgs& a, const bench::SpecBenchOptions& o,
+                      const bench::SpecBenchResult& res, bool all_same) {
+  const std::string method(engine::spec_method_name(o.engine.spec.method));
+  const bench::Summary dr = res.decode_ratio();
+  const bench::Summary orat = res.output_ratio();
+  std::printf("model %s | speculation %s%s%s, up to %d drafts | prompt %zu tokens, %d streams x %d "
+              "tokens, temperature %.2f\n",
+              a.model.c_str(), method.c_str(), a.spec.draft_model.empty() ? "" : " with ",
+              a.spec.draft_model.c_str(), o.engine.spec.max_draft, o.prompts[0].size(), o.streams,
+              o.gen_tokens, o.sampling.temperature);
+  std::printf("| run | spec | decode t/s/stream | output t/s | accepted/drafted | tokens/step |\n");
+  std::printf("|-----|------|-------------------|------------|------------------|-------------|\n");
+  for (size_t i = 0; i < res.runs.size(); ++i) {
+    const auto& run = res.runs[i];
+    std::printf("| %3zu | %-4s | %17.2f | %10.2f | %7lld/%-7lld  | %11.2f |\n", i + 1,
+                run.speculative ? "on" : "off", run.decode_tps, run.output_tps,
+                static_cast<long long>(run.accepted_tokens), static_cast<long long>(run.draft_tokens),
+                run.steps > 0 ? static_cast<double>(run.output_tokens) / static_cast<double>(run.steps) : 0.0);
+  }
+  std::printf("on/off, median over %zu repetitions (min-max): decode %.2fx (%.2f-%.2f), output "
+              "%.2fx (%.2f-%.2f)%s\n",
+              dr.n, dr.median, dr.min, dr.max, orat.median, orat.min, orat.max,
+              o.sampling.temperature <= 0.0f
+                  ? (all_same ? "; greedy outputs identical" : "; GREEDY OUTPUTS DIFFER")
+                  : "");
+}
+
 // `bench model --spec ...`: the same requests decoded with speculation off and on, alternating.
 int run_bench_spec(const BenchArgs& a) {
   if (a.print_prompt) {
     std::printf("%s", bench::default_spec_prompt());
     return 0;
   }
-  auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
-  if (!loaded.is_ok()) return fail(loaded.status());
-  std::shared_ptr<model::Model> model = std::move(loaded->model);
-  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
-  auto spec = spec_options(a.spec, a.tokenizer, model, tokenizer);
-  if (!spec.is_ok()) return fail(spec.status());
+  auto target = load_spec_target(a.model, a.tokenizer, a.spec);
+  if (!target.is_ok()) return fail(target.status());
+  std::shared_ptr<model::Model> model = std::move(target->model);
+  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(target->tokenizer);
   std::string text = bench::default_spec_prompt();
   if (!a.spec_prompt.empty()) {
     std::ifstream in(a.spec_prompt);
@@ -135,58 +189,104 @@ int run_bench_spec(const BenchArgs& a) {
   o.sampling.temperature = a.temperature;
   o.sampling.seed = 1;
   o.engine.n_threads = a.threads;
-  o.engine.spec = std::move(spec).value();
+  o.engine.spec = std::move(target->spec);
   auto r = bench::run_spec_bench(model, tokenizer, o);
   if (!r.is_ok()) return fail(r.status());
-  const std::string method(engine::spec_method_name(o.engine.spec.method));
-  const bench::Summary dr = r->decode_ratio();
-  const bench::Summary orat = r->output_ratio();
   bool all_same = true;
   for (const auto& run : r->runs) all_same = all_same && run.same_tokens;
   if (a.json) {
-    nlohmann::json runs = nlohmann::json::array();
-    for (const auto& run : r->runs) {
-      runs.push_back({{"speculative", run.speculative}, {"decode_tokens_per_second", run.decode_tps},
-                      {"output_tokens_per_second", run.output_tps}, {"seconds", run.seconds},
-                      {"output_tokens", run.output_tokens}, {"draft_tokens", run.draft_tokens},
-                      {"accepted_tokens", run.accepted_tokens}, {"acceptance_rate", run.acceptance()},
-                      {"steps", run.steps}, {"same_tokens_as_plain", run.same_tokens}});
-    }
-    nlohmann::json out = {
-        {"environment", bench::describe_environment(a.threads > 0 ? a.threads : hardware_threads())},
-        {"model", {{"path", a.model}, {"name", model->config().name}}},
-        {"speculation", {{"method", method}, {"draft_model", a.spec.draft_model},
-                         {"max_draft", o.engine.spec.max_draft}}},
-        {"prompt_tokens", o.prompts[0].size()}, {"gen_tokens", o.gen_tokens},
-        {"streams", o.streams}, {"temperature", o.sampling.temperature},
-        {"runs", runs},
-        {"decode_ratios", r->decode_ratios}, {"decode_ratio_median", dr.median},
-        {"output_ratios", r->output_ratios}, {"output_ratio_median", orat.median},
-        {"greedy_outputs_identical", all_same}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", spec_bench_record(a, *model, o, *r, all_same).dump(2).c_str());
     return 0;
   }
-  std::printf("model %s | speculation %s%s%s, up to %d drafts | prompt %zu tokens, %d streams x %d "
-              "tokens, temperature %.2f\n",
-              a.model.c_str(), method.c_str(), a.spec.draft_model.empty() ? "" : " with ",
-              a.spec.draft_model.c_str(), o.engine.spec.max_draft, o.prompts[0].size(), o.streams,
-              o.gen_tokens, o.sampling.temperature);
-  std::printf("| run | spec | decode t/s/stream | output t/s | accepted/drafted | tokens/step |\n");
-  std::printf("|-----|------|-------------------|------------|------------------|-------------|\n");
-  for (size_t i = 0; i < r->runs.size(); ++i) {
-    const auto& run = r->runs[i];
-    std::printf("| %3zu | %-4s | %17.2f | %10.2f | %7lld/%-7lld  | %11.2f |\n", i + 1,
-                run.speculative ? "on" : "off", run.decode_tps, run.output_tps,
-                static_cast<long long>(run.accepted_tokens), static_cast<long long>(run.draft_tokens),
-                run.steps > 0 ? static_cast<double>(run.output_tokens) / static_cast<double>(run.steps) : 0.0);
-  }
-  std::printf("on/off, median over %zu repetitions (min-max): decode %.2fx (%.2f-%.2f), output "
-              "%.2fx (%.2f-%.2f)%s\n",
-              dr.n, dr.median, dr.min, dr.max, orat.median, orat.min, orat.max,
-              o.sampling.temperature <= 0.0f
-                  ? (all_same ? "; greedy outputs identical" : "; GREEDY OUTPUTS DIFFER")
-                  : "");
+  print_spec_bench(a, o, *r, all_same);
   return all_same ? 0 : 1;
+}
+
+// `bench model`'s JSON record: the environment, the machine's ceilings, the model, each test.
+nlohmann::json model_bench_record(const BenchArgs& a, const model::Model& m, int threads,
+                                  const bench::MachineCeilings& c,
+                                  const std::vector<bench::TestResult>& results) {
+  const auto& f = m.file();
+  const std::string dtype = dominant_dtype(f);
+  nlohmann::json model_j = {{"path", a.model},
+                            {"name", m.config().name},
+                            {"dtype", dtype},
+                            {"parameters", f.n_parameters()},
+                            {"bytes", f.tensor_bytes()},
+                            {"repacked_bytes", m.image_bytes()}};
+  nlohmann::json out = {{"environment", bench::describe_environment(threads)},
+                        {"machine", ceilings_json(c)},
+                        {"model", model_j},
+                        {"results", nlohmann::json::array()}};
+  for (const auto& r : results) {
+    out["results"].push_back({{"test", r.name},
+                              {"n_tokens", r.n_tokens},
+                              {"reps", r.tokens_per_second.n},
+                              {"tokens_per_second_mean", r.tokens_per_second.mean},
+                              {"tokens_per_second_stddev", r.tokens_per_second.stddev},
+                              {"tokens_per_second_median", r.tokens_per_second.median},
+                              {"bytes_per_run", r.bytes_per_run},
+                              {"flops_per_run", r.flops_per_run},
+                              {"gbps", r.gbps()},
+                              {"gflops", r.gflops()},
+                              {"mbu", r.gbps() / c.read_gbps},
+                              {"mfu", r.gflops() / c.fma_gflops}});
+    if (!r.adjacent_probe.empty()) {
+      const bench::Summary mbu = r.adjacent_mbu();
+      auto& j = out["results"].back();
+      j["adjacent_probe_gbps_median"] = bench::summarize(r.adjacent_probe).median;
+      j["mbu_adjacent_median"] = mbu.median;
+      j["mbu_adjacent_min"] = mbu.min;
+      j["mbu_adjacent_max"] = mbu.max;
+    }
+    if (!r.ab_time_ratios.empty()) {
+      auto& j = out["results"].back();
+      j["ab_time_ratios"] = r.ab_time_ratios;
+      j["ab_time_ratio_median"] = bench::summarize(r.ab_time_ratios).median;
+    }
+  }
+  return out;
+}
+
+// `bench model`'s table, and the A/B and probe notes under it.
+void print_model_bench(const BenchArgs& a, const model::Model& m, int threads, const nlohmann::json& out,
+                       const bench::MachineCeilings& c, const std::vector<bench::TestResult>& results,
+                       bool probe) {
+  const auto& f = m.file();
+  const std::string dtype = dominant_dtype(f);
+  std::printf("model %s: %s%s, %.1f M params, %.1f MiB | %d threads, kernels %s | ceilings %.1f GB/s, %.1f GFLOP/s\n",
+              a.model.c_str(), dtype.c_str(), m.image_bytes() > 0 ? " (repacked)" : "",
+              f.n_parameters() / 1e6, f.tensor_bytes() / 1048576.0, threads, out["environment"]["kernel_isa"].get<std::string>().c_str(),
+              c.read_gbps, c.fma_gflops);
+  std::printf("| %-7s | %18s | %8s | %6s | %9s | %6s |%s\n", "test", "t/s", "GB/s", "MBU", "GFLOP/s",
+              "MFU", probe ? " MBU vs adjacent probe |" : "");
+  std::printf("|---------|--------------------|----------|--------|-----------|--------|%s\n",
+              probe ? "-----------------------|" : "");
+  for (const auto& r : results) {
+    std::printf("| %-7s | %9.2f ± %6.2f | %8.2f | %5.1f%% | %9.1f | %5.1f%% |", r.name.c_str(),
+                r.tokens_per_second.mean, r.tokens_per_second.stddev, r.gbps(),
+                100.0 * r.gbps() / c.read_gbps, r.gflops(), 100.0 * r.gflops() / c.fma_gflops);
+    if (probe) {
+      const bench::Summary mbu = r.adjacent_mbu();
+      std::printf(" %5.1f%% of %5.1f GB/s  |", 100.0 * mbu.median,
+                  bench::summarize(r.adjacent_probe).median);
+    }
+    std::printf("\n");
+  }
+  for (const auto& r : results) {
+    if (r.ab_time_ratios.empty()) continue;
+    const bench::Summary ab = bench::summarize(r.ab_time_ratios);
+    std::string each;
+    for (double x : r.ab_time_ratios) each += fmt::format(" {:.3f}", x);
+    std::printf("A/B %s: variant 1 time / variant 0 time, median %.3f (%.3f-%.3f) over %zu "
+                "repetitions:%s\n",
+                r.name.c_str(), ab.median, ab.min, ab.max, ab.n, each.c_str());
+  }
+  if (probe) {
+    std::printf("MBU: against the ceiling above (the best probe pass); adjacent: each repetition "
+                "against the mean of the probe passes just before and after it (median over "
+                "repetitions)\n");
+  }
 }
 
 int run_bench_model(const BenchArgs& a) {
@@ -215,82 +315,12 @@ int run_bench_model(const BenchArgs& a) {
   auto results = bench::run_model_bench(**m, pool, o);
   if (!results.is_ok()) return fail(results.status());
 
-  const auto& f = (*m)->file();
-  const std::string dtype = dominant_dtype(f);
-  nlohmann::json model_j = {{"path", a.model},
-                            {"name", (*m)->config().name},
-                            {"dtype", dtype},
-                            {"parameters", f.n_parameters()},
-                            {"bytes", f.tensor_bytes()},
-                            {"repacked_bytes", (*m)->image_bytes()}};
-  nlohmann::json out = {{"environment", bench::describe_environment(pool.size())},
-                        {"machine", ceilings_json(*ceil)},
-                        {"model", model_j},
-                        {"results", nlohmann::json::array()}};
-  for (const auto& r : *results) {
-    out["results"].push_back({{"test", r.name},
-                              {"n_tokens", r.n_tokens},
-                              {"reps", r.tokens_per_second.n},
-                              {"tokens_per_second_mean", r.tokens_per_second.mean},
-                              {"tokens_per_second_stddev", r.tokens_per_second.stddev},
-                              {"tokens_per_second_median", r.tokens_per_second.median},
-                              {"bytes_per_run", r.bytes_per_run},
-                              {"flops_per_run", r.flops_per_run},
-                              {"gbps", r.gbps()},
-                              {"gflops", r.gflops()},
-                              {"mbu", r.gbps() / ceil->read_gbps},
-                              {"mfu", r.gflops() / ceil->fma_gflops}});
-    if (!r.adjacent_probe.empty()) {
-      const bench::Summary mbu = r.adjacent_mbu();
-      auto& j = out["results"].back();
-      j["adjacent_probe_gbps_median"] = bench::summarize(r.adjacent_probe).median;
-      j["mbu_adjacent_median"] = mbu.median;
-      j["mbu_adjacent_min"] = mbu.min;
-      j["mbu_adjacent_max"] = mbu.max;
-    }
-    if (!r.ab_time_ratios.empty()) {
-      auto& j = out["results"].back();
-      j["ab_time_ratios"] = r.ab_time_ratios;
-      j["ab_time_ratio_median"] = bench::summarize(r.ab_time_ratios).median;
-    }
-  }
+  const nlohmann::json out = model_bench_record(a, **m, pool.size(), *ceil, *results);
   if (a.json) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s: %s%s, %.1f M params, %.1f MiB | %d threads, kernels %s | ceilings %.1f GB/s, %.1f GFLOP/s\n",
-              a.model.c_str(), dtype.c_str(), (*m)->image_bytes() > 0 ? " (repacked)" : "",
-              f.n_parameters() / 1e6, f.tensor_bytes() / 1048576.0, pool.size(), out["environment"]["kernel_isa"].get<std::string>().c_str(),
-              ceil->read_gbps, ceil->fma_gflops);
-  std::printf("| %-7s | %18s | %8s | %6s | %9s | %6s |%s\n", "test", "t/s", "GB/s", "MBU", "GFLOP/s",
-              "MFU", probe ? " MBU vs adjacent probe |" : "");
-  std::printf("|---------|--------------------|----------|--------|-----------|--------|%s\n",
-              probe ? "-----------------------|" : "");
-  for (const auto& r : *results) {
-    std::printf("| %-7s | %9.2f ± %6.2f | %8.2f | %5.1f%% | %9.1f | %5.1f%% |", r.name.c_str(),
-                r.tokens_per_second.mean, r.tokens_per_second.stddev, r.gbps(),
-                100.0 * r.gbps() / ceil->read_gbps, r.gflops(), 100.0 * r.gflops() / ceil->fma_gflops);
-    if (probe) {
-      const bench::Summary mbu = r.adjacent_mbu();
-      std::printf(" %5.1f%% of %5.1f GB/s  |", 100.0 * mbu.median,
-                  bench::summarize(r.adjacent_probe).median);
-    }
-    std::printf("\n");
-  }
-  for (const auto& r : *results) {
-    if (r.ab_time_ratios.empty()) continue;
-    const bench::Summary ab = bench::summarize(r.ab_time_ratios);
-    std::string each;
-    for (double x : r.ab_time_ratios) each += fmt::format(" {:.3f}", x);
-    std::printf("A/B %s: variant 1 time / variant 0 time, median %.3f (%.3f-%.3f) over %zu "
-                "repetitions:%s\n",
-                r.name.c_str(), ab.median, ab.min, ab.max, ab.n, each.c_str());
-  }
-  if (probe) {
-    std::printf("MBU: against the ceiling above (the best probe pass); adjacent: each repetition "
-                "against the mean of the probe passes just before and after it (median over "
-                "repetitions)\n");
-  }
+  print_model_bench(a, **m, pool.size(), out, *ceil, *results, probe.has_value());
   return 0;
 }
 

@@ -151,19 +151,14 @@ int run_imatrix(const EvalArgs& a) {
   auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
   if (!loaded.is_ok()) return fail(loaded.status());
   const int threads = a.threads > 0 ? a.threads : hardware_threads();
-  ThreadPool pool(threads);
-  model::ActivationStatsOptions o;
-  o.ctx = a.ctx;
-  o.max_chunks = a.chunks;
-  o.pool = &pool;
-  o.covariance = a.covariance;
   const auto t0 = std::chrono::steady_clock::now();
-  o.progress = [&](int64_t c, int64_t n) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "[%lld/%lld] %.1f s\n", static_cast<long long>(c + 1),
-                 static_cast<long long>(n), s);
-  };
-  auto stats = model::collect_activation_stats(*loaded->model, *loaded->tokenizer, *text, o);
+  auto stats = collect_calibration(
+      *loaded, *text, {threads, a.ctx, a.chunks, a.covariance, [&](int64_t c, int64_t n) {
+                         const double s = std::chrono::duration<double>(
+                                              std::chrono::steady_clock::now() - t0).count();
+                         std::fprintf(stderr, "[%lld/%lld] %.1f s\n", static_cast<long long>(c + 1),
+                                      static_cast<long long>(n), s);
+                       }});
   if (!stats.is_ok()) return fail(stats.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

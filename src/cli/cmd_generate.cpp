@@ -41,26 +41,35 @@ nlohmann::json timings_json(const engine::GenerateResult& r) {
           {"decode_tokens_per_second", tg}};
 }
 
+// One sequence through the serving engine: what it generated and when.
+struct EngineRun {
+  std::vector<int32_t> tokens;
+  std::string text;
+  engine::FinishEvent fin;
+  double prefill_s = 0, decode_s = 0;
+  engine::EngineStats stats;
+  engine::EngineOptions options;
+};
+
 // With speculation, one sequence runs through the serving engine (scheduler, drafter, verifier)
-// on this thread; the output is the same as without for greedy decoding.
-int run_generate_speculative(const GenerateArgs& a, std::shared_ptr<model::Model> model,
-                             std::shared_ptr<const model::Tokenizer> tokenizer,
-                             engine::SpecOptions spec, std::vector<int32_t> prompt,
-                             const engine::SamplingParams& sampling) {
+// on this thread; the output is the same as without for greedy decoding. Streams the text to
+// stdout unless --json.
+Result<EngineRun> run_on_engine(const GenerateArgs& a, std::shared_ptr<model::Model> model,
+                                std::shared_ptr<const model::Tokenizer> tokenizer,
+                                engine::SpecOptions spec, const std::vector<int32_t>& prompt,
+                                const engine::SamplingParams& sampling) {
   engine::EngineOptions eo;
   eo.n_threads = a.threads;
   eo.max_running = 1;
   eo.spec = std::move(spec);
   auto created = engine::Engine::create(model, tokenizer, eo);
-  if (!created.is_ok()) return fail(created.status().with_context("creating the engine"));
+  if (!created.is_ok()) return created.status().with_context("creating the engine");
   engine::Engine& e = **created;
   engine::Request r;
   r.prompt = prompt;
   r.sampling = sampling;
   r.max_tokens = a.max_tokens;
-  std::vector<int32_t> tokens;
-  std::string text;
-  engine::FinishEvent fin;
+  EngineRun run;
   const Clock* clock = real_clock();
   const int64_t t0 = clock->now_ns();
   int64_t t_first = -1;
@@ -68,46 +77,59 @@ int run_generate_speculative(const GenerateArgs& a, std::shared_ptr<model::Model
   auto id = e.submit(r, [&](engine::Event&& ev) {
     if (auto* t = std::get_if<engine::TokenEvent>(&ev.body)) {
       if (t_first < 0) t_first = clock->now_ns();
-      tokens.push_back(t->token);
-      text += t->text;
+      run.tokens.push_back(t->token);
+      run.text += t->text;
       if (!a.json) {
         std::fwrite(t->text.data(), 1, t->text.size(), stdout);
         std::fflush(stdout);
       }
     } else {
-      fin = std::get<engine::FinishEvent>(ev.body);
+      run.fin = std::get<engine::FinishEvent>(ev.body);
       t_end = clock->now_ns();
-      text += fin.text;
-      if (!a.json) std::fwrite(fin.text.data(), 1, fin.text.size(), stdout);
+      run.text += run.fin.text;
+      if (!a.json) std::fwrite(run.fin.text.data(), 1, run.fin.text.size(), stdout);
     }
   });
-  if (!id.is_ok()) return fail(id.status());
+  if (!id.is_ok()) return id.status();
   while (e.step()) {
   }
-  if (fin.reason == engine::FinishReason::kError) return fail(fin.error);
-  const engine::EngineStats st = e.stats();
-  const double prefill_s = t_first > 0 ? static_cast<double>(t_first - t0) * 1e-9 : 0.0;
-  const double decode_s = t_first > 0 ? static_cast<double>(t_end - t_first) * 1e-9 : 0.0;
-  const double tg = decode_s > 0 && tokens.size() > 1 ? static_cast<double>(tokens.size() - 1) / decode_s : 0.0;
+  if (run.fin.reason == engine::FinishReason::kError) return run.fin.error;
+  run.stats = e.stats();
+  run.options = e.options();
+  run.prefill_s = t_first > 0 ? static_cast<double>(t_first - t0) * 1e-9 : 0.0;
+  run.decode_s = t_first > 0 ? static_cast<double>(t_end - t_first) * 1e-9 : 0.0;
+  return run;
+}
+
+int run_generate_speculative(const GenerateArgs& a, std::shared_ptr<model::Model> model,
+                             std::shared_ptr<const model::Tokenizer> tokenizer,
+                             engine::SpecOptions spec, std::vector<int32_t> prompt,
+                             const engine::SamplingParams& sampling) {
+  auto run = run_on_engine(a, std::move(model), std::move(tokenizer), std::move(spec), prompt, sampling);
+  if (!run.is_ok()) return fail(run.status());
+  const engine::EngineStats& st = run->stats;
+  const size_t n = run->tokens.size();
+  const double tg = run->decode_s > 0 && n > 1 ? static_cast<double>(n - 1) / run->decode_s : 0.0;
   const double rate = st.spec_draft_tokens > 0
                           ? static_cast<double>(st.spec_accepted_tokens) / static_cast<double>(st.spec_draft_tokens)
                           : 0.0;
-  const double per_step = st.iterations > 1 ? static_cast<double>(tokens.size() - 1) /
+  const double per_step = st.iterations > 1 ? static_cast<double>(n - 1) /
                                                   static_cast<double>(st.iterations - 1)
                                             : 0.0;
+  const std::string method(engine::spec_method_name(run->options.spec.method));
   if (a.json) {
     nlohmann::json j = {
         {"model", a.model},
         {"prompt", a.prompt},
         {"prompt_tokens", prompt},
-        {"tokens", tokens},
-        {"text", text},
-        {"stop_reason", fin.reason == engine::FinishReason::kStop ? "stop" : "length"},
+        {"tokens", run->tokens},
+        {"text", run->text},
+        {"stop_reason", run->fin.reason == engine::FinishReason::kStop ? "stop" : "length"},
         {"seed", sampling.seed},
-        {"threads", e.options().n_threads},
-        {"timings", {{"prefill_ms", prefill_s * 1e3}, {"decode_ms", decode_s * 1e3},
+        {"threads", run->options.n_threads},
+        {"timings", {{"prefill_ms", run->prefill_s * 1e3}, {"decode_ms", run->decode_s * 1e3},
                      {"decode_tokens_per_second", tg}}},
-        {"speculation", {{"method", engine::spec_method_name(e.options().spec.method)},
+        {"speculation", {{"method", method},
                          {"draft_tokens", st.spec_draft_tokens},
                          {"accepted_tokens", st.spec_accepted_tokens},
                          {"acceptance_rate", rate},
@@ -120,20 +142,52 @@ int run_generate_speculative(const GenerateArgs& a, std::shared_ptr<model::Model
                "tessera: prompt %zu tokens in %.1f ms; generated %zu tokens, decode %.1f tokens/s "
                "(%d threads); speculation %s: %lld of %lld drafts accepted (%.0f%%), %.2f tokens "
                "per step\n",
-               prompt.size(), prefill_s * 1e3, tokens.size(), tg, e.options().n_threads,
-               std::string(engine::spec_method_name(e.options().spec.method)).c_str(),
+               prompt.size(), run->prefill_s * 1e3, n, tg, run->options.n_threads, method.c_str(),
                static_cast<long long>(st.spec_accepted_tokens),
                static_cast<long long>(st.spec_draft_tokens), rate * 100.0, per_step);
   return 0;
 }
 
+// --lora FILE: the adapter on the model as id 0. Errors: with context "--lora FILE".
+Status apply_lora(model::Model& model, const std::string& path) {
+  auto adapter = model::load_lora_adapter(path, model.file());
+  if (!adapter.is_ok()) return adapter.status().with_context("--lora " + path);
+  return model.set_adapter(0, std::make_shared<const model::LoraAdapter>(std::move(*adapter)))
+      .with_context("--lora " + path);
+}
+
+void print_generated(const GenerateArgs& a, const engine::GenerateResult& r, uint64_t seed,
+                     int threads) {
+  if (a.json) {
+    nlohmann::json j = {{"model", a.model},
+                        {"prompt", a.prompt},
+                        {"prompt_tokens", r.prompt_tokens},
+                        {"tokens", r.tokens},
+                        {"text", r.text},
+                        {"stop_reason", engine::stop_reason_name(r.stop_reason)},
+                        {"seed", seed},
+                        {"threads", threads},
+                        {"timings", timings_json(r)}};
+    std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::printf("%s\n", s.c_str());
+    return;
+  }
+  std::printf("\n");
+  const auto t = timings_json(r);
+  std::fprintf(stderr,
+               "tessera: prompt %zu tokens in %.1f ms (%.1f tokens/s); generated %zu tokens, "
+               "decode %.1f tokens/s (%d threads)\n",
+               r.prompt_tokens.size(), r.prefill_seconds * 1e3,
+               t["prompt_tokens_per_second"].get<double>(), r.tokens.size(),
+               t["decode_tokens_per_second"].get<double>(), threads);
+}
+
 int run_generate(const GenerateArgs& a) {
-  auto loaded = load_model_and_tokenizer(a.model, a.tokenizer);
-  if (!loaded.is_ok()) return fail(loaded.status());
-  std::shared_ptr<model::Model> model = std::move(loaded->model);
-  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(loaded->tokenizer);
-  auto spec = spec_options(a.spec, a.tokenizer, model, tokenizer);
-  if (!spec.is_ok()) return fail(spec.status());
+  auto target = load_spec_target(a.model, a.tokenizer, a.spec);
+  if (!target.is_ok()) return fail(target.status());
+  std::shared_ptr<model::Model> model = std::move(target->model);
+  std::shared_ptr<const model::Tokenizer> tokenizer = std::move(target->tokenizer);
+  engine::SpecOptions& spec = target->spec;
 
   engine::GenerateOptions opts;
   opts.max_tokens = a.max_tokens;
@@ -145,18 +199,14 @@ int run_generate(const GenerateArgs& a) {
   std::vector<int32_t> prompt = tokenizer->encode(a.prompt, !a.no_special, false);
   if (prompt.empty()) return fail("the prompt encodes to no tokens (pass a non-empty --prompt)");
   if (!a.lora.empty()) {
-    if (spec->method != engine::SpecMethod::kNone) {
+    if (spec.method != engine::SpecMethod::kNone) {
       return fail("--lora with --spec is not supported yet");
     }
-    auto adapter = model::load_lora_adapter(a.lora, model->file());
-    if (!adapter.is_ok()) return fail(adapter.status().with_context("--lora " + a.lora));
-    Status set = model->set_adapter(
-        0, std::make_shared<const model::LoraAdapter>(std::move(*adapter)));
-    if (!set.is_ok()) return fail(set.with_context("--lora " + a.lora));
+    if (Status st = apply_lora(*model, a.lora); !st.is_ok()) return fail(st);
     opts.adapter_id = 0;
   }
-  if (spec->method != engine::SpecMethod::kNone) {
-    return run_generate_speculative(a, std::move(model), std::move(tokenizer), std::move(*spec),
+  if (spec.method != engine::SpecMethod::kNone) {
+    return run_generate_speculative(a, std::move(model), std::move(tokenizer), std::move(spec),
                                     std::move(prompt), opts.sampling);
   }
 
@@ -172,29 +222,7 @@ int run_generate(const GenerateArgs& a) {
   }
   auto r = gen.generate(prompt, opts, stream);
   if (!r.is_ok()) return fail(r.status());
-
-  if (a.json) {
-    nlohmann::json j = {{"model", a.model},
-                        {"prompt", a.prompt},
-                        {"prompt_tokens", r->prompt_tokens},
-                        {"tokens", r->tokens},
-                        {"text", r->text},
-                        {"stop_reason", engine::stop_reason_name(r->stop_reason)},
-                        {"seed", opts.sampling.seed},
-                        {"threads", pool.size()},
-                        {"timings", timings_json(*r)}};
-    std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    std::printf("%s\n", s.c_str());
-  } else {
-    std::printf("\n");
-    const auto t = timings_json(*r);
-    std::fprintf(stderr,
-                 "tessera: prompt %zu tokens in %.1f ms (%.1f tokens/s); generated %zu tokens, "
-                 "decode %.1f tokens/s (%d threads)\n",
-                 r->prompt_tokens.size(), r->prefill_seconds * 1e3,
-                 t["prompt_tokens_per_second"].get<double>(), r->tokens.size(),
-                 t["decode_tokens_per_second"].get<double>(), pool.size());
-  }
+  print_generated(a, *r, opts.sampling.seed, pool.size());
   return 0;
 }
 

@@ -32,13 +32,52 @@ std::string format_name(model::FileFormat f, uint32_t version) {
   return "unknown";
 }
 
+using TypeTotals = std::map<std::string, std::pair<int, uint64_t>>;  // dtype -> (count, bytes)
+
+void print_info(const InfoArgs& a, const model::ModelFile& f, const nlohmann::json& j,
+                const std::string& arch, bool known_arch, const Result<model::ModelConfig>& config,
+                const TypeTotals& by_type) {
+  std::printf("file:          %s (%s)\n", a.path.c_str(), j["format"].get<std::string>().c_str());
+  std::printf("architecture:  %s%s\n", arch.c_str(), known_arch ? "" : " (not supported)");
+  if (config.is_ok()) {
+    const auto& c = *config;
+    std::printf("hparams:       vocab %lld, dim %lld, layers %lld, heads %lld, kv heads %lld, "
+                "head dim %lld, ffn %lld, context %lld, rope base %g, rms eps %g\n",
+                (long long)c.n_vocab, (long long)c.dim, (long long)c.n_layers, (long long)c.n_heads,
+                (long long)c.n_kv_heads, (long long)c.head_dim, (long long)c.ffn_dim,
+                (long long)c.context_length, c.rope.freq_base, c.rms_eps);
+  } else {
+    std::printf("hparams:       unreadable: %s\n", config.status().message().c_str());
+  }
+  std::printf("parameters:    %.2f M\n", static_cast<double>(f.n_parameters()) / 1e6);
+  std::printf("tensor bytes:  %.2f MiB in %zu tensors\n",
+              static_cast<double>(f.tensor_bytes()) / (1 << 20), f.tensors.size());
+  for (const auto& [name, e] : by_type) {
+    std::printf("  %-6s %5d tensors, %10.2f MiB\n", name.c_str(), e.first,
+                static_cast<double>(e.second) / (1 << 20));
+  }
+  if (a.metadata) {
+    std::printf("metadata (%zu keys):\n", f.metadata.size());
+    for (const auto& [k, v] : f.metadata.entries()) {
+      std::printf("  %s = %s\n", k.c_str(), v.to_display_string().c_str());
+    }
+  }
+  if (a.tensors) {
+    std::printf("tensors:\n");
+    for (const auto& t : f.tensors) {
+      std::printf("  %-32s %-6s %s\n", t.name.c_str(), std::string(kernels::dtype_name(t.dtype)).c_str(),
+                  t.shape_string().c_str());
+    }
+  }
+}
+
 int run_info(const InfoArgs& a) {
   auto file = model::open_model_path(a.path);
   if (!file.is_ok()) return fail(file.status());
   const model::ModelFile& f = *file;
   auto arch = f.metadata.get_string_or("general.architecture", "");
   if (!arch.is_ok()) return fail(arch.status());
-  std::map<std::string, std::pair<int, uint64_t>> by_type;  // dtype -> (count, bytes)
+  TypeTotals by_type;
   for (const auto& t : f.tensors) {
     auto& e = by_type[std::string(kernels::dtype_name(t.dtype))];
     ++e.first;
@@ -70,38 +109,7 @@ int run_info(const InfoArgs& a) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("file:          %s (%s)\n", a.path.c_str(), j["format"].get<std::string>().c_str());
-  std::printf("architecture:  %s%s\n", arch->c_str(), known_arch ? "" : " (not supported)");
-  if (config.is_ok()) {
-    const auto& c = *config;
-    std::printf("hparams:       vocab %lld, dim %lld, layers %lld, heads %lld, kv heads %lld, "
-                "head dim %lld, ffn %lld, context %lld, rope base %g, rms eps %g\n",
-                (long long)c.n_vocab, (long long)c.dim, (long long)c.n_layers, (long long)c.n_heads,
-                (long long)c.n_kv_heads, (long long)c.head_dim, (long long)c.ffn_dim,
-                (long long)c.context_length, c.rope.freq_base, c.rms_eps);
-  } else {
-    std::printf("hparams:       unreadable: %s\n", config.status().message().c_str());
-  }
-  std::printf("parameters:    %.2f M\n", static_cast<double>(f.n_parameters()) / 1e6);
-  std::printf("tensor bytes:  %.2f MiB in %zu tensors\n",
-              static_cast<double>(f.tensor_bytes()) / (1 << 20), f.tensors.size());
-  for (const auto& [name, e] : by_type) {
-    std::printf("  %-6s %5d tensors, %10.2f MiB\n", name.c_str(), e.first,
-                static_cast<double>(e.second) / (1 << 20));
-  }
-  if (a.metadata) {
-    std::printf("metadata (%zu keys):\n", f.metadata.size());
-    for (const auto& [k, v] : f.metadata.entries()) {
-      std::printf("  %s = %s\n", k.c_str(), v.to_display_string().c_str());
-    }
-  }
-  if (a.tensors) {
-    std::printf("tensors:\n");
-    for (const auto& t : f.tensors) {
-      std::printf("  %-32s %-6s %s\n", t.name.c_str(), std::string(kernels::dtype_name(t.dtype)).c_str(),
-                  t.shape_string().c_str());
-    }
-  }
+  print_info(a, f, j, *arch, known_arch, config, by_type);
   return 0;
 }
 

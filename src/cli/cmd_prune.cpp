@@ -40,81 +40,41 @@ Result<std::function<std::vector<float>(std::string_view)>> wanda_column_norms(c
   } else {
     TS_ASSIGN_OR_RETURN(std::string text, read_text(a.calib));
     TS_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_and_tokenizer(a.in, a.tokenizer));
-    const int threads = a.threads > 0 ? a.threads : hardware_threads();
-    ThreadPool pool(threads);
-    model::ActivationStatsOptions o;
-    o.ctx = a.ctx;
-    o.max_chunks = a.chunks;
-    o.pool = &pool;
-    o.progress = [](int64_t c, int64_t n) {
+    const auto progress = [](int64_t c, int64_t n) {
       std::fprintf(stderr, "tessera prune: calibration chunk %lld/%lld\n",
                    static_cast<long long>(c + 1), static_cast<long long>(n));
     };
-    TS_ASSIGN_OR_RETURN(*stats, model::collect_activation_stats(*loaded.model, *loaded.tokenizer,
-                                                                text, o));
+    TS_ASSIGN_OR_RETURN(*stats,
+                        collect_calibration(loaded, text, {a.threads, a.ctx, a.chunks, false, progress}));
   }
   return std::function<std::vector<float>(std::string_view)>(
       [stats](std::string_view tensor) { return stats->column_rms(tensor); });
 }
 
-int run_prune(const PruneArgs& a) {
+// The pattern, method, output type and threads. Errors: kInvalidArgument naming the flag.
+Result<model::PruneOptions> prune_options(const PruneArgs& a) {
   model::PruneOptions o;
-  auto pattern = model::parse_prune_pattern(a.pattern);
-  if (!pattern.is_ok()) return fail(pattern.status());
-  o.pattern = *pattern;
-  auto method = model::parse_prune_method(a.method);
-  if (!method.is_ok()) return fail(method.status());
-  o.method = *method;
+  TS_ASSIGN_OR_RETURN(o.pattern, model::parse_prune_pattern(a.pattern));
+  TS_ASSIGN_OR_RETURN(o.method, model::parse_prune_method(a.method));
   o.dense = a.dense;
   o.n_threads = a.threads;
   if (!a.type.empty()) {
     const auto t = kernels::dtype_from_name(a.type);
     if (!t || !kernels::dtype_info(*t).supported || kernels::is_tessera_dtype(*t)) {
-      return fail(Status(ErrorCode::kInvalidArgument,
-                         fmt::format("--type '{}' is not a dense type Tessera supports (packed "
-                                     "output takes f16, q8_0 or q4_0)",
-                                     a.type)));
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("--type '{}' is not a dense type Tessera supports (packed "
+                                "output takes f16, q8_0 or q4_0)",
+                                a.type));
     }
     o.type = *t;
   }
-  auto in = model::open_model_file(a.in);
-  if (!in.is_ok()) return fail(in.status());
-  if (o.method == model::PruneMethod::kWanda) {
-    if (a.calib.empty() == a.imatrix.empty()) {
-      return fail(Status(ErrorCode::kInvalidArgument,
-                         "--method wanda needs one of --calib TEXT (activation norms from a "
-                         "calibration text) or --imatrix FILE (saved by tessera eval imatrix)"));
-    }
-    auto norms = wanda_column_norms(a);
-    if (!norms.is_ok()) return fail(norms.status());
-    o.column_norms = *norms;
-  }
-  // A progress bar on a terminal; a line per tenth otherwise (logs stay short).
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  int last_tenth = -1;
-  o.progress = [&](uint64_t done, uint64_t total) {
-    const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (tty) {
-      const int width = 30;
-      const int fill = static_cast<int>(f * width);
-      std::fprintf(stderr, "\r[%s%s] %3.0f%%  %.0f / %.0f MiB  %.1f s ",
-                   std::string(fill, '#').c_str(), std::string(width - fill, ' ').c_str(),
-                   100.0 * f, done / 1048576.0, total / 1048576.0, s);
-    } else if (static_cast<int>(f * 10) > last_tenth) {
-      last_tenth = static_cast<int>(f * 10);
-      std::fprintf(stderr, "tessera prune: %3.0f%% (%.1f s)\n", 100.0 * f, s);
-    }
-  };
-  auto r = model::prune_model(*in, a.out, o);
-  if (tty) std::fputc('\n', stderr);
-  if (!r.is_ok()) return fail(r.status());
-  std::map<std::string, int> by_type;
-  for (const auto& e : r->entries) ++by_type[std::string(kernels::dtype_name(e.to))];
-  std::string mix;
-  for (const auto& [name, n] : by_type) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, name);
-  for (const auto& e : r->entries) {
+  return o;
+}
+
+void print_prune_result(const PruneArgs& a, const model::ModelFile& in, const model::PruneReport& r) {
+  std::vector<kernels::DType> types;
+  for (const auto& e : r.entries) types.push_back(e.to);
+  for (const auto& e : r.entries) {
     if (e.pruned && e.why != "packed" && e.why != "dense") {
       std::fprintf(stderr, "tessera prune: %s: %s\n", e.tensor.c_str(), e.why.c_str());
     }
@@ -122,13 +82,36 @@ int run_prune(const PruneArgs& a) {
   std::printf("tessera prune: wrote %s (%s %s%s): %.1f MiB -> %.1f MiB (%.2f bits per parameter); "
               "%lld matrices pruned, %.1f%% of their weights zero, in %.1f s; tensor types: %s\n",
               a.out.c_str(), a.pattern.c_str(), a.method.c_str(), a.dense ? ", dense" : "",
-              r->bytes_in / 1048576.0, r->bytes_out / 1048576.0,
-              8.0 * static_cast<double>(r->bytes_out) / static_cast<double>(in->n_parameters()),
-              static_cast<long long>(r->n_pruned),
-              r->n_weights_pruned > 0 ? 100.0 * static_cast<double>(r->n_weights_zeroed) /
-                                            static_cast<double>(r->n_weights_pruned)
-                                      : 0.0,
-              r->seconds, mix.c_str());
+              r.bytes_in / 1048576.0, r.bytes_out / 1048576.0,
+              8.0 * static_cast<double>(r.bytes_out) / static_cast<double>(in.n_parameters()),
+              static_cast<long long>(r.n_pruned),
+              r.n_weights_pruned > 0 ? 100.0 * static_cast<double>(r.n_weights_zeroed) /
+                                           static_cast<double>(r.n_weights_pruned)
+                                     : 0.0,
+              r.seconds, tensor_type_mix(types).c_str());
+}
+
+int run_prune(const PruneArgs& a) {
+  auto o = prune_options(a);
+  if (!o.is_ok()) return fail(o.status());
+  auto in = model::open_model_file(a.in);
+  if (!in.is_ok()) return fail(in.status());
+  if (o->method == model::PruneMethod::kWanda) {
+    if (a.calib.empty() == a.imatrix.empty()) {
+      return fail(Status(ErrorCode::kInvalidArgument,
+                         "--method wanda needs one of --calib TEXT (activation norms from a "
+                         "calibration text) or --imatrix FILE (saved by tessera eval imatrix)"));
+    }
+    auto norms = wanda_column_norms(a);
+    if (!norms.is_ok()) return fail(norms.status());
+    o->column_norms = *norms;
+  }
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  o->progress = byte_progress("prune", tty, /*with_eta=*/false);
+  auto r = model::prune_model(*in, a.out, *o);
+  if (tty) std::fputc('\n', stderr);
+  if (!r.is_ok()) return fail(r.status());
+  print_prune_result(a, *in, *r);
   return 0;
 }
 

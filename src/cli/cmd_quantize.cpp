@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "commands.h"
@@ -29,83 +30,73 @@ std::string type_names() {
   return s;
 }
 
+// --plan: each tensor's type and why.
+int print_quantization_plan(const model::ModelFile& in, const model::QuantType& type) {
+  auto plan = model::plan_quantization(in, type);
+  if (!plan.is_ok()) return fail(plan.status());
+  for (const auto& e : *plan) {
+    std::printf("%-32s %-7s -> %-7s %s\n", e.tensor.c_str(),
+                std::string(kernels::dtype_name(e.from)).c_str(),
+                std::string(kernels::dtype_name(e.to)).c_str(), e.why.c_str());
+  }
+  return 0;
+}
+
+void print_imatrix_loaded(const std::string& path, const model::ActivationStats& imatrix) {
+  std::fprintf(stderr, "tessera quantize: importance matrix %s: %zu tensors, %lld chunks%s from "
+               "'%s'\n",
+               path.c_str(), imatrix.tensors.size(), static_cast<long long>(imatrix.n_chunks),
+               imatrix.chunk_size > 0 ? fmt::format(" of {} tokens", imatrix.chunk_size).c_str()
+                                      : "",
+               imatrix.dataset.c_str());
+}
+
+void print_imatrix_use(const model::QuantizeReport& r) {
+  std::fprintf(stderr, "tessera quantize: %lld tensors weighted by the importance matrix",
+               static_cast<long long>(r.n_weighted));
+  if (r.n_error_feedback > 0) {
+    std::fprintf(stderr, " (%lld with error feedback over its covariances)",
+                 static_cast<long long>(r.n_error_feedback));
+  }
+  if (r.without_imatrix.empty()) {
+    std::fputc('\n', stderr);
+  } else {
+    std::fprintf(stderr, "; %zu without statistics there, coded unweighted:",
+                 r.without_imatrix.size());
+    for (const auto& t : r.without_imatrix) std::fprintf(stderr, " %s", t.c_str());
+    std::fputc('\n', stderr);
+  }
+}
+
 int run_quantize(const QuantizeArgs& a) {
   auto type = model::find_quant_type(a.type);
   if (!type.is_ok()) return fail(type.status());
   auto in = model::open_model_path(a.in);
   if (!in.is_ok()) return fail(in.status());
-  if (a.plan) {
-    auto plan = model::plan_quantization(*in, *type);
-    if (!plan.is_ok()) return fail(plan.status());
-    for (const auto& e : *plan) {
-      std::printf("%-32s %-7s -> %-7s %s\n", e.tensor.c_str(),
-                  std::string(kernels::dtype_name(e.from)).c_str(),
-                  std::string(kernels::dtype_name(e.to)).c_str(), e.why.c_str());
-    }
-    return 0;
-  }
-  // A progress bar on a terminal; a line per tenth otherwise (logs stay short).
+  if (a.plan) return print_quantization_plan(*in, *type);
   const bool tty = isatty(STDERR_FILENO) != 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  int last_tenth = -1;
   model::QuantizeOptions o;
   o.n_threads = a.threads;
+  o.progress = byte_progress("quantize", tty, /*with_eta=*/true);
   model::ActivationStats imatrix;
   if (!a.imatrix.empty()) {
     auto im = model::read_imatrix(a.imatrix);
     if (!im.is_ok()) return fail(im.status().with_context("--imatrix"));
     imatrix = std::move(im).value();
-    std::fprintf(stderr, "tessera quantize: importance matrix %s: %zu tensors, %lld chunks%s from "
-                 "'%s'\n",
-                 a.imatrix.c_str(), imatrix.tensors.size(), static_cast<long long>(imatrix.n_chunks),
-                 imatrix.chunk_size > 0 ? fmt::format(" of {} tokens", imatrix.chunk_size).c_str()
-                                        : "",
-                 imatrix.dataset.c_str());
+    print_imatrix_loaded(a.imatrix, imatrix);
     o.imatrix = &imatrix;
   }
-  o.progress = [&](uint64_t done, uint64_t total) {
-    const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double eta = f > 0 ? s * (1.0 - f) / f : 0.0;
-    if (tty) {
-      const int width = 30;
-      const int fill = static_cast<int>(f * width);
-      std::fprintf(stderr, "\r[%s%s] %3.0f%%  %.0f / %.0f MiB  %.1f s, ETA %.1f s ",
-                   std::string(fill, '#').c_str(), std::string(width - fill, ' ').c_str(),
-                   100.0 * f, done / 1048576.0, total / 1048576.0, s, eta);
-    } else if (static_cast<int>(f * 10) > last_tenth) {
-      last_tenth = static_cast<int>(f * 10);
-      std::fprintf(stderr, "tessera quantize: %3.0f%% (%.1f s)\n", 100.0 * f, s);
-    }
-  };
   auto r = model::quantize_model(*in, *type, a.out, o);
   if (tty) std::fputc('\n', stderr);
   if (!r.is_ok()) return fail(r.status());
-  if (!a.imatrix.empty()) {
-    std::fprintf(stderr, "tessera quantize: %lld tensors weighted by the importance matrix",
-                 static_cast<long long>(r->n_weighted));
-    if (r->n_error_feedback > 0) {
-      std::fprintf(stderr, " (%lld with error feedback over its covariances)",
-                   static_cast<long long>(r->n_error_feedback));
-    }
-    if (r->without_imatrix.empty()) {
-      std::fputc('\n', stderr);
-    } else {
-      std::fprintf(stderr, "; %zu without statistics there, coded unweighted:",
-                   r->without_imatrix.size());
-      for (const auto& t : r->without_imatrix) std::fprintf(stderr, " %s", t.c_str());
-      std::fputc('\n', stderr);
-    }
-  }
-  std::map<std::string, int> by_type;
-  for (const auto& e : r->plan) ++by_type[std::string(kernels::dtype_name(e.to))];
-  std::string mix;
-  for (const auto& [name, n] : by_type) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, name);
+  if (!a.imatrix.empty()) print_imatrix_use(*r);
+  std::vector<kernels::DType> types;
+  for (const auto& e : r->plan) types.push_back(e.to);
   std::printf("tessera quantize: wrote %s (%s): %.1f MiB -> %.1f MiB (%.2f bits per parameter), %lld "
               "tensors re-encoded in %.1f s; tensor types: %s\n",
               a.out.c_str(), type->name.c_str(), r->bytes_in / 1048576.0, r->bytes_out / 1048576.0,
               8.0 * static_cast<double>(r->bytes_out) / static_cast<double>(in->n_parameters()),
-              static_cast<long long>(r->n_quantized), r->seconds, mix.c_str());
+              static_cast<long long>(r->n_quantized), r->seconds, tensor_type_mix(types).c_str());
   return 0;
 }
 

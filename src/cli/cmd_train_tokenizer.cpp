@@ -39,46 +39,36 @@ size_t holdout_start(const std::string& text, double fraction) {
   return nl == std::string::npos || at - (nl + 1) > n_tail ? at : nl + 1;
 }
 
-int run_train_tokenizer(TrainTokenizerArgs a) {
-  if (!(a.holdout >= 0 && a.holdout < 0.5)) return fail("--holdout must be in [0, 0.5)");
-  auto text = read_text(a.text);
-  if (!text.is_ok()) return fail(text.status());
-  auto trainer = model::BpeTrainer::create(a.o);
-  if (!trainer.is_ok()) return fail(trainer.status());
-
-  const auto t0 = std::chrono::steady_clock::now();
-  const size_t split = holdout_start(*text, a.holdout);
-  const std::string_view train_text = std::string_view(*text).substr(0, split);
-  const std::string_view held_out = std::string_view(*text).substr(split);
-  trainer->add_text(train_text);
-  const double count_s = seconds_since(t0);
-  const auto t1 = std::chrono::steady_clock::now();
-  const model::BpeTrainResult r =
-      trainer->train([&](int32_t n, int32_t target, int64_t count) {
-        if (a.quiet) return;
-        std::fprintf(stderr, "\rtessera train-tokenizer: merge %d/%d (pair seen %lld times), %.1f s   ",
-                     n, target, static_cast<long long>(count), seconds_since(t0));
-      });
-  const double merge_s = seconds_since(t1);
-  if (!a.quiet) std::fprintf(stderr, "\n");
-
+// The vocabulary alone as a GGUF (what --vocab and every command taking a tokenizer read).
+Status write_tokenizer_gguf(const std::string& path, const model::BpeTrainResult& r) {
   model::GgufWriter w;
   w.metadata().set("general.name", model::GgufValue::string("tessera-bpe-" + std::to_string(r.tokens.size())));
   const model::Metadata vocab = model::bpe_vocab_metadata(r);
   for (const auto& [key, value] : vocab.entries()) w.metadata().set(key, value);
-  if (Status s = w.write(a.out); !s.is_ok()) return fail(s.with_context("writing " + a.out));
+  return w.write(path).with_context("writing " + path);
+}
 
-  // Read back what was written: the held-out text goes through the tokenizer every command uses.
-  auto file = model::open_model_file(a.out);
-  if (!file.is_ok()) return fail(file.status());
-  auto tok = model::make_tokenizer(file->metadata);
-  if (!tok.is_ok()) return fail(tok.status().with_context(a.out));
-  std::vector<int32_t> held_ids = (*tok)->encode(held_out, false, false);
-  const bool round_trip = (*tok)->decode(held_ids) == held_out;
+// The held-out text through the written file's tokenizer (the one every command uses).
+struct HeldOut {
+  std::string_view text;
+  std::vector<int32_t> ids;
+  bool round_trip = false;
+};
 
+Result<HeldOut> encode_held_out(const std::string& path, std::string_view text) {
+  TS_ASSIGN_OR_RETURN(auto file, model::open_model_file(path));
+  auto tok = model::make_tokenizer(file.metadata);
+  if (!tok.is_ok()) return tok.status().with_context(path);
+  HeldOut h{text, (*tok)->encode(text, false, false), false};
+  h.round_trip = (*tok)->decode(h.ids) == text;
+  return h;
+}
+
+void print_tokenizer_result(const TrainTokenizerArgs& a, const model::BpeTrainResult& r,
+                            double count_s, double merge_s, const HeldOut& held) {
   const size_t n_special = r.tokens.size() - 256 - r.merges.size();
   const double train_bpt = r.n_tokens > 0 ? static_cast<double>(r.n_bytes) / static_cast<double>(r.n_tokens) : 0;
-  const double held_bpt = held_ids.empty() ? 0 : static_cast<double>(held_out.size()) / static_cast<double>(held_ids.size());
+  const double held_bpt = held.ids.empty() ? 0 : static_cast<double>(held.text.size()) / static_cast<double>(held.ids.size());
   if (a.json) {
     nlohmann::json j = {{"out", a.out},
                         {"n_vocab", r.tokens.size()},
@@ -94,28 +84,54 @@ int run_train_tokenizer(TrainTokenizerArgs a) {
                         {"merge_seconds", merge_s},
                         {"train_tokens", r.n_tokens},
                         {"train_bytes_per_token", train_bpt},
-                        {"heldout_bytes", held_out.size()},
-                        {"heldout_tokens", held_ids.size()},
+                        {"heldout_bytes", held.text.size()},
+                        {"heldout_tokens", held.ids.size()},
                         {"heldout_bytes_per_token", held_bpt},
-                        {"heldout_round_trip", round_trip}};
+                        {"heldout_round_trip", held.round_trip}};
     std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf(
-        "tessera train-tokenizer: wrote %s: %zu tokens (256 bytes + %zu merges + %zu special), "
-        "pre-tokenizer %s\n"
-        "  training text: %lld bytes, %lld words (%zu distinct); counted in %.2f s, merged in %.2f s%s\n"
-        "  %lld pairs not merged (they spell a special token)\n"
-        "  bytes per token: %.3f on the training text, %s\n",
-        a.out.c_str(), r.tokens.size(), r.merges.size(), n_special, r.pre_tokenizer.c_str(),
-        static_cast<long long>(r.n_bytes), static_cast<long long>(r.n_words), r.words.size(), count_s,
-        merge_s, r.below_min_frequency ? " (stopped: no pair seen --min-frequency times)" : "",
-        static_cast<long long>(r.n_skipped_pairs), train_bpt,
-        held_out.empty() ? "no held-out text (--holdout 0)"
-                         : fmt::format("{:.3f} on the held-out {} bytes (round trip {})", held_bpt,
-                                       held_out.size(), round_trip ? "exact" : "DIFFERS")
-                               .c_str());
+    return;
   }
-  return round_trip ? 0 : fail("decoding the held-out text did not give it back");
+  std::printf(
+      "tessera train-tokenizer: wrote %s: %zu tokens (256 bytes + %zu merges + %zu special), "
+      "pre-tokenizer %s\n"
+      "  training text: %lld bytes, %lld words (%zu distinct); counted in %.2f s, merged in %.2f s%s\n"
+      "  %lld pairs not merged (they spell a special token)\n"
+      "  bytes per token: %.3f on the training text, %s\n",
+      a.out.c_str(), r.tokens.size(), r.merges.size(), n_special, r.pre_tokenizer.c_str(),
+      static_cast<long long>(r.n_bytes), static_cast<long long>(r.n_words), r.words.size(), count_s,
+      merge_s, r.below_min_frequency ? " (stopped: no pair seen --min-frequency times)" : "",
+      static_cast<long long>(r.n_skipped_pairs), train_bpt,
+      held.text.empty() ? "no held-out text (--holdout 0)"
+                        : fmt::format("{:.3f} on the held-out {} bytes (round trip {})", held_bpt,
+                                      held.text.size(), held.round_trip ? "exact" : "DIFFERS")
+                              .c_str());
+}
+
+int run_train_tokenizer(TrainTokenizerArgs a) {
+  if (!(a.holdout >= 0 && a.holdout < 0.5)) return fail("--holdout must be in [0, 0.5)");
+  auto text = read_text(a.text);
+  if (!text.is_ok()) return fail(text.status());
+  auto trainer = model::BpeTrainer::create(a.o);
+  if (!trainer.is_ok()) return fail(trainer.status());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t split = holdout_start(*text, a.holdout);
+  trainer->add_text(std::string_view(*text).substr(0, split));
+  const double count_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  const model::BpeTrainResult r =
+      trainer->train([&](int32_t n, int32_t target, int64_t count) {
+        if (a.quiet) return;
+        std::fprintf(stderr, "\rtessera train-tokenizer: merge %d/%d (pair seen %lld times), %.1f s   ",
+                     n, target, static_cast<long long>(count), seconds_since(t0));
+      });
+  const double merge_s = seconds_since(t1);
+  if (!a.quiet) std::fprintf(stderr, "\n");
+  if (Status s = write_tokenizer_gguf(a.out, r); !s.is_ok()) return fail(s);
+  auto held = encode_held_out(a.out, std::string_view(*text).substr(split));
+  if (!held.is_ok()) return fail(held.status());
+  print_tokenizer_result(a, r, count_s, merge_s, *held);
+  return held->round_trip ? 0 : fail("decoding the held-out text did not give it back");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "common.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +10,7 @@
 
 #include <cstdio>
 
+#include "tessera/base/thread_pool.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/format/model_file.h"
 
@@ -55,6 +58,47 @@ std::string load_chart_js(const std::string& flag_path, std::string* used) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+Result<model::ActivationStats> collect_calibration(const LoadedModel& m, const std::string& text,
+                                                   const CalibrationRun& run) {
+  ThreadPool pool(run.threads > 0 ? run.threads : hardware_threads());
+  model::ActivationStatsOptions o;
+  o.ctx = run.ctx;
+  o.max_chunks = run.chunks;
+  o.pool = &pool;
+  o.covariance = run.covariance;
+  o.progress = run.progress;
+  return model::collect_activation_stats(*m.model, *m.tokenizer, text, o);
+}
+
+std::function<void(uint64_t, uint64_t)> byte_progress(const std::string& name, bool tty,
+                                                      bool with_eta) {
+  const auto t0 = std::chrono::steady_clock::now();
+  return [name, tty, with_eta, t0, last_tenth = -1](uint64_t done, uint64_t total) mutable {
+    const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (tty) {
+      const int width = 30;
+      const int fill = static_cast<int>(f * width);
+      std::fprintf(stderr, "\r[%s%s] %3.0f%%  %.0f / %.0f MiB  %.1f s",
+                   std::string(fill, '#').c_str(), std::string(width - fill, ' ').c_str(),
+                   100.0 * f, done / 1048576.0, total / 1048576.0, s);
+      if (with_eta) std::fprintf(stderr, ", ETA %.1f s", f > 0 ? s * (1.0 - f) / f : 0.0);
+      std::fputc(' ', stderr);
+    } else if (static_cast<int>(f * 10) > last_tenth) {
+      last_tenth = static_cast<int>(f * 10);
+      std::fprintf(stderr, "tessera %s: %3.0f%% (%.1f s)\n", name.c_str(), 100.0 * f, s);
+    }
+  };
+}
+
+std::string tensor_type_mix(const std::vector<kernels::DType>& types) {
+  std::map<std::string, int> by_type;
+  for (kernels::DType t : types) ++by_type[std::string(kernels::dtype_name(t))];
+  std::string mix;
+  for (const auto& [name, n] : by_type) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, name);
+  return mix;
 }
 
 Result<std::string> read_text(const std::string& path) {

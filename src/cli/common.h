@@ -1,10 +1,15 @@
-// Helpers shared by the CLI subcommands: error printing and loading a model with its tokenizer.
+// Helpers shared by the CLI subcommands: error printing, loading a model with its tokenizer, and
+// collecting activation statistics over a calibration text.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/base/status.h"
+#include "tessera/kernels/dtype.h"
+#include "tessera/model/activation_stats.h"
 #include "tessera/model/model.h"
 #include "tessera/model/tokenizer/tokenizer.h"
 
@@ -24,6 +29,28 @@ struct LoadedModel {
 // own GGUF metadata. A llama2.c checkpoint without --tokenizer gets a clear error.
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_path,
                                              const std::string& tokenizer_path);
+
+// How `eval imatrix` and `prune --calib` run a model over a calibration text.
+struct CalibrationRun {
+  int threads = 0;        // 0: all cores
+  int32_t ctx = 512;      // tokens per chunk
+  int64_t chunks = 0;     // 0: every whole chunk
+  bool covariance = false;
+  std::function<void(int64_t chunk, int64_t n_chunks)> progress;  // may be empty
+};
+
+// model::collect_activation_stats of `m` over `text` on a pool of run.threads. Errors: its.
+Result<model::ActivationStats> collect_calibration(const LoadedModel& m, const std::string& text,
+                                                   const CalibrationRun& run);
+
+// Progress over bytes for `tessera NAME`: a bar on a terminal (with the time left when
+// `with_eta`), else a line per tenth ("tessera NAME: 40% (1.2 s)") so logs stay short. Time runs
+// from the call.
+std::function<void(uint64_t done, uint64_t total)> byte_progress(const std::string& name, bool tty,
+                                                                 bool with_eta);
+
+// "3 q4_0, 2 f32": how many tensors went to each type, by type name in order.
+std::string tensor_type_mix(const std::vector<kernels::DType>& types);
 
 // The whole file at `path` (a text to evaluate or calibrate on). Errors: kNotFound.
 Result<std::string> read_text(const std::string& path);

@@ -58,4 +58,12 @@ Result<engine::SpecOptions> spec_options(const SpecArgs& a, const std::string& t
   return s;
 }
 
+Result<SpecTarget> load_spec_target(const std::string& model_path, const std::string& tokenizer_path,
+                                    const SpecArgs& a) {
+  TS_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_and_tokenizer(model_path, tokenizer_path));
+  SpecTarget t{std::move(loaded.model), std::move(loaded.tokenizer), {}};
+  TS_ASSIGN_OR_RETURN(t.spec, spec_options(a, tokenizer_path, t.model, t.tokenizer));
+  return t;
+}
+
 }  // namespace tessera::cli

@@ -32,4 +32,15 @@ Result<engine::SpecOptions> spec_options(const SpecArgs& a, const std::string& t
                                          std::shared_ptr<model::Model> target,
                                          std::shared_ptr<const model::Tokenizer> target_tokenizer);
 
+// A target model with its tokenizer and the speculation settings for it.
+struct SpecTarget {
+  std::shared_ptr<model::Model> model;
+  std::shared_ptr<const model::Tokenizer> tokenizer;
+  engine::SpecOptions spec;
+};
+
+// load_model_and_tokenizer(model_path, tokenizer_path), then spec_options for it. Errors: theirs.
+Result<SpecTarget> load_spec_target(const std::string& model_path, const std::string& tokenizer_path,
+                                    const SpecArgs& a);
+
 }  // namespace tessera::cli

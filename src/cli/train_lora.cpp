@@ -3,18 +3,13 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "common.h"
-#include "train_data.h"
 #include "train_progress.h"
 #include "tessera/base/thread_pool.h"
-#include "tessera/train/base_model.h"
-#include "tessera/train/lora_layout.h"
-#include "tessera/train/lora_writer.h"
+#include "tessera/bench/train_record.h"
+#include "tessera/train/lora_job.h"
 
 namespace tessera::cli {
 
@@ -35,128 +30,96 @@ void add_lora_train_options(CLI::App& cmd, LoraTrainOptions& o) {
       ->capture_default_str();
 }
 
-int run_train_lora(const LoraTrainOptions& l, TrainRunOptions a) {
-  namespace fs = std::filesystem;
-  if (l.base.empty()) return fail("--lora needs --base MODEL (the model the adapters train on)");
-  const bool want_peft = l.format != "gguf", want_gguf = l.format != "peft";
-  const bool out_is_gguf = a.out.size() > 5 && a.out.ends_with(".gguf");
-  if (want_peft && out_is_gguf) {
-    return fail(fmt::format("-o {} names a .gguf file but --lora-format {} writes a PEFT "
-                            "directory; pass --lora-format gguf or a directory", a.out, l.format));
-  }
-  if (!want_peft && !out_is_gguf) {
-    return fail(fmt::format("--lora-format gguf: -o {} must end in .gguf", a.out));
-  }
-  auto base = train::load_llama_base(l.base);
-  if (!base.is_ok()) return fail(base.status().with_context("--base"));
-  const int64_t base_context = base->shape.context;
-  train::PretrainOptions& o = a.o;
-  o.shape = base->shape;
-  o.shape.context = a.o.shape.context;
+namespace {
 
-  std::ifstream in(a.text, std::ios::binary);
-  if (!in) return fail("cannot read --text '" + a.text + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto data = tokenize_training_text(ss.str(), a.vocab.empty() ? l.base : a.vocab, 0, a.val_fraction);
-  if (!data.is_ok()) return fail(data.status());
-  if (data->n_vocab > o.shape.vocab) {
-    return fail(fmt::format("the tokenizer has {} tokens, the base model's output {}",
-                            data->n_vocab, o.shape.vocab));
-  }
-  auto targets = train::parse_lora_targets(l.targets);
-  if (!targets.is_ok()) return fail(targets.status().with_context("--lora-targets"));
-  train::LoraConfig lc;
-  lc.rank = l.rank;
-  lc.alpha = l.alpha > 0 ? l.alpha : static_cast<double>(l.rank);
-  lc.targets = *targets;
-  auto layout = train::make_lora_layout(o.shape, lc);
-  if (!layout.is_ok()) return fail(layout.status());
-  std::vector<float> adapters(static_cast<size_t>(layout->n_params));
-  train::init_lora_params(*layout, adapters, o.seed);
+train::LoraJob lora_job(const LoraTrainOptions& l, const TrainRunOptions& a) {
+  train::LoraJob job;
+  job.base = l.base;
+  job.text = a.text;
+  job.out = a.out;
+  job.vocab = a.vocab;
+  job.val_fraction = a.val_fraction;
+  job.rank = l.rank;
+  job.alpha = l.alpha;
+  job.targets = l.targets;
+  job.format_name = l.format;
+  job.o = a.o;
+  return job;
+}
 
-  ThreadPool pool(a.threads > 0 ? a.threads : hardware_threads());
-  const int64_t tokens_per_step = o.batch * o.shape.context * o.accum;
-  const auto train_split = data->train(), val_split = data->val();
-  if (!a.quiet) {
-    std::string names;
-    for (train::LoraTarget t : layout->config.targets) {
-      names += (names.empty() ? "" : ",") + std::string(train::lora_target_name(t));
-    }
-    std::fprintf(stderr,
-                 "tessera train --lora: %zu tokens of '%s' (%zu train / %zu validation, tokenized "
-                 "in %.1f s); base '%s': dim %lld, %lld layers, %lld heads (%lld kv), ffn %lld, "
-                 "vocab %lld, %.2f M parameters frozen (%lld tensors dequantized to f32), trained "
-                 "context %lld; adapters: rank %lld, alpha %g on %s: %lld parameters (%.2f%%); "
-                 "context %lld, %lld tokens per step, %d threads\n",
-                 data->tokens.size(), a.text.c_str(), train_split.size(), val_split.size(),
-                 data->tokenize_s, l.base.c_str(), static_cast<long long>(o.shape.dim),
-                 static_cast<long long>(o.shape.layers), static_cast<long long>(o.shape.heads),
-                 static_cast<long long>(o.shape.kv_heads), static_cast<long long>(o.shape.ffn),
-                 static_cast<long long>(o.shape.vocab),
-                 static_cast<double>(base->params.size()) / 1e6,
-                 static_cast<long long>(base->n_dequantized), static_cast<long long>(base_context),
-                 static_cast<long long>(lc.rank), lc.alpha, names.c_str(),
-                 static_cast<long long>(layout->n_params),
-                 100.0 * static_cast<double>(layout->n_params) / static_cast<double>(base->params.size()),
-                 static_cast<long long>(o.shape.context), static_cast<long long>(tokens_per_step),
-                 pool.size());
+void print_lora_banner(const train::LoraJob& job, const train::LoraSetup& s, int threads) {
+  const train::LlamaShape& sh = job.o.shape;
+  const int64_t tokens_per_step = job.o.batch * sh.context * job.o.accum;
+  std::string names;
+  for (train::LoraTarget t : s.layout.config.targets) {
+    names += (names.empty() ? "" : ",") + std::string(train::lora_target_name(t));
   }
-  TrainProgress progress(o.steps, tokens_per_step, 0);
-  train::PretrainHooks hooks;
-  hooks.on_step = [&](const train::StepRecord& r) {
-    if (!a.quiet) progress.print(r);
-    return true;
-  };
-  auto report = train::finetune_lora(o, *layout, base->params, adapters, train_split, val_split,
-                                     &pool, hooks);
-  if (!report.is_ok()) return fail(report.status());
+  const double n_base = static_cast<double>(s.base.params.size());
+  std::fprintf(stderr,
+               "tessera train --lora: %zu tokens of '%s' (%zu train / %zu validation, tokenized "
+               "in %.1f s); base '%s': dim %lld, %lld layers, %lld heads (%lld kv), ffn %lld, "
+               "vocab %lld, %.2f M parameters frozen (%lld tensors dequantized to f32), trained "
+               "context %lld; adapters: rank %lld, alpha %g on %s: %lld parameters (%.2f%%); "
+               "context %lld, %lld tokens per step, %d threads\n",
+               s.data.tokens.size(), job.text.c_str(), s.data.train().size(), s.data.val().size(),
+               s.data.tokenize_s, job.base.c_str(), static_cast<long long>(sh.dim),
+               static_cast<long long>(sh.layers), static_cast<long long>(sh.heads),
+               static_cast<long long>(sh.kv_heads), static_cast<long long>(sh.ffn),
+               static_cast<long long>(sh.vocab), n_base / 1e6,
+               static_cast<long long>(s.base.n_dequantized), static_cast<long long>(s.base_context),
+               static_cast<long long>(s.config.rank), s.config.alpha, names.c_str(),
+               static_cast<long long>(s.layout.n_params),
+               100.0 * static_cast<double>(s.layout.n_params) / n_base,
+               static_cast<long long>(sh.context), static_cast<long long>(tokens_per_step), threads);
+}
 
-  std::vector<std::string> written;
-  if (want_peft) {
-    if (Status s = train::write_peft_adapter(a.out, o.shape, *layout, adapters, l.base); !s.is_ok()) {
-      return fail(s.with_context("writing " + a.out));
-    }
-    written.push_back(a.out + " (PEFT)");
-  }
-  if (want_gguf) {
-    const std::string path = want_peft ? (fs::path(a.out) / "adapter.gguf").string() : a.out;
-    const std::string name = fmt::format("tessera LoRA r{} of {}", lc.rank, fs::path(l.base).filename().string());
-    if (Status s = train::write_gguf_lora(path, o.shape, *layout, adapters, name); !s.is_ok()) {
-      return fail(s.with_context("writing " + path));
-    }
-    written.push_back(path + " (GGUF LoRA)");
-  }
-  const double tps = static_cast<double>(report->tokens) / report->seconds;
-  const double gflops = tps * report->flops_per_token / 1e9;
-  if (a.json) {
-    const nlohmann::json j = {{"out", written},
-                              {"base", l.base},
-                              {"rank", lc.rank},
-                              {"alpha", lc.alpha},
-                              {"adapter_parameters", layout->n_params},
-                              {"base_parameters", base->params.size()},
-                              {"tokens", report->tokens},
-                              {"seconds", report->seconds},
-                              {"eval_seconds", report->eval_seconds},
-                              {"tokens_per_second", tps},
-                              {"flops_per_token", report->flops_per_token},
-                              {"achieved_gflops", gflops},
-                              {"initial_val_loss", report->initial_val_loss},
-                              {"final_val_loss", report->final_val_loss},
-                              {"threads", pool.size()},
-                              {"seed", o.seed},
-                              {"steps", steps_json(*report)}};
+void print_lora_result(const train::LoraJob& job, const train::LoraSetup& s,
+                       const train::PretrainReport& report, const std::vector<std::string>& written,
+                       bool json, int threads) {
+  if (json) {
+    nlohmann::json j = bench::train_totals_json(report);
+    j.update({{"out", written},
+              {"base", job.base},
+              {"rank", s.config.rank},
+              {"alpha", s.config.alpha},
+              {"adapter_parameters", s.layout.n_params},
+              {"base_parameters", s.base.params.size()},
+              {"initial_val_loss", report.initial_val_loss},
+              {"threads", threads},
+              {"seed", job.o.seed}});
     std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::string outs;
-    for (const auto& w : written) outs += (outs.empty() ? "" : " and ") + w;
-    std::printf("tessera train --lora: wrote %s: %lld steps, %lld tokens in %s (%.0f tokens/s, "
-                "%.1f GFLOP/s), validation loss %.4f -> %.4f\n",
-                outs.c_str(), static_cast<long long>(report->steps.size()),
-                static_cast<long long>(report->tokens), clock_string(report->seconds).c_str(), tps,
-                gflops, report->initial_val_loss, report->final_val_loss);
+    return;
   }
+  std::string outs;
+  for (const auto& w : written) outs += (outs.empty() ? "" : " and ") + w;
+  const bench::TrainRates rates = bench::train_rates(report);
+  std::printf("tessera train --lora: wrote %s: %lld steps, %lld tokens in %s (%.0f tokens/s, "
+              "%.1f GFLOP/s), validation loss %.4f -> %.4f\n",
+              outs.c_str(), static_cast<long long>(report.steps.size()),
+              static_cast<long long>(report.tokens), clock_string(report.seconds).c_str(),
+              rates.tokens_per_second, rates.gflops, report.initial_val_loss, report.final_val_loss);
+}
+
+}  // namespace
+
+int run_train_lora(const LoraTrainOptions& l, TrainRunOptions a) {
+  train::LoraJob job = lora_job(l, a);
+  auto format = train::parse_lora_output(l.format);
+  if (!format.is_ok()) return fail(format.status());
+  job.format = *format;
+  if (Status s = train::validate(job); !s.is_ok()) return fail(s);
+  auto setup = train::prepare_lora(job);
+  if (!setup.is_ok()) return fail(setup.status());
+  ThreadPool pool(a.threads > 0 ? a.threads : hardware_threads());
+  if (!a.quiet) print_lora_banner(job, *setup, pool.size());
+  TrainProgress progress(job.o.steps, job.o.batch * job.o.shape.context * job.o.accum, 0);
+  auto report = train::run_lora(job, *setup, &pool, [&](const train::StepRecord& r) {
+    if (!a.quiet) progress.print(r);
+  });
+  if (!report.is_ok()) return fail(report.status());
+  auto written = train::write_lora_outputs(job, *setup);
+  if (!written.is_ok()) return fail(written.status());
+  print_lora_result(job, *setup, *report, *written, a.json, pool.size());
   return 0;
 }
 

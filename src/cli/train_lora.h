@@ -1,6 +1,7 @@
 // `tessera train --lora`: LoRA fine-tuning of a frozen base model (any llama file Tessera reads,
 // dequantized to f32) on a text tokenized with the base's tokenizer; writes the adapters as a
-// PEFT directory and/or a GGUF LoRA (train/lora_writer.h). Thread-safety: run on the main thread.
+// PEFT directory and/or a GGUF LoRA. The flags and what it prints; the job is train/lora_job.h.
+// Thread-safety: run on the main thread.
 #pragma once
 
 #include <cstdint>

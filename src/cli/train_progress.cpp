@@ -24,15 +24,4 @@ void TrainProgress::print(const train::StepRecord& r) {
   if (r.val_loss >= 0) std::fprintf(stderr, "\n");
 }
 
-nlohmann::json steps_json(const train::PretrainReport& report) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const auto& r : report.steps) {
-    nlohmann::json s = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
-                        {"grad_norm", r.grad_norm}, {"seconds", r.seconds}};
-    if (r.val_loss >= 0) s["val_loss"] = r.val_loss;
-    steps.push_back(std::move(s));
-  }
-  return steps;
-}
-
 }  // namespace tessera::cli

@@ -1,9 +1,8 @@
 // What `tessera train` (pretraining and --lora) prints while and after it trains: the per-step
-// progress line on stderr and the loss curve as JSON. Thread-safety: one printer per run.
+// progress line on stderr (the records: bench/train_record.h). Thread-safety: one printer per run.
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tessera/train/pretrain.h"
@@ -26,8 +25,5 @@ class TrainProgress {
   int64_t total_, tokens_per_step_, first_;
   double last_val_ = -1;
 };
-
-// The steps of `report` as a JSON array ({step, loss, lr, grad_norm, seconds[, val_loss]}).
-nlohmann::json steps_json(const train::PretrainReport& report);
 
 }  // namespace tessera::cli

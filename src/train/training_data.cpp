@@ -1,12 +1,22 @@
-#include "train_data.h"
+#include "tessera/train/training_data.h"
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 
 #include "tessera/model/format/model_file.h"
 #include "tessera/model/synth.h"
 #include "tessera/model/tokenizer/tokenizer.h"
 
-namespace tessera::cli {
+namespace tessera::train {
+
+Result<std::string> read_training_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("cannot read --text '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 Result<TrainingData> tokenize_training_text(const std::string& text, const std::string& vocab_path,
                                             int64_t vocab_size, double val_fraction) {
@@ -32,4 +42,4 @@ Result<TrainingData> tokenize_training_text(const std::string& text, const std::
   return d;
 }
 
-}  // namespace tessera::cli
+}  // namespace tessera::train

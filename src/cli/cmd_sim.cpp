@@ -76,6 +76,12 @@ void add_sim_command(CLI::App& app, RunFn& run) {
                   "Write every request's outcome (policy,model,t_s,ttft_s,cold; ttft -1: refused), "
                   "for small runs compared with `bench fleet --requests-out`");
   cmd->add_option("--max-running", a->max_running, "With --bench-record: the engine's batch limit");
+  cmd->add_flag("--round-robin", a->round_robin,
+                "Route among a model's replicas in turn (the cluster router's --routing round-robin)");
+  cmd->add_option("--slo-window", a->slo_window,
+                  "Halve a model's replica cap while any of its last N answers missed the TTFT SLO "
+                  "(the cluster router's --slo-window; 0: never)")
+      ->capture_default_str();
   cmd->add_flag("--shared-device", a->shared_device,
                 "Every replica time-shares one device (as `serve --models` does on one machine)");
   cmd->add_flag("--device-arbitration", a->device_arbitration,

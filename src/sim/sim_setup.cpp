@@ -287,6 +287,8 @@ SimOptions policy_options(const SimSetupOptions& a, const std::string& p, const 
   so.policy = p == "search" ? "dedicated" : p;
   so.keep_alive_s = a.keep_alive_s;
   so.shared_device = a.shared_device;
+  so.round_robin = a.round_robin;
+  so.slo_window = a.slo_window;
   so.device_arbitration = a.device_arbitration;
   so.histogram.bin_width_ns =
       std::max<int64_t>(1'000'000, static_cast<int64_t>(a.histogram_bin_s * 1e9));

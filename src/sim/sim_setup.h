@@ -42,6 +42,8 @@ struct SimSetupOptions {
   int32_t max_running = 0;  // measured costs: the engine's batch limit
   bool shared_device = false;
   bool device_arbitration = false;
+  bool round_robin = false;  // SimOptions::round_robin
+  int32_t slo_window = 0;    // SimOptions::slo_window
   int32_t max_batch_tokens = 0;  // measured costs: the engine's rows per step (0: 2048)
   int64_t active_bytes = 0;  // measured costs: weights + KV pool of one replica (the KV from it)
   double schedule_s = 0.0;   // --schedule: the span (0: to the last arrival)

@@ -164,6 +164,8 @@ class Sim final : public SimHost::Driver {
   std::shared_ptr<const fleet::IdlePolicy> policy_;
   Routing routing_ = Routing::kSpread;
   std::vector<fleet::ReplicaSlotView> route_views_;  // route()'s scratch
+  std::vector<size_t> rr_cursor_;                    // per model: round-robin position
+  std::vector<fleet::SloWindow> slo_windows_;        // per model: recent TTFT SLO outcomes
   bool pooled_ = false;
   bool dedicated_ = false;
   int32_t busy_slots_ = 0;
@@ -241,6 +243,8 @@ Status Sim::build() {
                                         workload_.models().size()));
   }
   model_slots_.resize(models_.size());
+  rr_cursor_.assign(models_.size(), 0);
+  slo_windows_.assign(models_.size(), fleet::SloWindow(o_.slo_window));
   for (size_t m = 0; m < models_.size(); ++m) {
     const Deployment& d = models_[m].deployment;
     if (d.replicas < 1 || !d.config.cost) {
@@ -561,11 +565,13 @@ int32_t Sim::route(int32_t model) {
     const Slot& s = slots_[static_cast<size_t>(i)];
     route_views_.push_back(fleet::ReplicaSlotView{s.state, s.in_flight, 0});
   }
-  // The rule the cluster router runs too (fleet/replica_routing.h); the simulator has no
-  // round-robin routing and no SLO cap halving.
+  // The rules the cluster router runs (fleet/replica_routing.h): the cap halved while the model
+  // misses its TTFT SLO, round-robin when asked, else choose_replica's.
+  const bool missing = slo_windows_[static_cast<size_t>(model)].missing(now());
   const fleet::RoutingRule rule{
-      cap, false, routing_ == Routing::kSpread ? fleet::ReplicaSpread::kSpread : fleet::ReplicaSpread::kPack};
-  const int32_t k = fleet::route_replica(route_views_, rule, nullptr);
+      fleet::slo_replica_cap(cap, missing), o_.round_robin,
+      routing_ == Routing::kSpread ? fleet::ReplicaSpread::kSpread : fleet::ReplicaSpread::kPack};
+  const int32_t k = fleet::route_replica(route_views_, rule, &rr_cursor_[static_cast<size_t>(model)]);
   return ss[static_cast<size_t>(k)];
 }
 
@@ -644,6 +650,7 @@ void Sim::on_replica(int32_t slot) {
     if (q.log >= 0) result_.request_log[static_cast<size_t>(q.log)].ttft_s = ttft;
     if (q.out > 1) tpot_.add(static_cast<double>(e.t_ns - first) * 1e-9 / (q.out - 1));
     const bool met = first - q.arrive <= o_.slo.ttft_ns;
+    slo_windows_[static_cast<size_t>(s.model)].record(e.t_ns, met);
     ++result_.served;
     if (met) ++result_.slo_met;
     node.ctl->finished(s.local, e.id, met, e.t_ns);

@@ -66,6 +66,12 @@ struct SimOptions {
   // Every replica time-shares one compute device (the live fleet's shared DeviceScheduler):
   // steps stretch by the number of busy replicas.
   bool shared_device = false;
+  // Routing among a model's replicas by the cluster router's rules (fleet/replica_routing.h):
+  // Active replicas in turn (`tessera cluster --routing round-robin`), and the replica cap halved
+  // while any of the model's last `slo_window` answers (within a minute) missed the TTFT SLO
+  // (`tessera cluster --slo-window`). The defaults keep the simulator's routing as it was.
+  bool round_robin = false;
+  int32_t slo_window = 0;
   // With shared_device: instead of stretching, grant the device one whole iteration at a time
   // by the live DeviceScheduler's rule (device_arbiter.h: engine::pick_next_device_user), each
   // replica's batch composed as the engine scheduler composes it (iteration_replica.h) and fixed

@@ -272,6 +272,31 @@ TEST(SimulatorTest, ScalingBringsUpReplicasUnderLoadAndReleasesThemAfter) {
   EXPECT_GT(r->accelerator_hours, 0.0);
 }
 
+// The cluster router's SLO rule, run by the simulator (fleet/replica_routing.h): while a model
+// misses its TTFT SLO, a replica takes half as many requests before another comes up.
+TEST(SimulatorTest, SloWindowHalvesTheReplicaCapAsTheClusterRouterDoes) {
+  auto loads = [](int32_t window) -> int64_t {
+    std::vector<SimRequest> rs;
+    rs.push_back(req(50.0, 0, 64, 8));  // its answer misses the 1 ms TTFT SLO
+    for (int i = 0; i < 4; ++i) rs.push_back(req(100.0, 0, 64, 64));
+    ScriptedWorkload w(1, rs, 400);
+    SimOptions o;
+    o.policy = "scaling";
+    o.keep_alive_s = 60;
+    o.warmup_s = 0;
+    o.slo.ttft_ns = 1'000'000;
+    o.slo_window = window;
+    auto models = models_with(1, std::make_shared<FixedCost>(0.01, 1.0, 0.5), /*replicas=*/4);
+    models[0].deployment.config.target_in_flight = 4;
+    auto r = run_simulation(w, models, test_accelerator(), o);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    return r.is_ok() ? r->loads : -1;
+  };
+  const int64_t plain = loads(0), capped = loads(8);
+  EXPECT_EQ(plain, 1);   // cap 4: the warm replica takes all four
+  EXPECT_EQ(capped, 2);  // cap halved to 2: a second replica comes up
+}
+
 TEST(SimulatorTest, PooledNodesStayWithinTheirMemory) {
   // Ten models of 30 GB on nodes of two 80 GB accelerators: at most five fit a node's memory.
   std::vector<SimRequest> rs;

@@ -62,7 +62,10 @@ bool JsonMatcher::in_plain_string() const {
   const Frame& f = stack_[static_cast<size_t>(depth_ - 1)];
   if (f.aux != kPlain) return false;
   // A length-bounded string counts characters: tokens are walked byte by byte there.
-  if (f.kind == kString) return !schema_->node(f.node).length_bounded();
+  if (f.kind == kString) {
+    const JsonSchema::Node& sn = schema_->node(f.node);
+    return !sn.length_bounded() && !sn.pattern;
+  }
   // A key no declared property still matches, in an object that takes additional properties
   // (json_object's keys, say): any plain content keeps it so.
   if (f.kind == kKey && f.mask == 0 && f.seen == 0 && depth_ >= 2) {
@@ -211,6 +214,7 @@ bool JsonMatcher::start_value(int32_t node, uint8_t c) {
     g.phase = kOpen;
   } else if (c == '"' && (t & JsonSchema::kString)) {
     g.kind = kString;
+    g.key = n.pattern ? n.pattern->start() : 0;
   } else if ((c == '-' || is_digit(c)) && (t & (JsonSchema::kInteger | JsonSchema::kNumber))) {
     if (!start_number(g, n, c)) return false;
   } else if ((c == 't' || c == 'f') && (t & JsonSchema::kBoolean)) {
@@ -379,6 +383,73 @@ bool JsonMatcher::number_value_ok(const Frame& f) const {
   return n.multiple_of <= 0 || v % n.multiple_of == 0;
 }
 
+namespace {
+// The value byte a JSON escape letter stands for (\u aside); -1 for none.
+int escaped_value(uint8_t letter) {
+  switch (letter) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '/': return '/';
+    case 'b': return '\b';
+    case 'f': return '\f';
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    default: return -1;
+  }
+}
+constexpr std::string_view kEscapeLetters = "\"\\/bfnrt";
+}  // namespace
+
+bool JsonMatcher::pattern_step(const Frame& f, const RegexDfa& dfa, uint8_t c, uint16_t* next) {
+  const auto state = static_cast<uint16_t>(f.key);
+  *next = state;
+  switch (f.aux) {
+    case kPlain:
+      if (c == '"') return dfa.accepting(state);
+      if (c == '\\') {  // some escape must keep the value matchable (\u is not taken here)
+        for (uint8_t l : kEscapeLetters) {
+          if (dfa.next(state, static_cast<uint8_t>(escaped_value(l))) != RegexDfa::kDead) return true;
+        }
+        return false;
+      }
+      *next = dfa.next(state, c);
+      return *next != RegexDfa::kDead;
+    case kUtf8:
+      *next = dfa.next(state, c);
+      return *next != RegexDfa::kDead;
+    case kEscape: {
+      const int v = escaped_value(c);
+      if (v < 0) return false;
+      *next = dfa.next(state, static_cast<uint8_t>(v));
+      return *next != RegexDfa::kDead;
+    }
+    default:
+      return false;
+  }
+}
+
+// The next byte toward a string value the pattern accepts: the closing quote once it does, an
+// escape for a byte JSON escapes, the escape letter inside one.
+int JsonMatcher::pattern_closing_byte(const Frame& f, const RegexDfa& dfa) {
+  const auto state = static_cast<uint16_t>(f.key);
+  if (f.aux == kEscape) {
+    int best = -1, best_dist = 0;
+    for (uint8_t l : kEscapeLetters) {
+      const uint16_t t = dfa.next(state, static_cast<uint8_t>(escaped_value(l)));
+      if (t != RegexDfa::kDead && (best < 0 || dfa.distance(t) < best_dist)) {
+        best = l;
+        best_dist = dfa.distance(t);
+      }
+    }
+    return best < 0 ? -2 : best;
+  }
+  if (f.aux == kPlain && dfa.accepting(state)) return '"';
+  const uint8_t b = dfa.toward_accept(state);
+  if (f.aux == kPlain && (b == '"' || b == '\\' || b < 0x20)) return '\\';
+  return b;
+}
+
 bool JsonMatcher::number_byte(Frame& f, uint8_t c, bool integer_only) {
   const JsonSchema::Node& n = schema_->node(f.node);
   if (n.bounded) {
@@ -495,8 +566,12 @@ bool JsonMatcher::step(uint8_t c) {
             ++f.count;
           }
         }
+        // pattern: the value's bytes (escapes decoded) walk the automaton, kept in f.key.
+        uint16_t next_state = 0;
+        if (sn.pattern && !pattern_step(f, *sn.pattern, c, &next_state)) return false;
         bool closed = false;
         if (!string_byte(f, c, closed)) return false;
+        if (sn.pattern) f.key = next_state;
         ws_ = 0;
         if (closed) {
           --depth_;
@@ -719,6 +794,9 @@ int JsonMatcher::closing_byte() const {
     case kValue:
       return value_start_byte(f.node, depth_ - 1);
     case kString:
+      if (const JsonSchema::Node& sn = schema_->node(f.node); sn.pattern) {
+        return pattern_closing_byte(f, *sn.pattern);
+      }
       if (f.aux == kPlain) {
         const JsonSchema::Node& sn = schema_->node(f.node);
         return sn.length_bounded() && f.count < sn.min_length ? 'a' : '"';

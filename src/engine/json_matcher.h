@@ -90,6 +90,10 @@ class JsonMatcher {
   bool take_ws(uint8_t c);
   bool start_value(int32_t node, uint8_t c);
   bool string_byte(Frame& f, uint8_t c, bool& closed);
+  // A string with a pattern: the automaton's state after byte `c` (f.key before), false when it
+  // refuses it (or would close unmatched).
+  static bool pattern_step(const Frame& f, const RegexDfa& dfa, uint8_t c, uint16_t* next);
+  static int pattern_closing_byte(const Frame& f, const RegexDfa& dfa);
   bool number_byte(Frame& f, uint8_t c, bool integer_only);
   static bool number_complete(const Frame& f);
   // Bounded numbers (JsonSchema::Node::bounded) keep their value in the frame: integer part in

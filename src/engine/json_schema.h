@@ -9,7 +9,9 @@
 // `required` (a name `properties` lacks takes `additionalProperties`' schema),
 // `additionalProperties` (boolean or schema), `minProperties`/`maxProperties`, `items`,
 // `prefixItems` (and draft 7's `items` list with `additionalItems`), `minItems`/`maxItems`,
-// `minLength`/`maxLength` (code points; an escape counts as one), `minimum`/`maximum`/
+// `minLength`/`maxLength` (code points; an escape counts as one), `pattern` (RegexDfa: the
+// ECMA-262 subset people write), `format` date, time, date-time, uuid, email and ipv4 (as
+// patterns; other formats are annotations), `minimum`/`maximum`/
 // `exclusiveMinimum`/`exclusiveMaximum` (integers exactly; other numbers are written without an
 // exponent, with at most 12 fraction digits, bounds compared exactly against the decimal text),
 // `multipleOf` (a whole number, on integers), `uniqueItems: false`, boolean schemas anywhere,
@@ -19,8 +21,8 @@
 // array, ...: one alternative is chosen by the value's first byte, so oneOf's exclusivity holds;
 // alternatives that are only enum/const values are merged; other overlaps are refused).
 // Whole-number decimals (`"maxItems": 2.0`) are taken where integers are expected.
-// Annotations (ignored): title, description, default, examples, $schema, $id, $comment, format
-// (an annotation in 2020-12), deprecated, readOnly, writeOnly, contentMediaType,
+// Annotations (ignored): title, description, default, examples, $schema, $id, $comment, other
+// formats (an annotation in 2020-12), deprecated, readOnly, writeOnly, contentMediaType,
 // contentEncoding, discriminator, nullable, strict, $defs/definitions (containers for $ref).
 // Limits: kMaxProperties per object, kMaxLiterals per enum, kMaxNodes nodes, kMaxDepth nesting of
 // the schema text, kMaxRefHops chained $refs. A value must fit JsonMatcher's nesting limit: each
@@ -37,6 +39,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "tessera/base/status.h"
+#include "tessera/engine/regex_dfa.h"
 
 namespace tessera::engine {
 
@@ -80,6 +83,9 @@ class JsonSchema {
     int32_t items = 0;                  // node of the items after prefix_items
     int64_t min_items = 0, max_items = -1;
     int64_t min_length = 0, max_length = -1;  // string characters; -1: no bound
+    // `pattern`, or a `format` written as one (date, time, date-time, uuid, email, ipv4): the
+    // string's value bytes walk it (escapes decoded). Not combined with length bounds.
+    std::shared_ptr<const RegexDfa> pattern;
     // Numeric bounds (inclusive, after exclusive bounds were moved to the nearest allowed value):
     // integers for an integer-only node, Fixed (kFractionDigits) otherwise. Present only when
     // `bounded`; then numbers have no exponent, at most kMaxIntegerDigits integer digits and

@@ -39,7 +39,8 @@ inline constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;  // multipleO
 inline constexpr const char* kEnforcedList =
     "type, enum, const, properties, required, additionalProperties, minProperties, "
     "maxProperties, items, prefixItems, additionalItems, minItems, maxItems, uniqueItems: false, "
-    "minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf "
+    "minLength, maxLength, pattern, format (date, time, date-time, uuid, email, ipv4), minimum, "
+    "maximum, exclusiveMinimum, exclusiveMaximum, multipleOf "
     "(whole numbers), $ref, $defs, allOf, anyOf, oneOf";
 
 Status bad(const std::string& where, const std::string& what);
@@ -57,6 +58,9 @@ Fixed bound(const json& v, bool lower, bool exclusive, bool integer_only);
 int64_t code_points(const std::string& s);
 std::bitset<256> first_bytes_of_types(uint8_t t);
 std::string describe_byte(size_t c);
+// The pattern a `format` is written as (date, time, date-time, uuid, email, ipv4); empty for a
+// format left as an annotation.
+std::string_view format_pattern(std::string_view format);
 
 // Compiles one request's schema into a JsonSchema's node graph.
 class JsonSchemaCompiler {
@@ -75,6 +79,7 @@ class JsonSchemaCompiler {
   Status own_keywords(JsonSchema::Node& n, const json& s, const std::string& where) const;
   Status number_keywords(JsonSchema::Node& n, const json& s, const std::string& where) const;
   Status literal_keywords(JsonSchema::Node& n, const json& s, const std::string& where) const;
+  Status string_pattern(JsonSchema::Node& n, const json& s, const std::string& where) const;
   Status object_children(JsonSchema::Node& n, const json& s, const std::string& where, int depth);
   Status array_children(JsonSchema::Node& n, const json& s, const std::string& where, int depth);
   Status alternatives(int32_t index, const json& s, const std::string& where, int depth);

@@ -18,6 +18,7 @@
 #include "tessera/engine/engine.h"
 #include "tessera/engine/json_matcher.h"
 #include "tessera/engine/json_schema.h"
+#include "tessera/engine/regex_dfa.h"
 #include "tessera/engine/token_constraint.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/tokenizer/llama2c_tokenizer.h"
@@ -217,7 +218,12 @@ TEST(JsonSchemaCorpus, GreedyAndSampledDecodingOnATrainedModelValidates) {
 // invalid arguments.
 TEST(JsonSchemaCompile, RefusesWhatItDoesNotEnforceByName) {
   const std::vector<std::pair<const char*, const char*>> unsupported = {
-      {R"({"type": "string", "pattern": "^a"})", "pattern"},
+      {R"({"type": "string", "pattern": "(?=a)b"})", "lookaround"},
+      {R"({"type": "string", "pattern": "(a)\\1"})", "backreferences"},
+      {R"({"type": "string", "pattern": "^a|b$"})", "anchors"},
+      {R"({"type": "string", "pattern": "a\\bc"})", "boundaries"},
+      {R"({"type": "string", "pattern": "a{1000}"})", "repeat"},
+      {R"({"type": "string", "pattern": "^a", "maxLength": 3})", "minLength/maxLength"},
       {R"({"type": "object", "patternProperties": {"^x": {}}})", "patternProperties"},
       {R"({"not": {"type": "string"}})", "not"},
       {R"({"if": {}, "then": {}})", "if"},
@@ -265,6 +271,23 @@ TEST(JsonSchemaCompile, ExponentialMergesAreBounded) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("too complex"), std::string::npos) << r.status().message();
   EXPECT_LT(s, 5.0);
+}
+
+// Patterns whose automata explode (the classic (.*a){n}) are refused by name in well under a
+// second; every state left can reach acceptance.
+TEST(JsonSchemaCompile, HostilePatternsAreBounded) {
+  for (const char* p : {"(.*a){20}", "(a|aa|aaa)*b(.*c){12}", "([a-z]{1,100}){1,100}",
+                        "(((a{1,100}){1,100}){1,100})", "[^x]{100}x.{30}$"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = RegexDfa::compile(p);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 1.0) << p;
+    if (!r.is_ok()) {
+      EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported) << p << ": " << r.status().to_string();
+      continue;
+    }
+    for (uint16_t st = 0; st < (*r)->size(); ++st) EXPECT_GE((*r)->distance(st), 0) << p;
+  }
 }
 
 // A recursive schema nests only as deep as the matcher's stack allows, and always closes.

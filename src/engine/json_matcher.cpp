@@ -23,6 +23,12 @@ bool is_hex(uint8_t c) {
 
 JsonMatcher::JsonMatcher(std::shared_ptr<const JsonSchema> schema) : schema_(std::move(schema)) {
   stack_[0] = Frame{};
+  if (const RegexDfa* raw = schema_->raw()) {  // not JSON: the text walks the automaton
+    stack_[0].kind = kRaw;
+    stack_[0].key = raw->start();
+    depth_ = 1;
+    return;
+  }
   stack_[0].kind = kRoot;
   stack_[1] = Frame{};
   stack_[1].kind = kValue;
@@ -74,9 +80,16 @@ bool JsonMatcher::in_plain_string() const {
   return false;
 }
 
-bool JsonMatcher::closed() const { return depth_ == 1 && stack_[0].phase == 1; }
+bool JsonMatcher::closed() const {
+  if (stack_[0].kind == kRaw) {
+    const auto st = static_cast<uint16_t>(stack_[0].key);
+    return schema_->raw()->accepting(st) && !schema_->raw()->can_continue(st);
+  }
+  return depth_ == 1 && stack_[0].phase == 1;
+}
 
 bool JsonMatcher::complete() const {
+  if (stack_[0].kind == kRaw) return schema_->raw()->accepting(static_cast<uint16_t>(stack_[0].key));
   if (closed()) return true;
   if (depth_ != 2) return false;
   const Frame& f = stack_[1];
@@ -548,6 +561,12 @@ bool JsonMatcher::step(uint8_t c) {
   for (;;) {
     Frame& f = stack_[static_cast<size_t>(depth_ - 1)];
     switch (f.kind) {
+      case kRaw: {
+        const uint16_t next = schema_->raw()->next(static_cast<uint16_t>(f.key), c);
+        if (next == RegexDfa::kDead) return false;
+        f.key = next;
+        return true;
+      }
       case kRoot:
         return f.phase == 1 && ws && take_ws(c);
       case kValue:
@@ -789,6 +808,8 @@ int JsonMatcher::closing_byte() const {
     return p.closing_byte();
   };
   switch (f.kind) {
+    case kRaw:
+      return schema_->raw()->toward_accept(static_cast<uint16_t>(f.key));
     case kRoot:
       return f.phase == 1 ? -1 : -2;
     case kValue:

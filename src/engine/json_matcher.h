@@ -72,7 +72,8 @@ class JsonMatcher {
   std::optional<std::string> closing_bytes(size_t max_bytes = 4096) const;
 
  private:
-  enum Kind : uint8_t { kRoot, kValue, kObject, kKey, kArray, kString, kNumber, kLiteral };
+  // kRaw: the whole text walks JsonSchema::raw()'s automaton (state in `key`), no JSON.
+  enum Kind : uint8_t { kRoot, kValue, kObject, kKey, kArray, kString, kNumber, kLiteral, kRaw };
   struct Frame {
     Kind kind = kRoot;
     uint8_t phase = 0;

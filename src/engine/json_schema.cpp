@@ -1,6 +1,9 @@
 #include "tessera/engine/json_schema.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string_view>
 
 #include "tessera/engine/json_schema_compiler.h"
 
@@ -87,6 +90,41 @@ Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::js
   TS_ASSIGN_OR_RETURN(s->root_, c.add(schema, "", 0));
   TS_RETURN_IF_ERROR(c.finish());
   return std::shared_ptr<const JsonSchema>(std::move(s));
+}
+
+std::shared_ptr<const JsonSchema> JsonSchema::raw_text(std::shared_ptr<const RegexDfa> dfa) {
+  auto s = std::shared_ptr<JsonSchema>(new JsonSchema());
+  s->nodes_.push_back(Node{});
+  s->raw_ = std::move(dfa);
+  s->finish();
+  return s;
+}
+
+Result<std::shared_ptr<const JsonSchema>> JsonSchema::choice(const std::vector<std::string>& options) {
+  if (options.empty() || options.size() > kMaxChoices) {
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("choice: between 1 and {} options", kMaxChoices));
+  }
+  // One alternation of the options as literals (every regex metacharacter escaped).
+  std::string pattern;
+  for (const std::string& o : options) {
+    if (o.size() > kMaxChoiceBytes) {
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("choice: an option longer than {} bytes", kMaxChoiceBytes));
+    }
+    if (!pattern.empty()) pattern += '|';
+    pattern += "(?:";
+    for (char c : o) {
+      if (std::string_view("\\^$.|?*+()[]{}/").find(c) != std::string_view::npos) pattern += '\\';
+      pattern += c;
+    }
+    pattern += ')';
+  }
+  auto dfa = RegexDfa::compile(pattern, RegexDfa::Match::kFull);
+  if (!dfa.is_ok()) {
+    return Status(dfa.status().code(), "choice: " + dfa.status().message());
+  }
+  return raw_text(std::move(dfa).value());
 }
 
 std::shared_ptr<const JsonSchema> JsonSchema::any_object() {

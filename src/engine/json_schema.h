@@ -113,9 +113,18 @@ class JsonSchema {
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::json& schema);
   // Any JSON object (response_format json_object).
   static std::shared_ptr<const JsonSchema> any_object();
+  // Not JSON: text the whole of which `dfa` (RegexDfa::Match::kFull) accepts, for the regex and
+  // choice structured outputs; the matcher walks the automaton instead of JSON's grammar.
+  static std::shared_ptr<const JsonSchema> raw_text(std::shared_ptr<const RegexDfa> dfa);
+  // A choice among fixed texts (at most kMaxChoices, each at most kMaxChoiceBytes): the output is
+  // exactly one of them.
+  static Result<std::shared_ptr<const JsonSchema>> choice(const std::vector<std::string>& options);
+  static constexpr size_t kMaxChoices = 1024;
+  static constexpr size_t kMaxChoiceBytes = 4096;
 
   const Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
   int32_t root() const { return root_; }
+  const RegexDfa* raw() const { return raw_.get(); }  // non-null for raw_text()/choice()
   size_t size() const { return nodes_.size(); }
 
  private:
@@ -124,6 +133,7 @@ class JsonSchema {
 
   std::vector<Node> nodes_;
   int32_t root_ = 0;
+  std::shared_ptr<const RegexDfa> raw_;
 };
 
 }  // namespace tessera::engine

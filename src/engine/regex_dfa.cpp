@@ -487,14 +487,16 @@ constexpr int64_t kMaxWork = 20'000'000;
 
 class RegexDfaBuilder {
  public:
-  static Result<std::shared_ptr<const RegexDfa>> run(std::string_view pattern);
+  static Result<std::shared_ptr<const RegexDfa>> run(std::string_view pattern, RegexDfa::Match match);
 };
 
-Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pattern) {
+Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pattern,
+                                                              RegexDfa::Match match) {
   using namespace regex_dfa_build;  // NOLINT: this builder's own parts
   bool anchored_start = false, anchored_end = false;
   Parser parser(pattern);
   TS_ASSIGN_OR_RETURN(Node root, parser.parse(&anchored_start, &anchored_end));
+  if (match == RegexDfa::Match::kFull) anchored_start = anchored_end = true;
   // Search semantics: anything before and after unless anchored.
   std::vector<Node> parts;
   Node any;
@@ -616,6 +618,7 @@ Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pa
   out->accept_.resize(live);
   out->distance_.resize(live);
   out->toward_.assign(live, 0);
+  out->continues_.assign(live, 0);
   for (size_t d = 0; d < n; ++d) {
     if (renumber[d] == RegexDfa::kDead) continue;
     const uint16_t r = renumber[d];
@@ -626,6 +629,7 @@ Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pa
       const uint16_t t = table[d * 256 + static_cast<size_t>(b)];
       const uint16_t rt = t == RegexDfa::kDead ? RegexDfa::kDead : renumber[t];
       out->table_[static_cast<size_t>(r) * 256 + static_cast<size_t>(b)] = rt;
+      if (rt != RegexDfa::kDead) out->continues_[r] = 1;
       if (rt == RegexDfa::kDead || dist[t] != dist[d] - 1) continue;
       // Prefer a letter or digit, then other printable ASCII but the quote and backslash.
       const bool alnum = (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z');
@@ -640,8 +644,8 @@ Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pa
   return std::shared_ptr<const RegexDfa>(std::move(out));
 }
 
-Result<std::shared_ptr<const RegexDfa>> RegexDfa::compile(std::string_view pattern) {
-  return RegexDfaBuilder::run(pattern);
+Result<std::shared_ptr<const RegexDfa>> RegexDfa::compile(std::string_view pattern, Match match) {
+  return RegexDfaBuilder::run(pattern, match);
 }
 
 }  // namespace tessera::engine

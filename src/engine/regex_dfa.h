@@ -34,9 +34,12 @@ class RegexDfa {
   static constexpr size_t kMaxStates = 4096;
   static constexpr int kMaxRepeat = 100;
 
-  // `pattern` as JSON Schema writes it (an unanchored search unless it starts with '^' / ends
-  // with '$').
-  static Result<std::shared_ptr<const RegexDfa>> compile(std::string_view pattern);
+  enum class Match : uint8_t {
+    kSearch,  // JSON Schema's `pattern`: anywhere in the string unless anchored by '^' / '$'
+    kFull,    // the whole text (vLLM's `regex` structured output): implicitly anchored
+  };
+  static Result<std::shared_ptr<const RegexDfa>> compile(std::string_view pattern,
+                                                         Match match = Match::kSearch);
 
   uint16_t start() const { return 0; }
   uint16_t next(uint16_t state, uint8_t byte) const {
@@ -48,6 +51,8 @@ class RegexDfa {
   // A byte on a shortest path from a non-accepting `state` to an accepting one (printable ASCII
   // preferred).
   uint8_t toward_accept(uint16_t state) const { return toward_[state]; }
+  // Whether any byte continues from `state` (false: an accepting end, nothing may follow).
+  bool can_continue(uint16_t state) const { return state != kDead && continues_[state] != 0; }
   size_t size() const { return accept_.size(); }
 
  private:
@@ -55,6 +60,7 @@ class RegexDfa {
   std::vector<uint8_t> accept_;
   std::vector<int32_t> distance_;
   std::vector<uint8_t> toward_;
+  std::vector<uint8_t> continues_;
   friend class RegexDfaBuilder;
 };
 

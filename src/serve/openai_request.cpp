@@ -134,6 +134,10 @@ constexpr FieldRule kFields[] = {
     {"logprobs", kBothRoutes, FieldUse::kSupported},
     {"logit_bias", kBothRoutes, FieldUse::kSupported},
     {"response_format", kBothRoutes, FieldUse::kSupported},
+    {"structured_outputs", kBothRoutes, FieldUse::kSupported},  // extension (vLLM)
+    {"guided_regex", kBothRoutes, FieldUse::kSupported},        // extension (vLLM, older)
+    {"guided_choice", kBothRoutes, FieldUse::kSupported},       // extension (vLLM, older)
+    {"guided_json", kBothRoutes, FieldUse::kSupported},         // extension (vLLM, older)
     {"user", kBothRoutes, FieldUse::kIgnored},
     {"metadata", kBothRoutes, FieldUse::kIgnored},
     {"service_tier", kBothRoutes, FieldUse::kIgnored},
@@ -210,6 +214,63 @@ Status read_response_format(Fields& f, GenerationParams* p) {
   return f.fail("response_format",
                 fmt::format("'response_format.type' must be 'text', 'json_object' or "
                             "'json_schema', got '{}'", t));
+}
+
+// vLLM's structured outputs: `structured_outputs` {"regex": ...} | {"choice": [...]} |
+// {"json": schema} (and the older top-level guided_regex / guided_choice / guided_json): the
+// whole output matches the regex (a full match), is one of the choices, or is JSON valid under
+// the schema. One constraint engine: regex and choice compile to the RegexDfa the JSON matcher
+// also walks for `pattern`. At most one of these and response_format.
+Status read_structured_outputs(Fields& f, GenerationParams* p) {
+  struct Source {
+    const char* field;
+    const char* kind;
+    const json* value;
+  };
+  std::vector<Source> given;
+  if (const json* so = f.get("structured_outputs")) {
+    if (!so->is_object() || so->size() != 1) {
+      return f.fail("structured_outputs",
+                    "'structured_outputs' must be an object with one of 'regex', 'choice', 'json'");
+    }
+    const auto& [kind, value] = *so->items().begin();
+    if (kind != "regex" && kind != "choice" && kind != "json") {
+      return f.fail("structured_outputs",
+                    fmt::format("'structured_outputs.{}' is not supported (regex, choice, json are)", kind));
+    }
+    given.push_back({"structured_outputs", kind == "regex" ? "regex" : kind == "choice" ? "choice" : "json", &value});
+  }
+  for (const char* name : {"guided_regex", "guided_choice", "guided_json"}) {
+    if (const json* v = f.get(name)) given.push_back({name, name + 7, v});
+  }
+  if (given.empty()) return Status::ok();
+  if (given.size() > 1 || p->json_schema) {
+    return f.fail(given.back().field, "give one of response_format, structured_outputs, guided_regex, "
+                                      "guided_choice and guided_json");
+  }
+  const Source& s = given[0];
+  const std::string_view kind = s.kind;
+  if (kind == "regex") {
+    if (!s.value->is_string()) return f.wrong_type(s.field, "a string (the regex)", *s.value);
+    auto dfa = engine::RegexDfa::compile(s.value->get<std::string>(), engine::RegexDfa::Match::kFull);
+    if (!dfa.is_ok()) return f.fail(s.field, dfa.status().message());
+    p->json_schema = engine::JsonSchema::raw_text(std::move(dfa).value());
+  } else if (kind == "choice") {
+    if (!s.value->is_array()) return f.wrong_type(s.field, "a list of strings", *s.value);
+    std::vector<std::string> options;
+    for (const json& o : *s.value) {
+      if (!o.is_string()) return f.fail(s.field, "every choice must be a string");
+      options.push_back(o.get<std::string>());
+    }
+    auto schema = engine::JsonSchema::choice(options);
+    if (!schema.is_ok()) return f.fail(s.field, schema.status().message());
+    p->json_schema = std::move(schema).value();
+  } else {
+    auto compiled = engine::JsonSchema::compile(*s.value);
+    if (!compiled.is_ok()) return f.fail(s.field, compiled.status().message());
+    p->json_schema = std::move(compiled).value();
+  }
+  return Status::ok();
 }
 
 Result<json> parse_body(std::string_view body, std::string* error_param) {
@@ -346,6 +407,7 @@ Status read_common(Fields& f, GenerationParams* p) {
   TS_RETURN_IF_ERROR(read_logit_bias(f, &p->sampling));
   TS_RETURN_IF_ERROR(f.read_bool("stream", &p->stream));
   TS_RETURN_IF_ERROR(read_response_format(f, p));
+  TS_RETURN_IF_ERROR(read_structured_outputs(f, p));
   if (const json* v = f.get("stream_options")) {
     if (!v->is_object()) return f.wrong_type("stream_options", "an object", *v);
     Fields so(*v, nullptr);

@@ -8,9 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -212,6 +214,80 @@ TEST(JsonSchemaCorpus, GreedyAndSampledDecodingOnATrainedModelValidates) {
   if (v.rc == 77) GTEST_SKIP() << v.output;
   EXPECT_EQ(v.rc, 0) << v.output;
   std::printf("%s", v.output.c_str());
+}
+
+// Not JSON: vLLM's regex and choice structured outputs through the same matcher, greedy and
+// sampled on a trained model; every output matches (std::regex, ECMAScript, an independent
+// engine) or is one of the choices.
+TEST(RawTextConstraint, RegexAndChoiceOnATrainedModel) {
+  TS_SKIP_WITHOUT_SHARED(model_path, "models/stories260K.bin");
+  TS_SKIP_WITHOUT_SHARED(tok_path, "models/stories260K-tok512.bin");
+  auto loaded = model::load_model(model_path.string());
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  std::shared_ptr<model::Model> m(std::move(loaded).value());
+  auto tok = model::load_llama2c_tokenizer(tok_path.string(), static_cast<int32_t>(m->config().n_vocab));
+  ASSERT_TRUE(tok.is_ok());
+  std::shared_ptr<const model::Tokenizer> tokenizer(std::move(tok).value());
+  const auto vocab = make_token_vocabulary(*tokenizer);
+  EngineOptions o;
+  o.n_threads = 1;
+  o.ctx_size = 256;
+  o.max_running = 16;
+  auto e = Engine::create(m, tokenizer, o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  const std::vector<std::string> regexes = {"[a-z]+ [0-9]{2,4}", "(yes|no), (red|green|blue)\\.",
+                                            "\\d{3}-\\d{4}", "The (cat|dog) [a-z ]{0,20}!",
+                                            "[A-Z][a-z]*( [a-z]+){2,5}\\."};
+  const std::vector<std::string> choices = {"Once", "upon a time", "the end", "a.b*"};
+  struct Job {
+    std::shared_ptr<const JsonSchema> schema;
+    std::string regex;  // empty: the choices
+    float temperature;
+    uint64_t seed;
+  };
+  std::vector<Job> jobs;
+  for (const std::string& r : regexes) {
+    auto dfa = RegexDfa::compile(r, RegexDfa::Match::kFull);
+    ASSERT_TRUE(dfa.is_ok()) << r << ": " << dfa.status().to_string();
+    const auto schema = JsonSchema::raw_text(*dfa);
+    for (uint64_t seed = 0; seed <= 3; ++seed) jobs.push_back({schema, r, seed == 0 ? 0.0f : 1.0f, seed});
+  }
+  auto choice = JsonSchema::choice(choices);
+  ASSERT_TRUE(choice.is_ok()) << choice.status().to_string();
+  for (uint64_t seed = 0; seed <= 3; ++seed) jobs.push_back({*choice, "", seed == 0 ? 0.0f : 1.0f, seed});
+  std::vector<std::string> text(jobs.size());
+  std::vector<FinishReason> finish(jobs.size(), FinishReason::kError);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    auto spec = std::make_shared<StructuredOutput>();
+    spec->schema = jobs[j].schema;
+    spec->vocab = vocab;
+    Request r;
+    r.prompt = tokenizer->encode("Once upon a time", true, false);
+    r.sampling.temperature = jobs[j].temperature;
+    r.sampling.seed = jobs[j].seed;
+    r.max_tokens = 48;
+    r.structured = spec;
+    ASSERT_TRUE((*e)->submit(r, [&text, &finish, j](Event&& ev) {
+                     if (auto* t = std::get_if<TokenEvent>(&ev.body)) {
+                       text[j] += t->text;
+                     } else {
+                       const auto& f = std::get<FinishEvent>(ev.body);
+                       text[j] += f.text;
+                       finish[j] = f.reason;
+                     }
+                   }).is_ok());
+  }
+  while ((*e)->step()) {
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    EXPECT_NE(finish[j], FinishReason::kError) << text[j];
+    if (jobs[j].regex.empty()) {
+      EXPECT_NE(std::find(choices.begin(), choices.end(), text[j]), choices.end()) << text[j];
+    } else {
+      EXPECT_TRUE(std::regex_match(text[j], std::regex(jobs[j].regex, std::regex::ECMAScript)))
+          << jobs[j].regex << " <- " << text[j];
+    }
+  }
 }
 
 // What is not enforced is refused with kUnsupported naming it; schemas no value satisfies are

@@ -1,5 +1,8 @@
 #include "tessera/serve/openai_request.h"
 
+#include "tessera/engine/json_matcher.h"
+#include "tessera/engine/json_schema.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -75,6 +78,43 @@ TEST(CompletionRequest, ErrorsNameTheField) {
     auto r = parse_completion_request(body, &param);
     EXPECT_FALSE(r.is_ok()) << body;
     EXPECT_EQ(param, "") << body;
+  }
+}
+
+// vLLM's structured outputs: regex (a full match), choice, json; the older guided_* fields; one
+// at a time, and not with response_format.
+TEST(CompletionRequest, StructuredOutputsRegexChoiceJson) {
+  std::string param;
+  auto accepts = [](const std::shared_ptr<const engine::JsonSchema>& s, std::string_view text) {
+    engine::JsonMatcher m(s);
+    return m.feed(text) && m.complete();
+  };
+  auto r = parse_completion_request(R"({"prompt":"x","structured_outputs":{"regex":"[a-c]{2}-\\d+"}})", &param);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_TRUE(r->params.json_schema);
+  EXPECT_TRUE(accepts(r->params.json_schema, "ab-12"));
+  EXPECT_FALSE(accepts(r->params.json_schema, "xab-12"));  // a full match, not a search
+  EXPECT_FALSE(accepts(r->params.json_schema, "ab-"));
+  r = parse_completion_request(R"({"prompt":"x","guided_choice":["yes","no","a.b*"]})", &param);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_TRUE(accepts(r->params.json_schema, "no"));
+  EXPECT_TRUE(accepts(r->params.json_schema, "a.b*"));  // literal, not a regex
+  EXPECT_FALSE(accepts(r->params.json_schema, "axb"));
+  EXPECT_FALSE(accepts(r->params.json_schema, "nope"));
+  auto chat = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"structured_outputs":{"json":{"type":"integer","maximum":9}}})",
+      &param);
+  ASSERT_TRUE(chat.is_ok()) << chat.status().to_string();
+  EXPECT_TRUE(accepts(chat->params.json_schema, "7"));
+  EXPECT_FALSE(accepts(chat->params.json_schema, "10"));
+  for (const char* bad : {
+           R"({"prompt":"x","structured_outputs":{"regex":"a","choice":["a"]}})",
+           R"({"prompt":"x","structured_outputs":{"grammar":"root ::= x"}})",
+           R"({"prompt":"x","guided_regex":"a","guided_choice":["a"]})",
+           R"({"prompt":"x","guided_regex":"a","response_format":{"type":"json_object"}})",
+           R"J({"prompt":"x","guided_regex":"(?=a)"})J", R"({"prompt":"x","guided_choice":[]})",
+           R"({"prompt":"x","guided_choice":[1]})"}) {
+    EXPECT_FALSE(parse_completion_request(bad, &param).is_ok()) << bad;
   }
 }
 
@@ -292,7 +332,7 @@ TEST(Request, ToolsAndToolChoice) {
            Case{R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}})",
                 "tool_choice"},
            Case{R"("tool_choice":"required")", "tool_choice"},
-           Case{R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"x"}}}}}],"tool_choice":"required")",
+           Case{R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","not":{}}}}}}],"tool_choice":"required")",
                 "tools"},
            Case{R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","response_format":{"type":"json_object"})",
                 "response_format"},

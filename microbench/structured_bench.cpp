@@ -1,6 +1,6 @@
 // Structured output's per-step cost: JsonTokenConstraint::mask (with a token budget) over a real
 // vocabulary, at three points of a JSON document (a structural position, inside a string, inside
-// a number), and the fastest completion alone. The
+// a number), the fastest completion alone, and big schemas and patterns (below). The
 // vocabulary comes from a GGUF (TESSERA_VOCAB, default ../shared/tokenizers/ggml-vocab-llama-spm.gguf);
 // without it the benchmarks are skipped.
 //   build/release/microbench/structured_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessera/engine/json_schema.h"
+#include "tessera/engine/regex_dfa.h"
 #include "tessera/engine/token_constraint.h"
 #include "tessera/model/format/model_file.h"
 #include "tessera/model/tokenizer/tokenizer.h"
@@ -104,6 +105,62 @@ void BM_ClosingInsideString(benchmark::State& state) {
   state.counters["closing_tokens"] = static_cast<double>(n);
 }
 BENCHMARK(BM_ClosingInsideString)->Unit(benchmark::kMicrosecond);
+
+// Big schemas and patterns (issue 45): a 200-property nested schema (four objects of 50
+// properties whose keys share prefixes, as generated models' fields do), the mask at a key start
+// inside one of them; a string under a permissive pattern (every token walked through the DFA);
+// raw text under a regex (vLLM's structured_outputs.regex).
+std::shared_ptr<const engine::JsonSchema> wide_schema() {
+  nlohmann::json root = {{"type", "object"}, {"additionalProperties", false}};
+  for (int o = 0; o < 4; ++o) {
+    nlohmann::json obj = {{"type", "object"}, {"additionalProperties", false}};
+    for (int k = 0; k < 50; ++k) {
+      obj["properties"]["customer_field_" + std::to_string(o) + "_" + std::to_string(k)] =
+          k % 2 == 0 ? nlohmann::json{{"type", "string"}} : nlohmann::json{{"type", "integer"}};
+    }
+    root["properties"]["section_" + std::to_string(o)] = obj;
+  }
+  return *engine::JsonSchema::compile(root);
+}
+
+void mask_with(benchmark::State& state, std::shared_ptr<const engine::JsonSchema> schema,
+               const char* prefix) {
+  static std::string why;
+  static const auto vocab = vocabulary(&why);
+  if (!vocab) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  engine::JsonTokenConstraint c({std::move(schema), vocab});
+  advance(c, *vocab, prefix);
+  std::vector<float> logits(static_cast<size_t>(vocab->n_vocab()));
+  int64_t allowed = 0;
+  for (auto _ : state) {
+    allowed = c.mask(logits, 1000);
+    benchmark::DoNotOptimize(logits.data());
+  }
+  state.counters["allowed"] = static_cast<double>(allowed);
+  state.counters["vocab"] = vocab->n_vocab();
+}
+
+void BM_MaskAtKeyOf200PropertySchema(benchmark::State& s) {
+  static const auto schema = wide_schema();
+  mask_with(s, schema, "{\"section_2\": {\"");
+}
+void BM_MaskInsidePatternString(benchmark::State& s) {
+  static const auto schema = *engine::JsonSchema::compile(nlohmann::json::parse(
+      R"({"type": "object", "properties": {"name": {"type": "string",
+          "pattern": "^[A-Za-z][A-Za-z0-9 ,.'-]*$"}}, "required": ["name"]})"));
+  mask_with(s, schema, "{\"name\": \"Al");
+}
+void BM_MaskInsideRegexText(benchmark::State& s) {
+  static const auto schema =
+      engine::JsonSchema::raw_text(*engine::RegexDfa::compile("[A-Z][a-z]+( [a-z]+)*\\.", engine::RegexDfa::Match::kFull));
+  mask_with(s, schema, "Once upon a t");
+}
+BENCHMARK(BM_MaskAtKeyOf200PropertySchema)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskInsidePatternString)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskInsideRegexText)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -80,6 +80,15 @@ bool JsonMatcher::in_plain_string() const {
   return false;
 }
 
+std::optional<JsonMatcher::DfaPosition> JsonMatcher::dfa_position() const {
+  const Frame& f = stack_[static_cast<size_t>(depth_ - 1)];
+  if (f.kind == kRaw) return DfaPosition{schema_->raw(), static_cast<uint16_t>(f.key), true};
+  if (f.kind != kString || f.aux != kPlain) return std::nullopt;
+  const JsonSchema::Node& sn = schema_->node(f.node);
+  if (!sn.pattern) return std::nullopt;
+  return DfaPosition{sn.pattern.get(), static_cast<uint16_t>(f.key), false};
+}
+
 bool JsonMatcher::closed() const {
   if (stack_[0].kind == kRaw) {
     const auto st = static_cast<uint16_t>(stack_[0].key);

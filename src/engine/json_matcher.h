@@ -60,6 +60,16 @@ class JsonMatcher {
   // properties are allowed.
   bool in_plain_string() const;
 
+  // Where the next bytes walk a RegexDfa and nothing else: raw text (JsonSchema::raw_text), or
+  // between characters of a string with a pattern. There the tokens allowed depend only on the
+  // automaton's state (plain string content only, inside a string), which the token mask caches.
+  struct DfaPosition {
+    const RegexDfa* dfa = nullptr;
+    uint16_t state = 0;
+    bool raw = false;  // raw text: every token's bytes walk the automaton
+  };
+  std::optional<DfaPosition> dfa_position() const;
+
   // Copies the state only (the schema pointer stays shared): cheap, for trying bytes.
   void assign_state(const JsonMatcher& other);
 

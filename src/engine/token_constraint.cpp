@@ -171,6 +171,34 @@ int32_t JsonTokenConstraint::keep_completable(int32_t token, int64_t budget) con
   return now->first;
 }
 
+std::shared_ptr<const std::vector<uint8_t>> DfaTokenCache::tokens(const JsonMatcher::DfaPosition& pos,
+                                                                  const TokenVocabulary& vocab) {
+  const auto key = std::make_tuple(pos.dfa, pos.state, pos.raw);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  }
+  auto flags = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(vocab.n_vocab()), 0);
+  auto walk = [&](int32_t id) {
+    uint16_t st = pos.state;
+    for (char ch : vocab.piece(id)) {
+      st = pos.dfa->next(st, static_cast<uint8_t>(ch));
+      if (st == RegexDfa::kDead) return;
+    }
+    (*flags)[static_cast<size_t>(id)] = 1;
+  };
+  if (pos.raw) {
+    for (int32_t id = 0; id < vocab.n_vocab(); ++id) {
+      if (!vocab.piece(id).empty()) walk(id);
+    }
+  } else {
+    for (int32_t id : vocab.plain()) walk(id);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() < kMaxEntries) entries_.emplace(key, flags);
+  return flags;
+}
+
 int64_t JsonTokenConstraint::mask(std::span<float> logits, int64_t budget) {
   const TokenVocabulary& v = *spec_.vocab;
   if (budget >= 0) {
@@ -183,10 +211,21 @@ int64_t JsonTokenConstraint::mask(std::span<float> logits, int64_t budget) {
   }
   std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});
   int64_t n_allowed = 0;
-  const bool in_string = matcher_.in_plain_string();
+  bool in_string = matcher_.in_plain_string();
+  bool walk_trie = true;
   if (in_string) {
     for (int32_t t : v.plain()) allowed_[static_cast<size_t>(t)] = 1;
     n_allowed += static_cast<int64_t>(v.plain().size());
+  } else if (const auto pos = matcher_.dfa_position(); pos && spec_.dfa_cache) {
+    // Only the automaton decides: the tokens it takes from this state, cached per state; inside
+    // a string, the other tokens (a quote, an escape, a split character) are walked below.
+    const auto flags = spec_.dfa_cache->tokens(*pos, v);
+    for (size_t i = 0; i < flags->size(); ++i) {
+      allowed_[i] = (*flags)[i];
+      n_allowed += (*flags)[i];
+    }
+    in_string = !pos->raw;
+    walk_trie = !pos->raw;
   }
   const TokenVocabulary::Trie& trie = in_string ? v.special() : v.all();
   const auto& nodes = trie.nodes;
@@ -198,7 +237,7 @@ int64_t JsonTokenConstraint::mask(std::span<float> logits, int64_t budget) {
     uint32_t node, next_edge, depth;
   };
   std::vector<Item> stack;
-  stack.push_back({0, 0, 0});
+  if (walk_trie) stack.push_back({0, 0, 0});
   while (!stack.empty()) {
     Item& it = stack.back();
     const TokenVocabulary::Node& n = nodes[it.node];

@@ -17,7 +17,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <tuple>
 #include <optional>
 #include <span>
 #include <string>
@@ -77,9 +80,28 @@ class TokenVocabulary {
 // (Tokenizer::token_to_piece) and its end-of-generation tokens.
 std::shared_ptr<const TokenVocabulary> make_token_vocabulary(const model::Tokenizer& tokenizer);
 
+// Per automaton state, the tokens whose bytes the RegexDfa (a pattern's or raw text's) takes
+// from it: the mask's shortcut where only the automaton decides (JsonMatcher::dfa_position).
+// Filled on first use, at most kMaxEntries states (past that, computed each time). Shared by the
+// sequences of one request (n choices); thread-safe.
+class DfaTokenCache {
+ public:
+  static constexpr size_t kMaxEntries = 1024;
+  // The tokens allowed at `pos` (raw: every token with bytes; else plain string content only),
+  // one flag per token id.
+  std::shared_ptr<const std::vector<uint8_t>> tokens(const JsonMatcher::DfaPosition& pos,
+                                                     const TokenVocabulary& vocab);
+
+ private:
+  std::mutex mu_;
+  std::map<std::tuple<const RegexDfa*, uint16_t, bool>, std::shared_ptr<const std::vector<uint8_t>>>
+      entries_;
+};
+
 struct StructuredOutput {
   std::shared_ptr<const JsonSchema> schema;
   std::shared_ptr<const TokenVocabulary> vocab;
+  std::shared_ptr<DfaTokenCache> dfa_cache = std::make_shared<DfaTokenCache>();
 };
 
 class JsonTokenConstraint {

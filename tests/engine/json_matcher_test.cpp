@@ -15,6 +15,7 @@
 
 #include "tessera/engine/engine.h"
 #include "tessera/engine/json_schema.h"
+#include "tessera/engine/regex_dfa.h"
 #include "tessera/engine/token_constraint.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/tokenizer/llama2c_tokenizer.h"
@@ -402,11 +403,20 @@ TEST(JsonTokenConstraintTest, MaskEqualsBruteForce) {
     pieces.push_back(p);
   }
   auto vocab = std::make_shared<TokenVocabulary>(pieces, std::vector<int32_t>{0});
+  std::vector<std::shared_ptr<const JsonSchema>> schemas;
   for (const char* text : {"{}", R"({"type": "object", "properties": {"id": {"type": "string"},
                                "o": {"enum": ["u", 1, null]}}, "required": ["id"]})",
                            R"({"type": "array", "items": {"type": "string", "minLength": 1,
-                               "maxLength": 3}, "maxItems": 4})"}) {
-    const auto schema = compile(text);
+                               "maxLength": 3}, "maxItems": 4})",
+                           // A pattern: the per-state token cache against brute force.
+                           R"({"type": "array", "items": {"type": "string",
+                               "pattern": "^[a-x\t]*(fa|\u20ac)?\"?$"}, "maxItems": 4})"}) {
+    schemas.push_back(compile(text));
+  }
+  // Raw text under a regex (structured_outputs.regex): the whole text walks the automaton.
+  schemas.push_back(JsonSchema::raw_text(*RegexDfa::compile("[a-x]+(\"|\u20ac)?(fa|lse)*x?",
+                                                            RegexDfa::Match::kFull)));
+  for (const auto& schema : schemas) {
     for (int run = 0; run < 20; ++run) {
       JsonTokenConstraint c({schema, vocab});
       JsonMatcher shadow(schema);

@@ -569,6 +569,7 @@ bool JsonMatcher::step(uint8_t c) {
   const bool ws = is_ws(c);
   for (;;) {
     Frame& f = stack_[static_cast<size_t>(depth_ - 1)];
+    Step r = Step::kRefused;
     switch (f.kind) {
       case kRaw: {
         const uint16_t next = schema_->raw()->next(static_cast<uint16_t>(f.key), c);
@@ -582,166 +583,184 @@ bool JsonMatcher::step(uint8_t c) {
         if (ws) return take_ws(c);
         ws_ = 0;
         return start_value(f.node, c);
-      case kString: {
-        // minLength/maxLength: a character starts at a byte read between characters (ASCII,
-        // a UTF-8 lead byte or a backslash); the closing quote needs minLength of them.
-        const JsonSchema::Node& sn = schema_->node(f.node);
-        if (f.aux == kPlain && sn.length_bounded()) {
-          if (c == '"') {
-            if (f.count < sn.min_length) return false;
-          } else {
-            if (sn.max_length >= 0 && f.count >= sn.max_length) return false;
-            ++f.count;
-          }
-        }
-        // pattern: the value's bytes (escapes decoded) walk the automaton, kept in f.key.
-        uint16_t next_state = 0;
-        if (sn.pattern && !pattern_step(f, *sn.pattern, c, &next_state)) return false;
-        bool closed = false;
-        if (!string_byte(f, c, closed)) return false;
-        if (sn.pattern) f.key = next_state;
-        ws_ = 0;
-        if (closed) {
-          --depth_;
-          child_done();
-        }
-        return true;
-      }
-      case kKey: {
-        bool closed = false;
-        Frame probe = f;
-        if (!string_byte(probe, c, closed)) return false;
-        if (closed) {
-          int32_t property = -1;
-          if (!key_complete(f, &property)) return false;
-          --depth_;
-          Frame& obj = stack_[static_cast<size_t>(depth_ - 1)];
-          obj.key = property;
-          obj.phase = kColon;
-          ws_ = 0;
-          return true;
-        }
-        // Declared keys still matching after this byte (compared as written, escapes included).
-        const JsonSchema::Node& n = schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node);
-        uint64_t alive = 0, seen = 0;
-        for (size_t i = 0; i < n.properties.size(); ++i) {
-          const bool unseen = f.mask >> i & 1, dup = f.seen >> i & 1;
-          if (!unseen && !dup) continue;
-          const std::string& k = n.properties[i].key;
-          if (static_cast<size_t>(f.count) < k.size() && static_cast<uint8_t>(k[f.count]) == c) {
-            (unseen ? alive : seen) |= uint64_t{1} << i;
-          }
-        }
-        if (alive == 0 && !property_fits(n, -2, depth_ - 1)) return false;
-        probe.mask = alive;
-        probe.seen = seen;
-        ++probe.count;
-        f = probe;
-        ws_ = 0;
-        return true;
-      }
-      case kNumber: {
-        const bool integer_only = !(schema_->node(f.node).types & JsonSchema::kNumber);
-        if (number_byte(f, c, integer_only)) {
-          ws_ = 0;
-          return true;
-        }
-        if (!number_complete(f) || !number_value_ok(f)) return false;
-        --depth_;
-        child_done();
-        continue;  // the byte belongs to the parent
-      }
-      case kLiteral: {
-        uint64_t alive = 0;
-        for (int i = 0; i < literal_count(f); ++i) {
-          if (!(f.mask >> i & 1)) continue;
-          const std::string_view t = literal_text(f, i);
-          if (static_cast<size_t>(f.count) < t.size() && static_cast<uint8_t>(t[f.count]) == c) {
-            alive |= uint64_t{1} << i;
-          }
-        }
-        if (alive != 0) {
-          f.mask = alive;
-          ++f.count;
-          ws_ = 0;
-          return true;
-        }
-        if (!literal_complete(f)) return false;
-        --depth_;
-        child_done();
-        continue;
-      }
-      case kObject: {
-        if (ws) return take_ws(c);
-        const JsonSchema::Node& n = schema_->node(f.node);
-        if (c == '"' && (f.phase == kOpen || f.phase == kComma) && object_may_continue(f)) {
-          Frame k;
-          k.kind = kKey;
-          k.node = f.node;
-          for (size_t i = 0; i < n.properties.size(); ++i) {
-            // Seen ones, and ones whose value would not fit, are refused as duplicates are.
-            const bool open = !(f.mask >> i & 1) && property_fits(n, static_cast<int32_t>(i), depth_);
-            (open ? k.mask : k.seen) |= uint64_t{1} << i;
-          }
-          if (!push(k)) return false;
-          ws_ = 0;
-          return true;
-        }
-        if (c == ':' && f.phase == kColon) {
-          Frame v;
-          v.kind = kValue;
-          v.node = f.key >= 0 ? n.properties[static_cast<size_t>(f.key)].node : n.additional;
-          if (!push(v)) return false;
-          f.phase = kInside;
-          ws_ = 0;
-          return true;
-        }
-        if (c == ',' && f.phase == kAfter && object_may_continue(f)) {
-          f.phase = kComma;
-          ws_ = 0;
-          return true;
-        }
-        if (c == '}' && (f.phase == kOpen || f.phase == kAfter) && object_may_close(f)) {
-          --depth_;
-          child_done();
-          ws_ = 0;
-          return true;
-        }
-        return false;
-      }
-      case kArray: {
-        if (ws) return take_ws(c);
-        const JsonSchema::Node& n = schema_->node(f.node);
-        // The next item's node (prefixItems, then items) must fit above this frame.
-        const bool room = (n.max_items < 0 || f.count < n.max_items) &&
-                          fits(depth_, schema_->node(n.item_node(f.count)).min_depth);
-        if (c == ']' && ((f.phase == kOpen && n.min_items == 0) ||
-                         (f.phase == kAfter && f.count >= n.min_items))) {
-          --depth_;
-          child_done();
-          ws_ = 0;
-          return true;
-        }
-        if (c == ',' && f.phase == kAfter && room) {
-          f.phase = kComma;
-          ws_ = 0;
-          return true;
-        }
-        if ((f.phase == kOpen || f.phase == kComma) && room) {
-          Frame v;
-          v.kind = kValue;
-          v.node = n.item_node(f.count);
-          if (depth_ >= kMaxDepth + 2) return false;
-          ++f.count;
-          f.phase = kInside;
-          push(v);
-          continue;  // the byte starts the item
-        }
-        return false;
-      }
+      case kString: r = string_step(f, c); break;
+      case kKey: r = key_step(f, c); break;
+      case kNumber: r = number_step(f, c); break;
+      case kLiteral: r = literal_step(f, c); break;
+      case kObject: r = object_step(f, c, ws); break;
+      case kArray: r = array_step(f, c, ws); break;
     }
-    return false;
+    if (r != Step::kAgain) return r == Step::kTaken;
   }
+}
+
+// A byte inside a value string: length bounds, the pattern's automaton, JSON's string rules.
+JsonMatcher::Step JsonMatcher::string_step(Frame& f, uint8_t c) {
+  // minLength/maxLength: a character starts at a byte read between characters (ASCII,
+  // a UTF-8 lead byte or a backslash); the closing quote needs minLength of them.
+  const JsonSchema::Node& sn = schema_->node(f.node);
+  if (f.aux == kPlain && sn.length_bounded()) {
+    if (c == '"') {
+      if (f.count < sn.min_length) return Step::kRefused;
+    } else {
+      if (sn.max_length >= 0 && f.count >= sn.max_length) return Step::kRefused;
+      ++f.count;
+    }
+  }
+  // pattern: the value's bytes (escapes decoded) walk the automaton, kept in f.key.
+  uint16_t next_state = 0;
+  if (sn.pattern && !pattern_step(f, *sn.pattern, c, &next_state)) return Step::kRefused;
+  bool closed = false;
+  if (!string_byte(f, c, closed)) return Step::kRefused;
+  if (sn.pattern) f.key = next_state;
+  ws_ = 0;
+  if (closed) {
+    --depth_;
+    child_done();
+  }
+  return Step::kTaken;
+}
+
+// A byte of an object key: declared keys still matching, or an additional one.
+JsonMatcher::Step JsonMatcher::key_step(Frame& f, uint8_t c) {
+  bool closed = false;
+  Frame probe = f;
+  if (!string_byte(probe, c, closed)) return Step::kRefused;
+  if (closed) {
+    int32_t property = -1;
+    if (!key_complete(f, &property)) return Step::kRefused;
+    --depth_;
+    Frame& obj = stack_[static_cast<size_t>(depth_ - 1)];
+    obj.key = property;
+    obj.phase = kColon;
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  // Declared keys still matching after this byte (compared as written, escapes included).
+  const JsonSchema::Node& n = schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node);
+  uint64_t alive = 0, seen = 0;
+  for (size_t i = 0; i < n.properties.size(); ++i) {
+    const bool unseen = f.mask >> i & 1, dup = f.seen >> i & 1;
+    if (!unseen && !dup) continue;
+    const std::string& k = n.properties[i].key;
+    if (static_cast<size_t>(f.count) < k.size() && static_cast<uint8_t>(k[f.count]) == c) {
+      (unseen ? alive : seen) |= uint64_t{1} << i;
+    }
+  }
+  if (alive == 0 && !property_fits(n, -2, depth_ - 1)) return Step::kRefused;
+  probe.mask = alive;
+  probe.seen = seen;
+  ++probe.count;
+  f = probe;
+  ws_ = 0;
+  return Step::kTaken;
+}
+
+// A byte of a number, or the parent's first byte once the number is complete.
+JsonMatcher::Step JsonMatcher::number_step(Frame& f, uint8_t c) {
+  const bool integer_only = !(schema_->node(f.node).types & JsonSchema::kNumber);
+  if (number_byte(f, c, integer_only)) {
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  if (!number_complete(f) || !number_value_ok(f)) return Step::kRefused;
+  --depth_;
+  child_done();
+  return Step::kAgain;  // the byte belongs to the parent
+}
+
+// A byte of an enum/const text or true/false/null, or the parent's once one is complete.
+JsonMatcher::Step JsonMatcher::literal_step(Frame& f, uint8_t c) {
+  uint64_t alive = 0;
+  for (int i = 0; i < literal_count(f); ++i) {
+    if (!(f.mask >> i & 1)) continue;
+    const std::string_view t = literal_text(f, i);
+    if (static_cast<size_t>(f.count) < t.size() && static_cast<uint8_t>(t[f.count]) == c) {
+      alive |= uint64_t{1} << i;
+    }
+  }
+  if (alive != 0) {
+    f.mask = alive;
+    ++f.count;
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  if (!literal_complete(f)) return Step::kRefused;
+  --depth_;
+  child_done();
+  return Step::kAgain;
+}
+
+// A byte between an object's members: a key, the colon, a comma, the closing brace.
+JsonMatcher::Step JsonMatcher::object_step(Frame& f, uint8_t c, bool ws) {
+  if (ws) return take_ws(c) ? Step::kTaken : Step::kRefused;
+  const JsonSchema::Node& n = schema_->node(f.node);
+  if (c == '"' && (f.phase == kOpen || f.phase == kComma) && object_may_continue(f)) {
+    Frame k;
+    k.kind = kKey;
+    k.node = f.node;
+    for (size_t i = 0; i < n.properties.size(); ++i) {
+      // Seen ones, and ones whose value would not fit, are refused as duplicates are.
+      const bool open = !(f.mask >> i & 1) && property_fits(n, static_cast<int32_t>(i), depth_);
+      (open ? k.mask : k.seen) |= uint64_t{1} << i;
+    }
+    if (!push(k)) return Step::kRefused;
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  if (c == ':' && f.phase == kColon) {
+    Frame v;
+    v.kind = kValue;
+    v.node = f.key >= 0 ? n.properties[static_cast<size_t>(f.key)].node : n.additional;
+    if (!push(v)) return Step::kRefused;
+    f.phase = kInside;
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  if (c == ',' && f.phase == kAfter && object_may_continue(f)) {
+    f.phase = kComma;
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  if (c == '}' && (f.phase == kOpen || f.phase == kAfter) && object_may_close(f)) {
+    --depth_;
+    child_done();
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  return Step::kRefused;
+}
+
+// A byte between an array's items: a comma, the closing bracket, or an item's first byte.
+JsonMatcher::Step JsonMatcher::array_step(Frame& f, uint8_t c, bool ws) {
+  if (ws) return take_ws(c) ? Step::kTaken : Step::kRefused;
+  const JsonSchema::Node& n = schema_->node(f.node);
+  // The next item's node (prefixItems, then items) must fit above this frame.
+  const bool room = (n.max_items < 0 || f.count < n.max_items) &&
+                    fits(depth_, schema_->node(n.item_node(f.count)).min_depth);
+  if (c == ']' && ((f.phase == kOpen && n.min_items == 0) ||
+                   (f.phase == kAfter && f.count >= n.min_items))) {
+    --depth_;
+    child_done();
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  if (c == ',' && f.phase == kAfter && room) {
+    f.phase = kComma;
+    ws_ = 0;
+    return Step::kTaken;
+  }
+  if ((f.phase == kOpen || f.phase == kComma) && room) {
+    Frame v;
+    v.kind = kValue;
+    v.node = n.item_node(f.count);
+    if (depth_ >= kMaxDepth + 2) return Step::kRefused;
+    ++f.count;
+    f.phase = kInside;
+    push(v);
+    return Step::kAgain;  // the byte starts the item
+  }
+  return Step::kRefused;
 }
 
 }  // namespace tessera::engine

@@ -98,6 +98,15 @@ class JsonMatcher {
   };
 
   bool step(uint8_t c);
+  // One byte at the top frame: taken, refused, or (kAgain) the frame ended and the byte belongs
+  // to the frame now on top (a number or literal ended by its parent's byte, an item starting).
+  enum class Step : uint8_t { kTaken, kRefused, kAgain };
+  Step string_step(Frame& f, uint8_t c);
+  Step key_step(Frame& f, uint8_t c);
+  Step number_step(Frame& f, uint8_t c);
+  Step literal_step(Frame& f, uint8_t c);
+  Step object_step(Frame& f, uint8_t c, bool ws);
+  Step array_step(Frame& f, uint8_t c, bool ws);
   bool take_ws(uint8_t c);
   bool start_value(int32_t node, uint8_t c);
   bool string_byte(Frame& f, uint8_t c, bool& closed);

@@ -488,6 +488,17 @@ constexpr int64_t kMaxWork = 20'000'000;
 class RegexDfaBuilder {
  public:
   static Result<std::shared_ptr<const RegexDfa>> run(std::string_view pattern, RegexDfa::Match match);
+
+ private:
+  // The subset construction's result: a transition table over every reachable state set.
+  struct Table {
+    std::vector<uint16_t> next;   // [state * 256 + byte]
+    std::vector<uint8_t> accept;
+    size_t size() const { return accept.size(); }
+  };
+  static Result<Table> determinize(const regex_dfa_build::Nfa& nfa, int start, int accept_state,
+                                   std::string_view pattern);
+  static Result<std::shared_ptr<const RegexDfa>> prune(const Table& t, std::string_view pattern);
 };
 
 Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pattern,
@@ -507,7 +518,14 @@ Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pa
   if (!anchored_end) parts.push_back(any);
   Nfa nfa;
   TS_ASSIGN_OR_RETURN(auto frag, build(nfa, seq_of(std::move(parts)), pattern));
-  // Subset construction.
+  TS_ASSIGN_OR_RETURN(Table table, determinize(nfa, frag.first, frag.second, pattern));
+  return prune(table, pattern);
+}
+
+// Subset construction over byte classes, bounded in states and work.
+Result<RegexDfaBuilder::Table> RegexDfaBuilder::determinize(const regex_dfa_build::Nfa& nfa, int start_state,
+                                                            int accept_state, std::string_view pattern) {
+  using namespace regex_dfa_build;  // NOLINT: this builder's own parts
   std::map<std::vector<int>, uint16_t> ids;
   std::vector<std::vector<int>> sets;
   std::vector<uint16_t> table;
@@ -537,13 +555,13 @@ Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pa
   std::vector<uint32_t> mark(nfa.states.size(), 0);
   uint32_t gen = 0;
   int64_t work = 0;
-  std::vector<int> start{frag.first};
+  std::vector<int> start{start_state};
   closure(nfa, start, mark, gen);
   ids[start] = 0;
   sets.push_back(start);
   for (size_t d = 0; d < sets.size(); ++d) {
     const std::vector<int> cur = sets[d];
-    accept.push_back(std::binary_search(cur.begin(), cur.end(), frag.second) ? 1 : 0);
+    accept.push_back(std::binary_search(cur.begin(), cur.end(), accept_state) ? 1 : 0);
     table.resize((d + 1) * 256, RegexDfa::kDead);
     // Where each class of bytes leads (bytes no edge tells apart move alike).
     for (size_t k = 0; k < reps.size(); ++k) {
@@ -577,8 +595,18 @@ Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::run(std::string_view pa
       }
     }
   }
-  // Distances to acceptance (reverse BFS); states that never accept are removed.
-  const size_t n = sets.size();
+  Table t;
+  t.next = std::move(table);
+  t.accept = std::move(accept);
+  return t;
+}
+
+// Distances to acceptance (reverse BFS); states that never accept are removed and the rest
+// renumbered (the start stays 0).
+Result<std::shared_ptr<const RegexDfa>> RegexDfaBuilder::prune(const Table& dfa, std::string_view pattern) {
+  const std::vector<uint16_t>& table = dfa.next;
+  const std::vector<uint8_t>& accept = dfa.accept;
+  const size_t n = dfa.size();
   std::vector<std::vector<std::pair<uint16_t, uint8_t>>> rev(n);
   for (size_t d = 0; d < n; ++d) {
     for (int b = 0; b < 256; ++b) {

@@ -233,7 +233,10 @@ Status read_structured_outputs(Fields& f, GenerationParams* p) {
       return f.fail("structured_outputs",
                     "'structured_outputs' must be an object with one of 'regex', 'choice', 'json'");
     }
-    const auto& [kind, value] = *so->items().begin();
+    // so->begin() iterates the object itself: items().begin() would hand out a proxy whose
+    // storage ends with the statement (ASan: stack-use-after-scope).
+    const std::string& kind = so->begin().key();
+    const json& value = so->begin().value();
     if (kind != "regex" && kind != "choice" && kind != "json") {
       return f.fail("structured_outputs",
                     fmt::format("'structured_outputs.{}' is not supported (regex, choice, json are)", kind));

@@ -75,7 +75,8 @@ bool JsonMatcher::in_plain_string() const {
   // A key no declared property still matches, in an object that takes additional properties
   // (json_object's keys, say): any plain content keeps it so.
   if (f.kind == kKey && f.mask == 0 && f.seen == 0 && depth_ >= 2) {
-    return property_fits(schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node), -2, depth_ - 1);
+    const JsonSchema::Node& obj = schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node);
+    return obj.pattern_keys.empty() && property_fits(obj, -2, depth_ - 1);
   }
   return false;
 }
@@ -147,9 +148,33 @@ bool JsonMatcher::object_may_close(const Frame& f) const {
 // Whether property `property` (-2: an additional one) of `object` may be written with its value's
 // frame at stack index `at`.
 bool JsonMatcher::property_fits(const JsonSchema::Node& object, int32_t property, int32_t at) const {
-  const int32_t node = property >= 0 ? object.properties[static_cast<size_t>(property)].node
-                                     : object.additional;
+  const int32_t node = member_node(object, property);
   return node >= 0 && fits(at, schema_->node(node).min_depth);
+}
+
+int32_t JsonMatcher::member_node(const JsonSchema::Node& object, int32_t property) {
+  if (property >= 0) return object.properties[static_cast<size_t>(property)].node;
+  if (property == -2) return object.additional;
+  return object.pattern_nodes[static_cast<size_t>(-3 - property)];
+}
+
+namespace {
+uint16_t pattern_state(uint64_t pat, size_t i) { return static_cast<uint16_t>(pat >> (16 * i)); }
+uint64_t with_pattern_state(uint64_t pat, size_t i, uint16_t state) {
+  const uint64_t shift = 16 * i;
+  return (pat & ~(uint64_t{0xFFFF} << shift)) | (uint64_t{state} << shift);
+}
+}  // namespace
+
+bool JsonMatcher::key_may_finish(const JsonSchema::Node& object, uint64_t pat, int32_t at) const {
+  if (property_fits(object, -2, at)) return true;
+  for (size_t i = 0; i < object.pattern_keys.size(); ++i) {
+    if (pattern_state(pat, i) != RegexDfa::kDead &&
+        property_fits(object, -2 - (int32_t{1} << i), at)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Another member may start: maxProperties leaves room, and an unseen declared property or an
@@ -157,7 +182,7 @@ bool JsonMatcher::property_fits(const JsonSchema::Node& object, int32_t property
 bool JsonMatcher::object_may_continue(const Frame& f) const {
   const JsonSchema::Node& n = schema_->node(f.node);
   if (n.max_properties >= 0 && f.count >= n.max_properties) return false;
-  if (property_fits(n, -2, depth_)) return true;
+  if (key_may_finish(n, 0, depth_)) return true;  // every automaton starts in state 0
   for (size_t i = 0; i < n.properties.size(); ++i) {
     if (!(f.mask >> i & 1) && property_fits(n, static_cast<int32_t>(i), depth_)) return true;
   }
@@ -178,8 +203,14 @@ bool JsonMatcher::key_complete(const Frame& f, int32_t* property) const {
     }
     if (f.seen >> i & 1) return false;
   }
-  if (!property_fits(n, -2, depth_ - 1)) return false;
-  *property = -2;
+  // Not a declared name: the patterns it matches, else additionalProperties.
+  int32_t set = 0;
+  for (size_t i = 0; i < n.pattern_keys.size(); ++i) {
+    if (n.pattern_keys[i]->accepting(pattern_state(f.pat, i))) set |= int32_t{1} << i;
+  }
+  const int32_t p = set == 0 ? -2 : -2 - set;
+  if (!property_fits(n, p, depth_ - 1)) return false;
+  *property = p;
   return true;
 }
 
@@ -217,6 +248,11 @@ bool JsonMatcher::start_value(int32_t node, uint8_t c) {
     g.kind = kLiteral;
     for (size_t i = 0; i < n.literals.size(); ++i) {
       if (static_cast<uint8_t>(n.literals[i][0]) == c) g.mask |= uint64_t{1} << i;
+    }
+    // An item of an array with uniqueItems: none written before.
+    if (const Frame& parent = stack_[static_cast<size_t>(at - 1)];
+        at >= 1 && parent.kind == kArray && schema_->node(parent.node).unique_items) {
+      g.mask &= ~parent.mask;
     }
     if (g.mask == 0) return false;
     g.count = 1;
@@ -623,9 +659,44 @@ JsonMatcher::Step JsonMatcher::string_step(Frame& f, uint8_t c) {
 
 // A byte of an object key: declared keys still matching, or an additional one.
 JsonMatcher::Step JsonMatcher::key_step(Frame& f, uint8_t c) {
+  // Escapes as a JSON writer writes them, so that a key's text names its value exactly: no "\/",
+  // \u00XX only for the control characters without a short escape, in lowercase.
+  if (f.aux == kEscape && c == '/') return Step::kRefused;
+  if (f.aux == kUnicode) {
+    const bool ok = f.aux2 <= 1   ? c == '0'
+                    : f.aux2 == 2 ? (c == '0' || c == '1')
+                                  : (is_digit(c) || (c >= 'a' && c <= 'f')) &&
+                                        (f.phase == 6 || !(c == '8' || c == '9' || c == 'a' ||
+                                                           c == 'c' || c == 'd'));
+    if (!ok) return Step::kRefused;
+  }
+  const JsonSchema::Node& n = schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node);
+  // \u escapes are not decoded for patterns: not taken in their objects' keys.
+  if (f.aux == kEscape && c == 'u' && !n.pattern_keys.empty()) return Step::kRefused;
+  // patternProperties: each automaton walks the key's value bytes (escapes decoded).
+  uint64_t pat = f.pat;
+  for (size_t i = 0; i < n.pattern_keys.size(); ++i) {
+    const RegexDfa& dfa = *n.pattern_keys[i];
+    const uint16_t st = pattern_state(pat, i);
+    uint16_t next = st;
+    if (f.aux == kUtf8 || (f.aux == kPlain && c != '"' && c != '\\')) {
+      next = dfa.next(st, c);
+    } else if (f.aux == kPlain && c == '\\') {
+      // Alive while some escape a key may use (not \/ nor \u) keeps it so.
+      next = RegexDfa::kDead;
+      for (uint8_t l : std::string_view("\"\\bfnrt")) {
+        if (dfa.next(st, static_cast<uint8_t>(escaped_value(l))) != RegexDfa::kDead) next = st;
+      }
+    } else if (f.aux == kEscape) {
+      const int v = escaped_value(c);
+      if (v >= 0) next = dfa.next(st, static_cast<uint8_t>(v));
+    }
+    pat = with_pattern_state(pat, i, next);
+  }
   bool closed = false;
   Frame probe = f;
   if (!string_byte(probe, c, closed)) return Step::kRefused;
+  if (f.aux == kUnicode && f.aux2 == 2 && c == '1') probe.phase = 6;  // \u001X: any last digit
   if (closed) {
     int32_t property = -1;
     if (!key_complete(f, &property)) return Step::kRefused;
@@ -637,7 +708,6 @@ JsonMatcher::Step JsonMatcher::key_step(Frame& f, uint8_t c) {
     return Step::kTaken;
   }
   // Declared keys still matching after this byte (compared as written, escapes included).
-  const JsonSchema::Node& n = schema_->node(stack_[static_cast<size_t>(depth_ - 2)].node);
   uint64_t alive = 0, seen = 0;
   for (size_t i = 0; i < n.properties.size(); ++i) {
     const bool unseen = f.mask >> i & 1, dup = f.seen >> i & 1;
@@ -647,9 +717,10 @@ JsonMatcher::Step JsonMatcher::key_step(Frame& f, uint8_t c) {
       (unseen ? alive : seen) |= uint64_t{1} << i;
     }
   }
-  if (alive == 0 && !property_fits(n, -2, depth_ - 1)) return Step::kRefused;
+  if (alive == 0 && !key_may_finish(n, pat, depth_ - 1)) return Step::kRefused;
   probe.mask = alive;
   probe.seen = seen;
+  probe.pat = pat;
   ++probe.count;
   f = probe;
   ws_ = 0;
@@ -686,8 +757,16 @@ JsonMatcher::Step JsonMatcher::literal_step(Frame& f, uint8_t c) {
     return Step::kTaken;
   }
   if (!literal_complete(f)) return Step::kRefused;
+  int written = -1;  // which literal, for an array with uniqueItems
+  for (int i = 0; i < literal_count(f) && f.aux != kBuiltinLiterals; ++i) {
+    if ((f.mask >> i & 1) && static_cast<int32_t>(literal_text(f, i).size()) == f.count) written = i;
+  }
   --depth_;
   child_done();
+  if (Frame& p = stack_[static_cast<size_t>(depth_ - 1)];
+      written >= 0 && p.kind == kArray && schema_->node(p.node).unique_items) {
+    p.mask |= uint64_t{1} << written;
+  }
   return Step::kAgain;
 }
 
@@ -711,7 +790,7 @@ JsonMatcher::Step JsonMatcher::object_step(Frame& f, uint8_t c, bool ws) {
   if (c == ':' && f.phase == kColon) {
     Frame v;
     v.kind = kValue;
-    v.node = f.key >= 0 ? n.properties[static_cast<size_t>(f.key)].node : n.additional;
+    v.node = member_node(n, f.key);
     if (!push(v)) return Step::kRefused;
     f.phase = kInside;
     ws_ = 0;
@@ -810,6 +889,33 @@ int JsonMatcher::value_start_byte(int32_t node, int32_t at) const {
   return -2;
 }
 
+// Toward a key that some pattern of `object` matches (and whose value fits): the automaton's
+// next byte, escaped as JSON needs; -2 when no pattern can finish the key.
+int JsonMatcher::key_pattern_byte(const Frame& f, const JsonSchema::Node& object) const {
+  for (size_t i = 0; i < object.pattern_keys.size(); ++i) {
+    const uint16_t st = pattern_state(f.pat, i);
+    if (st == RegexDfa::kDead || !property_fits(object, -2 - (int32_t{1} << i), depth_ - 1)) continue;
+    Frame t = f;
+    t.key = st;
+    const int b = pattern_closing_byte(t, *object.pattern_keys[i]);
+    if (b >= 0) return b;
+  }
+  return -2;
+}
+
+// The first byte of the shortest literal an array with uniqueItems has not written yet.
+int JsonMatcher::unique_item_start_byte(const Frame& array) const {
+  const JsonSchema::Node& item = schema_->node(schema_->node(array.node).items);
+  int best = -1;
+  for (size_t i = 0; i < item.literals.size(); ++i) {
+    if (array.mask >> i & 1) continue;
+    if (best < 0 || item.literals[i].size() < item.literals[static_cast<size_t>(best)].size()) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best < 0 ? -2 : static_cast<uint8_t>(item.literals[static_cast<size_t>(best)][0]);
+}
+
 // The next byte of closing_bytes(): -1 when the value is complete, -2 when no rule applies.
 int JsonMatcher::closing_byte() const {
   if (complete()) return -1;
@@ -873,9 +979,11 @@ int JsonMatcher::closing_byte() const {
         const std::string& k = n.properties[static_cast<size_t>(best)].key;
         return static_cast<size_t>(f.count) < k.size() ? static_cast<uint8_t>(k[f.count]) : '"';
       }
-      if (f.aux != kPlain) return inside_escape_or_character();
       int32_t property = -1;
-      return key_complete(f, &property) ? '"' : 'x';
+      if (f.aux == kPlain && key_complete(f, &property)) return '"';
+      if (const int b = key_pattern_byte(f, n); b >= 0) return b;
+      if (f.aux != kPlain) return inside_escape_or_character();
+      return 'x';
     }
     case kNumber: {
       if (number_complete(f) && number_value_ok(f)) return parent_byte();
@@ -915,11 +1023,12 @@ int JsonMatcher::closing_byte() const {
       const JsonSchema::Node& n = schema_->node(f.node);
       switch (f.phase) {
         case kOpen:
-          return n.min_items == 0 ? ']' : value_start_byte(n.item_node(f.count), depth_);
+          if (n.min_items == 0) return ']';
+          return n.unique_items ? unique_item_start_byte(f) : value_start_byte(n.item_node(f.count), depth_);
         case kAfter:
           return f.count >= n.min_items ? ']' : ',';
         case kComma:
-          return value_start_byte(n.item_node(f.count), depth_);
+          return n.unique_items ? unique_item_start_byte(f) : value_start_byte(n.item_node(f.count), depth_);
         default:
           return -2;
       }

@@ -6,13 +6,18 @@
 // What it enforces: JSON's grammar (RFC 8259: strings with escapes and well-formed UTF-8, numbers,
 // literals) and the schema (JsonSchema's graph): types, enum/const texts, anyOf/oneOf (the
 // alternative the first byte names), property names (no duplicates of declared ones, none of the
-// forbidden ones; others only where additionalProperties allows), required properties and
-// minProperties before '}', maxProperties, item counts and prefixItems, string lengths, numeric
+// forbidden ones; others only where patternProperties or additionalProperties allow, taking
+// the schema of the patterns their names match), required properties and
+// minProperties before '}', maxProperties, item counts, prefixItems and uniqueItems (of
+// enum items), string lengths, numeric
 // bounds and multipleOf (checked on every digit: a prefix is accepted only if some number within
 // the limits below extends it). A value is opened only where its smallest completion fits the
 // nesting limit (JsonSchema::Node::min_depth), so recursive schemas always close. Limits that keep generation finite and the state small:
 // whitespace between tokens is one space or tab, or a newline and at most kMaxIndent spaces or
-// tabs (as llama.cpp's JSON grammars; small models otherwise fill the gaps with newlines); kMaxDepth nesting, kMaxNumberBytes per
+// tabs (as llama.cpp's JSON grammars; small models otherwise fill the gaps with newlines);
+// object keys escaped only as a JSON writer does (no "\/", \u only for control characters
+// without a short escape, lowercase), so a key equals a declared name exactly when its text
+// does; kMaxDepth nesting, kMaxNumberBytes per
 // number (kMaxIntegerBytes for integers, kMaxExponentDigits per exponent).
 // The state is a value of fixed size (copy it to try bytes; the token mask does).
 // Thread-safety: a plain value; the schema is shared and immutable.
@@ -95,6 +100,8 @@ class JsonMatcher {
     int32_t key = -1;        // object: property of the value being read (-2: additional)
     uint64_t mask = 0;       // object: properties seen; key/literal: candidates alive
     uint64_t seen = 0;       // key: declared properties already seen that still match
+    uint64_t pat = 0;        // key: each patternProperties automaton's state, 16 bits each
+                             // (array with uniqueItems: the literals written, in `mask`)
   };
 
   bool step(uint8_t c);
@@ -124,6 +131,14 @@ class JsonMatcher {
   // A value for `node` whose frame sits at stack index `at` can be completed within the stack.
   static bool fits(int32_t at, int32_t min_depth) { return at + min_depth <= kMaxDepth + 2; }
   bool property_fits(const JsonSchema::Node& object, int32_t property, int32_t at) const;
+  // The schema node of a member's value: property >= 0 declared, -2 additional, -2 - S the keys
+  // patternProperties set S matches.
+  static int32_t member_node(const JsonSchema::Node& object, int32_t property);
+  // An additional key with these automaton states can still be finished (some pattern or
+  // additionalProperties takes it, with room for its value).
+  bool key_may_finish(const JsonSchema::Node& object, uint64_t pat, int32_t at) const;
+  int key_pattern_byte(const Frame& f, const JsonSchema::Node& object) const;
+  int unique_item_start_byte(const Frame& array) const;
   bool literal_complete(const Frame& f) const;
   bool key_complete(const Frame& f, int32_t* property) const;
   bool object_may_close(const Frame& f) const;

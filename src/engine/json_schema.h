@@ -14,7 +14,9 @@
 // patterns; other formats are annotations), `minimum`/`maximum`/
 // `exclusiveMinimum`/`exclusiveMaximum` (integers exactly; other numbers are written without an
 // exponent, with at most 12 fraction digits, bounds compared exactly against the decimal text),
-// `multipleOf` (a whole number, on integers), `uniqueItems: false`, boolean schemas anywhere,
+// `multipleOf` (a whole number, on integers), `uniqueItems` (true where the items are a finite
+// set of enum/const values or booleans: each written once), `patternProperties` (up to
+// kMaxPatternProperties patterns), boolean schemas anywhere,
 // `$ref` to a JSON pointer in the same document (`#`, `#/$defs/X`, `#/definitions/X`, ...;
 // recursive schemas too), `allOf` (merged into one schema where the merge is exact, else refused),
 // `anyOf`/`oneOf` whose alternatives start with different bytes (a string vs null, an object vs an
@@ -78,10 +80,20 @@ class JsonSchema {
     std::vector<int32_t> alternatives;  // anyOf/oneOf: nodes with pairwise distinct first bytes
     std::vector<Property> properties;   // at most kMaxProperties
     int32_t additional = 0;             // node of additional properties' values; -1: none allowed
+    // patternProperties (at most kMaxPatternProperties): a key that names no declared property
+    // takes pattern_nodes[S - 1], S the set of patterns (bit i: pattern_keys[i]) its decoded
+    // bytes match (a search, as `pattern`); S empty: `additional`. pattern_nodes[S - 1] is the
+    // allOf of those patterns' schemas; a declared property a pattern matches had that pattern's
+    // schema merged into its own at compile time.
+    std::vector<std::shared_ptr<const RegexDfa>> pattern_keys;
+    std::vector<int32_t> pattern_nodes;
     int64_t min_properties = 0, max_properties = -1;
     std::vector<int32_t> prefix_items;  // nodes of the first items
     int32_t items = 0;                  // node of the items after prefix_items
     int64_t min_items = 0, max_items = -1;
+    // uniqueItems: true over a finite item set: no prefix_items, `items` is enum/const values
+    // (booleans and null written as such), no two equal; max_items is at most their number.
+    bool unique_items = false;
     int64_t min_length = 0, max_length = -1;  // string characters; -1: no bound
     // `pattern`, or a `format` written as one (date, time, date-time, uuid, email, ipv4): the
     // string's value bytes walk it (escapes decoded). Not combined with length bounds.
@@ -107,6 +119,7 @@ class JsonSchema {
   static constexpr int kMaxProperties = 64;
   static constexpr int kMaxLiterals = 64;
   static constexpr int kMaxAlternatives = 16;
+  static constexpr int kMaxPatternProperties = 4;
   static constexpr int64_t kMaxStringLength = 1'000'000;
 
   // Node 0 accepts any JSON value, node 1 none; the root is root().

@@ -30,7 +30,7 @@ const std::set<std::string_view>& annotations() {
 }
 const std::set<std::string_view>& enforced() {
   static const std::set<std::string_view> k = {
-      "type", "properties", "required", "additionalProperties", "minProperties",
+      "type", "properties", "required", "additionalProperties", "patternProperties", "minProperties",
       "maxProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
       "uniqueItems", "minLength", "maxLength", "pattern", "enum", "const", "minimum", "maximum",
       "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "$ref", "allOf", "anyOf", "oneOf"};
@@ -321,10 +321,10 @@ Result<bool> JsonSchemaCompiler::literal_fits(const JsonSchema::Node& n, const j
   }
   const bool structured_rules = s.contains("properties") || s.contains("items") ||
                                 s.contains("prefixItems") || s.contains("additionalProperties") ||
-                                s.contains("required");
+                                s.contains("patternProperties") || s.contains("required");
   if (structured_rules) {
     return unsupported(where, "enum/const object or array values beside properties/items/"
-                              "required/additionalProperties");
+                              "required/additionalProperties/patternProperties");
   }
   if (v.is_array()) {
     if (!(t & JsonSchema::kArray)) return false;
@@ -389,7 +389,8 @@ Status JsonSchemaCompiler::own_keywords(JsonSchema::Node& n, const json& s,
   if (auto t = s.find("type"); t != s.end()) {
     TS_ASSIGN_OR_RETURN(n.types, types_of(*t, where));
   } else if (s.contains("properties") || s.contains("additionalProperties") ||
-             s.contains("required") || s.contains("minProperties") || s.contains("maxProperties")) {
+             s.contains("patternProperties") || s.contains("required") ||
+             s.contains("minProperties") || s.contains("maxProperties")) {
     n.types = JsonSchema::kObject;
   } else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") ||
              s.contains("maxItems")) {
@@ -422,11 +423,8 @@ Status JsonSchemaCompiler::own_keywords(JsonSchema::Node& n, const json& s,
   if (n.max_properties >= 0 && n.max_properties < n.min_properties) {
     return bad(where, "maxProperties < minProperties");
   }
-  if (auto u = s.find("uniqueItems"); u != s.end()) {
-    if (!u->is_boolean()) return bad(where, "'uniqueItems' must be a boolean");
-    if (u->get<bool>() && !(n.max_items >= 0 && n.max_items <= 1)) {
-      return unsupported(where, "keyword 'uniqueItems' (true) is not supported yet");
-    }
+  if (auto u = s.find("uniqueItems"); u != s.end() && !u->is_boolean()) {
+    return bad(where, "'uniqueItems' must be a boolean");  // true: array_children
   }
   TS_RETURN_IF_ERROR(number_keywords(n, s, where));
   TS_RETURN_IF_ERROR(string_pattern(n, s, where));
@@ -529,11 +527,23 @@ Status JsonSchemaCompiler::object_children(JsonSchema::Node& n, const json& s,
       TS_ASSIGN_OR_RETURN(n.additional, add(*a, where + ".additionalProperties", depth + 1));
     }
   }
+  std::vector<json> pattern_schemas;
+  TS_RETURN_IF_ERROR(pattern_properties(n, s, where, depth, &pattern_schemas));
   if (auto p = s.find("properties"); p != s.end()) {
     if (!p->is_object()) return bad(where, "'properties' must be an object");
     if (p->size() > static_cast<size_t>(JsonSchema::kMaxProperties)) return bad(where, "more than 64 properties");
     for (const auto& [k, v] : p->items()) {
-      TS_ASSIGN_OR_RETURN(int32_t child, add(v, where + "." + k, depth + 1));
+      // A pattern that matches the name adds its schema to the property's (an allOf).
+      const uint32_t set = matching_patterns(n, k);
+      json value = v;
+      if (set != 0) {
+        json parts = json::array({v});
+        for (size_t i = 0; i < pattern_schemas.size(); ++i) {
+          if (set >> i & 1) parts.push_back(pattern_schemas[i]);
+        }
+        value = json{{"allOf", std::move(parts)}};
+      }
+      TS_ASSIGN_OR_RETURN(int32_t child, add(value, where + "." + k, depth + 1));
       JsonSchema::Property prop{escaped_key(k), child, false, false};
       prop.forbidden = child == kNeverNode;
       n.properties.push_back(std::move(prop));
@@ -547,7 +557,15 @@ Status JsonSchemaCompiler::object_children(JsonSchema::Node& n, const json& s,
       auto it = std::find_if(n.properties.begin(), n.properties.end(),
                              [&](const JsonSchema::Property& p) { return p.key == key; });
       if (it == n.properties.end()) {
-        // Not in properties: its value takes additionalProperties' schema.
+        // Not in properties: its value takes the schema of the patterns matching it, else
+        // additionalProperties'.
+        if (const uint32_t set = matching_patterns(n, name.get<std::string>()); set != 0) {
+          if (n.properties.size() >= static_cast<size_t>(JsonSchema::kMaxProperties)) {
+            return bad(where, "more than 64 properties");
+          }
+          n.properties.push_back({key, n.pattern_nodes[set - 1], true, false});
+          continue;
+        }
         if (n.additional < 0) {
           return bad(where, fmt::format("required property '{}' is not in 'properties' and "
                                         "additionalProperties is false: no object satisfies it",
@@ -566,6 +584,93 @@ Status JsonSchemaCompiler::object_children(JsonSchema::Node& n, const json& s,
       it->required = true;
     }
   }
+  return Status();
+}
+
+// patternProperties: each pattern's automaton, and a node per non-empty set of patterns (the
+// allOf of their schemas) for the keys that set matches. The schemas go to `schemas`.
+Status JsonSchemaCompiler::pattern_properties(JsonSchema::Node& n, const json& s,
+                                              const std::string& where, int depth,
+                                              std::vector<json>* schemas) {
+  auto pp = s.find("patternProperties");
+  if (pp == s.end()) return Status();
+  if (!pp->is_object()) return bad(where, "'patternProperties' must be an object");
+  if (pp->size() > static_cast<size_t>(JsonSchema::kMaxPatternProperties)) {
+    return unsupported(where, fmt::format("more than {} patternProperties",
+                                          JsonSchema::kMaxPatternProperties));
+  }
+  for (auto it = pp->begin(); it != pp->end(); ++it) {
+    auto dfa = RegexDfa::compile(it.key());
+    if (!dfa.is_ok()) {
+      return Status(dfa.status().code(), fmt::format("response_format schema{}.patternProperties: {}",
+                                                     where, dfa.status().message()));
+    }
+    n.pattern_keys.push_back(std::move(dfa).value());
+    schemas->push_back(it.value());
+  }
+  const uint32_t sets = 1u << schemas->size();
+  for (uint32_t set = 1; set < sets; ++set) {
+    json parts = json::array();
+    for (size_t i = 0; i < schemas->size(); ++i) {
+      if (set >> i & 1) parts.push_back((*schemas)[i]);
+    }
+    const json merged = parts.size() == 1 ? parts[0] : json{{"allOf", std::move(parts)}};
+    TS_ASSIGN_OR_RETURN(int32_t child, add(merged, fmt::format("{}.patternProperties#{}", where, set),
+                                           depth + 1));
+    n.pattern_nodes.push_back(child);
+  }
+  return Status();
+}
+
+// The set of n's patternProperties (bit i: pattern_keys[i]) that match `name` (decoded).
+uint32_t JsonSchemaCompiler::matching_patterns(const JsonSchema::Node& n, const std::string& name) {
+  uint32_t set = 0;
+  for (size_t i = 0; i < n.pattern_keys.size(); ++i) {
+    const RegexDfa& dfa = *n.pattern_keys[i];
+    uint16_t st = dfa.start();
+    for (char ch : name) st = dfa.next(st, static_cast<uint8_t>(ch));
+    if (dfa.accepting(st)) set |= 1u << i;
+  }
+  return set;
+}
+
+// uniqueItems: true. Enforced where the items are a finite set of values the matcher can tell
+// apart by their text (enum/const, or booleans and null), each then written at most once; with
+// at most one item it says nothing.
+Status JsonSchemaCompiler::unique_items(JsonSchema::Node& n, const json& s, const std::string& where,
+                                        int depth) {
+  auto u = s.find("uniqueItems");
+  if (u == s.end() || !u->get<bool>() || (n.max_items >= 0 && n.max_items <= 1)) return Status();
+  const auto refuse = [&] {
+    return unsupported(where, "keyword 'uniqueItems' (true) is supported where the items are "
+                              "enum/const values or booleans/null, without prefixItems");
+  };
+  if (!n.prefix_items.empty()) return refuse();
+  const JsonSchema::Node& item = node(n.items);
+  if (!item.alternatives.empty() || filling_.count(n.items) != 0) return refuse();
+  if (item.literals.empty()) {
+    if (item.types == 0 || (item.types & ~(JsonSchema::kBoolean | JsonSchema::kNull)) != 0) return refuse();
+    json values = json::array();
+    if (item.types & JsonSchema::kBoolean) values.insert(values.end(), {true, false});
+    if (item.types & JsonSchema::kNull) values.push_back(nullptr);
+    TS_ASSIGN_OR_RETURN(n.items, add(json{{"enum", std::move(values)}}, where + "[]", depth + 1));
+  }
+  const std::vector<std::string>& texts = node(n.items).literals;
+  // Two texts of one value (1 and 1.0) would let a duplicate through.
+  std::vector<json> values;
+  for (const std::string& t : texts) values.push_back(json::parse(t));
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t j = i + 1; j < values.size(); ++j) {
+      if (values[i] == values[j]) {
+        return unsupported(where, fmt::format("uniqueItems over enum values {} and {}, which are "
+                                              "equal", texts[i], texts[j]));
+      }
+    }
+  }
+  n.unique_items = true;
+  const auto cap = static_cast<int64_t>(texts.size());
+  n.max_items = n.max_items < 0 ? cap : std::min(n.max_items, cap);
+  if (n.min_items > n.max_items) n.types = static_cast<uint8_t>(n.types & ~JsonSchema::kArray);
   return Status();
 }
 
@@ -598,6 +703,7 @@ Status JsonSchemaCompiler::array_children(JsonSchema::Node& n, const json& s,
   if (items != nullptr) {
     TS_ASSIGN_OR_RETURN(n.items, add(*items, where + "[]", depth + 1));
   }
+  TS_RETURN_IF_ERROR(unique_items(n, s, where, depth));
   if (n.items == kNeverNode) {
     const auto cap = static_cast<int64_t>(n.prefix_items.size());
     n.max_items = n.max_items < 0 ? cap : std::min(n.max_items, cap);
@@ -613,6 +719,59 @@ Status JsonSchemaCompiler::finish() {
   const JsonSchema::Node& r = out_->node(out_->root());
   if (r.min_depth >= JsonSchema::kUnreachable) {
     return bad("", "no JSON value satisfies this schema");
+  }
+  return check_pattern_overlaps();
+}
+
+namespace {
+// Some string every automaton of `dfas` accepts (a search of their product, at most kMaxStates
+// product states): nullopt when that bound is hit before an answer.
+std::optional<bool> intersect(const std::vector<const RegexDfa*>& dfas) {
+  constexpr size_t kMaxStates = 1 << 16;
+  std::set<std::vector<uint16_t>> seen;
+  std::vector<std::vector<uint16_t>> todo;
+  todo.emplace_back(dfas.size(), uint16_t{0});
+  seen.insert(todo.back());
+  while (!todo.empty()) {
+    const std::vector<uint16_t> at = std::move(todo.back());
+    todo.pop_back();
+    bool all = true;
+    for (size_t i = 0; i < dfas.size(); ++i) all = all && dfas[i]->accepting(at[i]);
+    if (all) return true;
+    for (int b = 0; b < 256; ++b) {
+      std::vector<uint16_t> next(dfas.size());
+      bool dead = false;
+      for (size_t i = 0; i < dfas.size() && !dead; ++i) {
+        next[i] = dfas[i]->next(at[i], static_cast<uint8_t>(b));
+        dead = next[i] == RegexDfa::kDead;
+      }
+      if (dead || !seen.insert(next).second) continue;
+      if (seen.size() > kMaxStates) return std::nullopt;
+      todo.push_back(std::move(next));
+    }
+  }
+  return false;
+}
+}  // namespace
+
+// A key that several patternProperties match takes all their schemas; where those admit no value
+// together, no such key may be written, which the matcher cannot foresee byte by byte: refused
+// unless the patterns never match one key together.
+Status JsonSchemaCompiler::check_pattern_overlaps() const {
+  for (const JsonSchema::Node& n : out_->nodes_) {
+    for (uint32_t set = 1; set <= n.pattern_nodes.size(); ++set) {
+      if ((set & (set - 1)) == 0) continue;  // one pattern: its own schema
+      if (out_->node(n.pattern_nodes[set - 1]).min_depth < JsonSchema::kUnreachable) continue;
+      std::vector<const RegexDfa*> dfas;
+      for (size_t i = 0; i < n.pattern_keys.size(); ++i) {
+        if (set >> i & 1) dfas.push_back(n.pattern_keys[i].get());
+      }
+      const std::optional<bool> both = intersect(dfas);
+      if (!both || *both) {
+        return unsupported("", "patternProperties whose patterns can match one key together have "
+                               "schemas no value satisfies together");
+      }
+    }
   }
   return Status();
 }

@@ -38,7 +38,8 @@ inline constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;  // multipleO
 
 inline constexpr const char* kEnforcedList =
     "type, enum, const, properties, required, additionalProperties, minProperties, "
-    "maxProperties, items, prefixItems, additionalItems, minItems, maxItems, uniqueItems: false, "
+    "maxProperties, patternProperties, items, prefixItems, additionalItems, minItems, maxItems, "
+    "uniqueItems (true over enum/boolean items), "
     "minLength, maxLength, pattern, format (date, time, date-time, uuid, email, ipv4), minimum, "
     "maximum, exclusiveMinimum, exclusiveMaximum, multipleOf "
     "(whole numbers), $ref, $defs, allOf, anyOf, oneOf";
@@ -82,6 +83,11 @@ class JsonSchemaCompiler {
   Status string_pattern(JsonSchema::Node& n, const json& s, const std::string& where) const;
   Status object_children(JsonSchema::Node& n, const json& s, const std::string& where, int depth);
   Status array_children(JsonSchema::Node& n, const json& s, const std::string& where, int depth);
+  Status pattern_properties(JsonSchema::Node& n, const json& s, const std::string& where, int depth,
+                            std::vector<json>* schemas);
+  static uint32_t matching_patterns(const JsonSchema::Node& n, const std::string& name);
+  Status unique_items(JsonSchema::Node& n, const json& s, const std::string& where, int depth);
+  Status check_pattern_overlaps() const;
   Status alternatives(int32_t index, const json& s, const std::string& where, int depth);
   Result<std::vector<int32_t>> alternative_nodes(const json& list, const json& rest, const char* kw,
                                                  const std::string& where, int depth);

@@ -231,6 +231,16 @@ Result<json> JsonSchemaCompiler::merge(json a, json b, const std::string& where,
   if (a.contains("prefixItems") && b.contains("prefixItems") && a["prefixItems"] != b["prefixItems"]) {
     return cannot_merge(where, "prefixItems");
   }
+  // additionalProperties of one part would also have to skip the keys the other part's patterns
+  // match (and those patterns' schemas apply to the first part's properties): not merged.
+  const auto closed = [](const json& x) {
+    auto ap = x.find("additionalProperties");
+    return ap != x.end() && !(ap->is_boolean() && ap->get<bool>());
+  };
+  if ((a.contains("patternProperties") || b.contains("patternProperties")) && (closed(a) || closed(b))) {
+    return unsupported(where, "allOf of parts with patternProperties and additionalProperties "
+                              "cannot be merged exactly");
+  }
   json out = json::object();
   std::set<std::string> keys;
   for (const auto& [k, _] : a.items()) keys.insert(k);

@@ -174,7 +174,7 @@ TEST(JsonMatcherTest, EnforcesTheSchema) {
 
 TEST(JsonMatcherTest, RefusesUnsupportedKeywordsByName) {
   for (const char* s : {R"({"dependentRequired": {}})", R"({"not": {}})",
-                        R"({"if": {}, "then": {}})", R"({"patternProperties": {}})"}) {
+                        R"({"if": {}, "then": {}})", R"({"propertyNames": {}})"}) {
     auto r = JsonSchema::compile(json::parse(s));
     ASSERT_FALSE(r.is_ok()) << s;
     EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
@@ -373,7 +373,9 @@ TEST(JsonTokenConstraintTest, ClosesWithinTheTokenBudget) {
     json v;
     ASSERT_NO_THROW(v = json::parse(out)) << out;
     EXPECT_TRUE(v["a"].is_string()) << out;
-    if (max_tokens == 50) EXPECT_NE(out.find("xyz"), std::string::npos) << out;
+    if (max_tokens == 50) {
+      EXPECT_NE(out.find("xyz"), std::string::npos) << out;
+    }
   }
   // After {"a":"x" a ',' commits to a key: "b":{"a":0}} is 9 more tokens, '}' only 1.
   JsonTokenConstraint c({schema, vocab});
@@ -410,7 +412,12 @@ TEST(JsonTokenConstraintTest, MaskEqualsBruteForce) {
                                "maxLength": 3}, "maxItems": 4})",
                            // A pattern: the per-state token cache against brute force.
                            R"({"type": "array", "items": {"type": "string",
-                               "pattern": "^[a-x\t]*(fa|\u20ac)?\"?$"}, "maxItems": 4})"}) {
+                               "pattern": "^[a-x\t]*(fa|\u20ac)?\"?$"}, "maxItems": 4})",
+                           // patternProperties keys and uniqueItems: walked byte by byte.
+                           R"({"type": "object", "properties": {"id": {"const": 1}},
+                               "patternProperties": {"^o": {"type": "array", "items": {"enum":
+                               ["u", 1, null, true]}, "uniqueItems": true}, "k$": {"maxItems": 2}},
+                               "additionalProperties": false})"}) {
     schemas.push_back(compile(text));
   }
   // Raw text under a regex (structured_outputs.regex): the whole text walks the automaton.
@@ -436,7 +443,9 @@ TEST(JsonTokenConstraintTest, MaskEqualsBruteForce) {
           expect += ok ? 1 : 0;
           ASSERT_EQ(std::isfinite(logits[id]), ok) << "token '" << pieces[id] << "' at step " << step;
         }
-        if (expect > 0) ASSERT_EQ(n, expect);
+        if (expect > 0) {
+          ASSERT_EQ(n, expect);
+        }
         std::vector<int32_t> allowed;
         for (size_t id = 1; id < pieces.size(); ++id) {
           if (std::isfinite(logits[id])) allowed.push_back(static_cast<int32_t>(id));

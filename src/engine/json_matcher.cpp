@@ -757,17 +757,35 @@ JsonMatcher::Step JsonMatcher::literal_step(Frame& f, uint8_t c) {
     return Step::kTaken;
   }
   if (!literal_complete(f)) return Step::kRefused;
-  int written = -1;  // which literal, for an array with uniqueItems
+  literal_done();
+  return Step::kAgain;
+}
+
+void JsonMatcher::literal_done() {
+  const Frame& f = stack_[static_cast<size_t>(depth_ - 1)];
+  int written = -1;  // which literal of the node's
   for (int i = 0; i < literal_count(f) && f.aux != kBuiltinLiterals; ++i) {
     if ((f.mask >> i & 1) && static_cast<int32_t>(literal_text(f, i).size()) == f.count) written = i;
   }
   --depth_;
   child_done();
-  if (Frame& p = stack_[static_cast<size_t>(depth_ - 1)];
-      written >= 0 && p.kind == kArray && schema_->node(p.node).unique_items) {
+  Frame& p = stack_[static_cast<size_t>(depth_ - 1)];
+  if (written < 0 || (p.kind != kArray && p.kind != kObject)) return;
+  const JsonSchema::Node& pn = schema_->node(p.node);
+  if (p.kind == kArray && pn.unique_items) {
     p.mask |= uint64_t{1} << written;
+  } else if (p.kind == kObject && !pn.tag_alternatives.empty()) {
+    // The tag is read: the object is the alternative it names, the tag property seen.
+    const int32_t alt = pn.tag_alternatives[static_cast<size_t>(written)];
+    const JsonSchema::Node& an = schema_->node(alt);
+    p.node = alt;
+    p.mask = 0;
+    for (size_t i = 0; i < an.properties.size(); ++i) {
+      if (an.properties[i].forbidden || an.properties[i].key == pn.properties[0].key) {
+        p.mask |= uint64_t{1} << i;
+      }
+    }
   }
-  return Step::kAgain;
 }
 
 // A byte between an object's members: a key, the colon, a comma, the closing brace.
@@ -937,8 +955,12 @@ int JsonMatcher::closing_byte() const {
   const auto parent_byte = [&]() {
     JsonMatcher p(schema_);
     p.assign_state(*this);
-    --p.depth_;
-    p.child_done();
+    if (f.kind == kLiteral) {
+      p.literal_done();
+    } else {
+      --p.depth_;
+      p.child_done();
+    }
     return p.closing_byte();
   };
   switch (f.kind) {

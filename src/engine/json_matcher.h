@@ -144,6 +144,9 @@ class JsonMatcher {
   bool object_may_close(const Frame& f) const;
   bool object_may_continue(const Frame& f) const;
   void child_done();
+  // Pops the complete literal on top: child_done, then what its value decides in the parent
+  // (an array with uniqueItems records it; a discriminated union becomes the tagged object).
+  void literal_done();
   bool push(const Frame& f);
   std::string_view literal_text(const Frame& f, int i) const;
   int closing_byte() const;

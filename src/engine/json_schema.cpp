@@ -17,7 +17,14 @@ void JsonSchema::finish() {
     changed = false;
     for (Node& n : nodes_) {
       int32_t md = kInf, mo = kInf, ma = kInf;
-      if (!n.alternatives.empty()) {
+      if (!n.tag_alternatives.empty()) {
+        // Opened only where every alternative fits: the tag comes before the choice is known.
+        mo = 0;
+        for (int32_t a : n.tag_alternatives) {
+          mo = std::max(mo, nodes_[static_cast<size_t>(a)].min_depth_object);
+        }
+        md = mo;
+      } else if (!n.alternatives.empty()) {
         for (int32_t a : n.alternatives) md = std::min(md, nodes_[static_cast<size_t>(a)].min_depth);
       } else if (!n.literals.empty()) {
         md = 1;

@@ -21,7 +21,9 @@
 // recursive schemas too), `allOf` (merged into one schema where the merge is exact, else refused),
 // `anyOf`/`oneOf` whose alternatives start with different bytes (a string vs null, an object vs an
 // array, ...: one alternative is chosen by the value's first byte, so oneOf's exclusivity holds;
-// alternatives that are only enum/const values are merged; other overlaps are refused).
+// alternatives that are only enum/const values are merged; objects that all require one property
+// with distinct enum/const values, a discriminated union, are chosen by that property written
+// first; other overlaps are refused).
 // Whole-number decimals (`"maxItems": 2.0`) are taken where integers are expected.
 // Annotations (ignored): title, description, default, examples, $schema, $id, $comment, other
 // formats (an annotation in 2020-12), deprecated, readOnly, writeOnly, contentMediaType,
@@ -78,6 +80,11 @@ class JsonSchema {
     uint8_t types = kAny;               // 0: no value (the schema `false`)
     std::vector<std::string> literals;  // enum/const: compact JSON texts; non-empty = one of them
     std::vector<int32_t> alternatives;  // anyOf/oneOf: nodes with pairwise distinct first bytes
+    // A discriminated union of objects (anyOf/oneOf whose object alternatives all require one
+    // property with enum/const values no two share): this node is an object whose only property
+    // is that tag, written first; once its value is read (literal i of the tag's node), the
+    // object goes on as tag_alternatives[i]'s. Empty for any other node.
+    std::vector<int32_t> tag_alternatives;
     std::vector<Property> properties;   // at most kMaxProperties
     int32_t additional = 0;             // node of additional properties' values; -1: none allowed
     // patternProperties (at most kMaxPatternProperties): a key that names no declared property

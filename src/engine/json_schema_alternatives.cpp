@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <vector>
 
 // anyOf/oneOf: alternatives told apart by their first byte.
@@ -107,6 +108,70 @@ Result<std::vector<int32_t>> JsonSchemaCompiler::combine_alternatives(const std:
   return kept;
 }
 
+// Two or more object alternatives that all require one property (the first such in the first
+// alternative's order) whose values are enum/const literals no two alternatives share: one
+// union node (JsonSchema::Node::tag_alternatives) in their place, its tag node listing every
+// alternative's values. Otherwise `kept` unchanged.
+Result<std::vector<int32_t>> JsonSchemaCompiler::discriminated_union(const std::vector<int32_t>& kept,
+                                                                     const char* kw,
+                                                                     const std::string& where) {
+  std::vector<int32_t> objects, rest;
+  for (int32_t a : kept) {
+    const JsonSchema::Node& an = node(a);
+    const bool object = an.types == JsonSchema::kObject && an.literals.empty() &&
+                        an.alternatives.empty() && an.tag_alternatives.empty() &&
+                        filling_.count(a) == 0;
+    (object ? objects : rest).push_back(a);
+  }
+  if (objects.size() < 2) return kept;
+  // The tag property of alternative `a` named `key`: its literal node, or -1.
+  const auto tag_node = [&](int32_t a, const std::string& key) -> int32_t {
+    for (const JsonSchema::Property& p : node(a).properties) {
+      if (p.key != key) continue;
+      const JsonSchema::Node& pn = node(p.node);
+      const bool literal_only = !pn.literals.empty() && pn.alternatives.empty() && filling_.count(p.node) == 0;
+      return p.required && !p.forbidden && literal_only ? p.node : -1;
+    }
+    return -1;
+  };
+  for (const JsonSchema::Property& candidate : node(objects[0]).properties) {
+    std::vector<std::string> tags;
+    std::vector<int32_t> owners;
+    std::set<std::string> seen;
+    bool ok = true;
+    for (int32_t a : objects) {
+      const int32_t t = tag_node(a, candidate.key);
+      if (t < 0) {
+        ok = false;
+        break;
+      }
+      for (const std::string& l : node(t).literals) {
+        // Distinct texts of one value (1 and 1.0) would let an object match two alternatives.
+        ok = ok && seen.insert(json::parse(l).dump()).second;
+        tags.push_back(l);
+        owners.push_back(a);
+      }
+      if (!ok) break;
+    }
+    if (!ok) continue;
+    const std::string key = candidate.key;  // reserve() below may move the nodes
+    if (tags.size() > static_cast<size_t>(JsonSchema::kMaxLiterals)) {
+      return bad(where, fmt::format("{}: the discriminator '{}' has more than 64 values", kw, key));
+    }
+    TS_ASSIGN_OR_RETURN(int32_t tag, reserve(where));
+    node(tag).literals = std::move(tags);
+    TS_ASSIGN_OR_RETURN(int32_t u, reserve(where));
+    JsonSchema::Node& un = node(u);
+    un.types = JsonSchema::kObject;
+    un.properties.push_back({key, tag, true, false});
+    un.additional = -1;
+    un.tag_alternatives = std::move(owners);
+    rest.push_back(u);
+    return rest;
+  }
+  return kept;
+}
+
 // anyOf/oneOf: the alternatives (alternative_nodes, combine_alternatives) must start with
 // different bytes, so the value's first byte picks exactly one.
 Status JsonSchemaCompiler::alternatives(int32_t index, const json& s, const std::string& where,
@@ -122,6 +187,7 @@ Status JsonSchemaCompiler::alternatives(int32_t index, const json& s, const std:
   rest.erase(kw);
   TS_ASSIGN_OR_RETURN(std::vector<int32_t> alts, alternative_nodes(list, rest, kw, where, depth));
   TS_ASSIGN_OR_RETURN(std::vector<int32_t> kept, combine_alternatives(alts, one, kw, where));
+  TS_ASSIGN_OR_RETURN(kept, discriminated_union(kept, kw, where));
   for (size_t i = 0; i < kept.size(); ++i) {
     for (size_t j = i + 1; j < kept.size(); ++j) {
       const auto common = first_bytes(kept[i]) & first_bytes(kept[j]);
@@ -130,7 +196,8 @@ Status JsonSchemaCompiler::alternatives(int32_t index, const json& s, const std:
       while (!common.test(c)) ++c;
       return unsupported(where, fmt::format(
           "{}: two alternatives both allow {} (supported: alternatives of different kinds, "
-          "e.g. a string or null, an object or an array; enum/const values)",
+          "e.g. a string or null, an object or an array; enum/const values; objects that all "
+          "require one property with distinct enum/const values)",
           kw, describe_byte(c)));
     }
   }

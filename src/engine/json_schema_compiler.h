@@ -93,6 +93,8 @@ class JsonSchemaCompiler {
                                                  const std::string& where, int depth);
   Result<std::vector<int32_t>> combine_alternatives(const std::vector<int32_t>& alts, bool one,
                                                     const char* kw, const std::string& where);
+  Result<std::vector<int32_t>> discriminated_union(const std::vector<int32_t>& kept, const char* kw,
+                                                  const std::string& where);
   Result<bool> literal_fits(const JsonSchema::Node& n, const json& v, const json& s,
                             const std::string& where) const;
   std::bitset<256> first_bytes(int32_t node) const;

@@ -417,7 +417,12 @@ TEST(JsonTokenConstraintTest, MaskEqualsBruteForce) {
                            R"({"type": "object", "properties": {"id": {"const": 1}},
                                "patternProperties": {"^o": {"type": "array", "items": {"enum":
                                ["u", 1, null, true]}, "uniqueItems": true}, "k$": {"maxItems": 2}},
-                               "additionalProperties": false})"}) {
+                               "additionalProperties": false})",
+                           // A discriminated union: the tag "o" first, then the tagged object.
+                           R"({"anyOf": [{"type": "object", "properties": {"o": {"const": "u"},
+                               "id": {"type": "integer"}}, "required": ["o"]}, {"type": "object",
+                               "properties": {"o": {"enum": [1, null]}, "k": {"type": "string"}},
+                               "required": ["o", "k"], "additionalProperties": false}]})"}) {
     schemas.push_back(compile(text));
   }
   // Raw text under a regex (structured_outputs.regex): the whole text walks the automaton.

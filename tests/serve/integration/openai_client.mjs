@@ -230,5 +230,27 @@ await test('structured output: beta.chat.completions.parse with zodResponseForma
   }
 });
 
+// A discriminated union (zod's discriminatedUnion, Pydantic's Union of models with a Literal
+// tag): anyOf of objects told apart by a const property, which the matcher writes first.
+await test('structured output: zod discriminatedUnion', async () => {
+  const require = createRequire(resolve(process.argv[2]));
+  const { z } = require('zod');
+  const { zodResponseFormat } = require('openai/helpers/zod');
+  const Cat = z.object({ kind: z.literal('cat'), lives: z.number().int() });
+  const Dog = z.object({ kind: z.literal('dog'), name: z.string(), good: z.boolean() });
+  const Owner = z.object({ pet: z.discriminatedUnion('kind', [Cat, Dog]), spare: z.union([Cat, Dog]).nullable() });
+  const format = zodResponseFormat(Owner, 'owner');
+  const text = JSON.stringify(format.json_schema.schema);
+  assert.ok(text.includes('anyOf') && (text.includes('"const"') || text.includes('"enum"')), text);
+  for (const seed of [1, 2, 3]) {
+    const r = await client.beta.chat.completions.parse({
+      model: MODEL_NAME, messages: [{ role: 'user', content: 'Describe a pet owner.' }],
+      response_format: format, max_tokens: 200, temperature: 0.8, seed,
+    });
+    assert.equal(r.choices[0].finish_reason, 'stop', r.choices[0].message.content);
+    Owner.parse(r.choices[0].message.parsed);  // throws unless it validates
+  }
+});
+
 console.log(`openai client: ${failures} failed`);
 process.exit(failures === 0 ? 0 : 1);

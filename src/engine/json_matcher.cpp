@@ -86,7 +86,7 @@ std::optional<JsonMatcher::DfaPosition> JsonMatcher::dfa_position() const {
   if (f.kind == kRaw) return DfaPosition{schema_->raw(), static_cast<uint16_t>(f.key), true};
   if (f.kind != kString || f.aux != kPlain) return std::nullopt;
   const JsonSchema::Node& sn = schema_->node(f.node);
-  if (!sn.pattern) return std::nullopt;
+  if (!sn.pattern || sn.pattern_lengths) return std::nullopt;  // lengths: walked token by token
   return DfaPosition{sn.pattern.get(), static_cast<uint16_t>(f.key), false};
 }
 
@@ -632,9 +632,10 @@ bool JsonMatcher::step(uint8_t c) {
 
 // A byte inside a value string: length bounds, the pattern's automaton, JSON's string rules.
 JsonMatcher::Step JsonMatcher::string_step(Frame& f, uint8_t c) {
+  const JsonSchema::Node& sn = schema_->node(f.node);
+  if (sn.pattern_lengths) return pattern_length_step(f, *sn.pattern_lengths, c);
   // minLength/maxLength: a character starts at a byte read between characters (ASCII,
   // a UTF-8 lead byte or a backslash); the closing quote needs minLength of them.
-  const JsonSchema::Node& sn = schema_->node(f.node);
   if (f.aux == kPlain && sn.length_bounded()) {
     if (c == '"') {
       if (f.count < sn.min_length) return Step::kRefused;
@@ -655,6 +656,60 @@ JsonMatcher::Step JsonMatcher::string_step(Frame& f, uint8_t c) {
     child_done();
   }
   return Step::kTaken;
+}
+
+// A byte of a string with a pattern and length bounds: taken only where some completion of an
+// allowed length still matches (PatternLengths).
+JsonMatcher::Step JsonMatcher::pattern_length_step(Frame& f, const PatternLengths& pl, uint8_t c) {
+  const RegexDfa& dfa = pl.dfa();
+  uint16_t next_state = 0;
+  if (!pattern_step(f, dfa, c, &next_state)) return Step::kRefused;
+  Frame probe = f;
+  bool closed = false;
+  if (!string_byte(probe, c, closed)) return Step::kRefused;
+  const int64_t count = f.count + (f.aux == kPlain && c != '"' ? 1 : 0);
+  const int64_t lo = schema_->node(f.node).min_length, hi = schema_->node(f.node).max_length;
+  bool ok = false;
+  if (closed) {
+    ok = count >= lo && (hi < 0 || count <= hi);
+  } else if (f.aux == kPlain && c == '\\') {
+    for (uint8_t l : kEscapeLetters) {
+      const uint16_t t = dfa.next(next_state, static_cast<uint8_t>(escaped_value(l)));
+      ok = ok || pl.feasible(t, 0, count);
+    }
+  } else {
+    const uint8_t phase = probe.aux == kUtf8 ? PatternLengths::phase(probe.aux2, probe.phase) : 0;
+    ok = pl.feasible(next_state, phase, count);
+  }
+  if (!ok) return Step::kRefused;
+  f = probe;
+  f.key = next_state;
+  f.count = static_cast<int32_t>(count);
+  ws_ = 0;
+  if (closed) {
+    --depth_;
+    child_done();
+  }
+  return Step::kTaken;
+}
+
+// The next byte toward a string of an allowed length that matches: the value byte the table
+// chooses, escaped where JSON needs it.
+int JsonMatcher::pattern_length_closing_byte(const Frame& f, const PatternLengths& pl) {
+  const auto state = static_cast<uint16_t>(f.key);
+  if (f.aux == kEscape) {  // the character chosen before the backslash, counted already
+    const int b = pl.next_value_byte(state, 0, f.count - 1);
+    for (uint8_t l : kEscapeLetters) {
+      if (escaped_value(l) == b) return l;
+    }
+    return -2;
+  }
+  const uint8_t phase = f.aux == kUtf8 ? PatternLengths::phase(f.aux2, f.phase) : 0;
+  const int b = pl.next_value_byte(state, phase, f.count);
+  if (b == -1) return '"';
+  if (b < 0) return -2;
+  if (f.aux == kPlain && (b == '"' || b == '\\' || b < 0x20)) return '\\';
+  return b;
 }
 
 // A byte of an object key: declared keys still matching, or an additional one.
@@ -971,7 +1026,9 @@ int JsonMatcher::closing_byte() const {
     case kValue:
       return value_start_byte(f.node, depth_ - 1);
     case kString:
-      if (const JsonSchema::Node& sn = schema_->node(f.node); sn.pattern) {
+      if (const JsonSchema::Node& sn = schema_->node(f.node); sn.pattern_lengths) {
+        return pattern_length_closing_byte(f, *sn.pattern_lengths);
+      } else if (sn.pattern) {
         return pattern_closing_byte(f, *sn.pattern);
       }
       if (f.aux == kPlain) {

@@ -121,6 +121,9 @@ class JsonMatcher {
   // refuses it (or would close unmatched).
   static bool pattern_step(const Frame& f, const RegexDfa& dfa, uint8_t c, uint16_t* next);
   static int pattern_closing_byte(const Frame& f, const RegexDfa& dfa);
+  // A string with a pattern and minLength/maxLength (JsonSchema::Node::pattern_lengths).
+  Step pattern_length_step(Frame& f, const PatternLengths& pl, uint8_t c);
+  static int pattern_length_closing_byte(const Frame& f, const PatternLengths& pl);
   bool number_byte(Frame& f, uint8_t c, bool integer_only);
   static bool number_complete(const Frame& f);
   // Bounded numbers (JsonSchema::Node::bounded) keep their value in the frame: integer part in

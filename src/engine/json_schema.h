@@ -43,6 +43,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "tessera/base/status.h"
+#include "tessera/engine/pattern_lengths.h"
 #include "tessera/engine/regex_dfa.h"
 
 namespace tessera::engine {
@@ -103,8 +104,11 @@ class JsonSchema {
     bool unique_items = false;
     int64_t min_length = 0, max_length = -1;  // string characters; -1: no bound
     // `pattern`, or a `format` written as one (date, time, date-time, uuid, email, ipv4): the
-    // string's value bytes walk it (escapes decoded). Not combined with length bounds.
+    // string's value bytes walk it (escapes decoded). With length bounds, pattern_lengths too.
     std::shared_ptr<const RegexDfa> pattern;
+    // A pattern with minLength/maxLength: which automaton states can still reach a match of an
+    // allowed length (null for a pattern alone).
+    std::shared_ptr<const PatternLengths> pattern_lengths;
     // Numeric bounds (inclusive, after exclusive bounds were moved to the nearest allowed value):
     // integers for an integer-only node, Fixed (kFractionDigits) otherwise. Present only when
     // `bounded`; then numbers have no exponent, at most kMaxIntegerDigits integer digits and

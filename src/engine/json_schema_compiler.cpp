@@ -353,8 +353,8 @@ Status JsonSchemaCompiler::fill(int32_t index, const json& s, const std::string&
   return Status();
 }
 
-// `pattern`, or a `format` this writes as one; neither beside length bounds (not enforced
-// together yet), nor both at once.
+// `pattern`, or a `format` this writes as one (not both at once); with minLength/maxLength, the
+// table of lengths each automaton state can still reach (PatternLengths).
 Status JsonSchemaCompiler::string_pattern(JsonSchema::Node& n, const json& s,
                                           const std::string& where) const {
   std::string pattern;
@@ -370,16 +370,24 @@ Status JsonSchemaCompiler::string_pattern(JsonSchema::Node& n, const json& s,
     }
   }
   if (pattern.empty() && !s.contains("pattern")) return Status();
-  if (s.contains("minLength") || s.contains("maxLength")) {
-    return unsupported(where, "'pattern' (or a format) together with minLength/maxLength is not "
-                              "supported yet (write the length into the pattern)");
-  }
   auto dfa = RegexDfa::compile(pattern);
   if (!dfa.is_ok()) {
     return Status(dfa.status().code(),
                   fmt::format("response_format schema{}: {}", where, dfa.status().message()));
   }
   n.pattern = std::move(dfa).value();
+  if (n.length_bounded()) {
+    auto lengths = PatternLengths::build(n.pattern, n.min_length, n.max_length);
+    if (!lengths.is_ok()) {
+      return Status(lengths.status().code(),
+                    fmt::format("response_format schema{}: {}", where, lengths.status().message()));
+    }
+    n.pattern_lengths = std::move(lengths).value();
+    // No string of an allowed length matches: the node takes no string.
+    if (!n.pattern_lengths->feasible(n.pattern->start(), 0, 0)) {
+      n.types = static_cast<uint8_t>(n.types & ~JsonSchema::kString);
+    }
+  }
   return Status();
 }
 

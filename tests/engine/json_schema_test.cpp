@@ -299,7 +299,7 @@ TEST(JsonSchemaCompile, RefusesWhatItDoesNotEnforceByName) {
       {R"({"type": "string", "pattern": "^a|b$"})", "anchors"},
       {R"({"type": "string", "pattern": "a\\bc"})", "boundaries"},
       {R"({"type": "string", "pattern": "a{1000}"})", "repeat"},
-      {R"({"type": "string", "pattern": "^a", "maxLength": 3})", "minLength/maxLength"},
+      {R"({"type": "string", "pattern": "^a", "minLength": 5, "maxLength": 5000})", "minLength"},
       {R"({"type": "object", "patternProperties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}}})",
        "patternProperties"},
       // Keys "xy..." match both patterns, whose schemas admit no value together.
@@ -374,6 +374,21 @@ TEST(JsonSchemaCompile, HostilePatternsAreBounded) {
     }
     for (uint16_t st = 0; st < (*r)->size(); ++st) EXPECT_GE((*r)->distance(st), 0) << p;
   }
+  // The largest automata with the longest length tables: bounded too (built or refused fast).
+  for (const char* p : {"^(a|b)*a(a|b){10}$", "^(\u00e9|a)*a(\u00e9|\u20ac){9}$", "^[^x]*x[^y]{100}$",
+                        ".{1,20}x.{1,20}"}) {
+    for (const auto& [lo, hi] : std::vector<std::pair<int, int>>{{0, 1024}, {1024, -1}, {500, 1000}}) {
+      json schema = {{"type", "string"}, {"pattern", p}, {"minLength", lo}};
+      if (hi >= 0) schema["maxLength"] = hi;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = JsonSchema::compile(schema);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_LT(s, 3.0) << schema.dump();
+      if (!r.is_ok()) {
+        EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported) << r.status().to_string();
+      }
+    }
+  }
 }
 
 // A recursive schema nests only as deep as the matcher's stack allows, and always closes.
@@ -421,3 +436,66 @@ TEST(JsonSchemaMatcher, BoundedNumbersRefuseDigitsThatCannotFit) {
 
 }  // namespace json_schema_test
 }  // namespace tessera::engine
+
+namespace tessera::engine::json_schema_test {
+namespace {
+
+// A pattern with minLength/maxLength accepts exactly the strings that match (std::regex, an
+// independent engine) and have an allowed number of code points; every prefix it takes can be
+// closed (closing_bytes), so no byte leads into a dead end. All strings over {a, b, é} up to 6
+// characters, for patterns with length gaps, searches and UTF-8 (escapes: the corpus tests).
+TEST(PatternLengths, AcceptsExactlyTheMatchingStringsOfAllowedLengths) {
+  const std::vector<std::string> patterns = {"^(ab|\xc3\xa9)*$", "^a+b?$", "b", "^[ab]*\xc3\xa9[ab]*$",
+                                             "^(aa|bbb)+$", "a$"};
+  const std::vector<std::pair<int, int>> bounds = {{0, 3}, {2, 4}, {3, -1}, {4, 4}, {1, 6}, {5, 2000}};
+  const std::vector<std::string> chars = {"a", "b", "\xc3\xa9"};
+  std::vector<std::vector<int>> strings = {{}};
+  for (size_t i = 0; i < strings.size(); ++i) {
+    if (strings[i].size() == 6) continue;
+    for (int c = 0; c < 3; ++c) {
+      auto s = strings[i];
+      s.push_back(c);
+      strings.push_back(std::move(s));
+    }
+  }
+  int checked = 0;
+  for (const auto& pattern : patterns) {
+    const std::regex re(pattern, std::regex::ECMAScript);
+    for (const auto& [lo, hi] : bounds) {
+      json schema = {{"type", "string"}, {"pattern", pattern}, {"minLength", lo}};
+      if (hi >= 0) schema["maxLength"] = hi;
+      auto compiled = JsonSchema::compile(schema);
+      if (lo == 5 && hi == 2000) {  // a minLength with a maxLength past the table: refused
+        ASSERT_FALSE(compiled.is_ok()) << schema.dump();
+        continue;
+      }
+      ASSERT_TRUE(compiled.is_ok()) << schema.dump() << ": " << compiled.status().to_string();
+      const std::shared_ptr<const JsonSchema> s = std::move(compiled).value();
+      for (const auto& str : strings) {
+        std::string text;
+        for (int c : str) text += chars[static_cast<size_t>(c)];
+        const auto n = static_cast<int>(str.size());
+        const bool want = std::regex_search(text, re) && n >= lo && (hi < 0 || n <= hi);
+        EXPECT_EQ(accepts(s, "\"" + text + "\""), want) << schema.dump() << " " << text;
+        // Every prefix the matcher takes closes.
+        JsonMatcher m(s);
+        bool alive = m.feed('"');
+        for (size_t k = 0; alive && k < text.size(); ++k) {
+          alive = m.feed(static_cast<uint8_t>(text[k]));
+          if (alive) {
+            const auto close = m.closing_bytes();
+            ASSERT_TRUE(close.has_value()) << schema.dump() << " after " << text.substr(0, k + 1);
+            JsonMatcher t(s);
+            t.assign_state(m);
+            ASSERT_TRUE(t.feed(*close) && t.complete()) << schema.dump() << " " << *close;
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 20000);
+}
+
+}  // namespace
+}  // namespace tessera::engine::json_schema_test

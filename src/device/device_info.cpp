@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "tessera/device/cl_error.h"
 #include "tessera/device/device_context.h"
 #include "tessera/device/opencl_api.h"
@@ -60,8 +63,11 @@ Result<std::vector<cl_device_id>> all_device_ids(const OpenClApi& cl) {
   if (rc != CL_SUCCESS || n_platforms == 0) {
     return Status(ErrorCode::kUnavailable,
                   fmt::format("OpenCL library found but no platform (clGetPlatformIDs: {}): no "
-                              "OpenCL driver is registered in /etc/OpenCL/vendors",
-                              rc == CL_SUCCESS ? "0 platforms" : std::to_string(rc)));
+                              "OpenCL driver is registered ({})",
+                              rc == CL_SUCCESS ? "0 platforms" : std::to_string(rc),
+                              std::getenv("OCL_ICD_VENDORS") != nullptr
+                                  ? "$OCL_ICD_VENDORS is " + std::string(std::getenv("OCL_ICD_VENDORS"))
+                                  : std::string("/etc/OpenCL/vendors")));
   }
   std::vector<cl_platform_id> platforms(n_platforms);
   TS_RETURN_IF_ERROR(cl_status(cl.clGetPlatformIDs(n_platforms, platforms.data(), nullptr),

@@ -34,8 +34,8 @@ struct DeviceInfo {
 };
 
 // Every OpenCL device of every platform. Errors (kUnavailable), each one line: no OpenCL
-// library (opencl_api()), or no platform ("OpenCL library found but no platform: no driver is
-// installed (/etc/OpenCL/vendors is empty?)"). A platform with no device contributes nothing; a
+// library (opencl_api()), or no platform ("OpenCL library found but no platform ...: no OpenCL
+// driver is registered (/etc/OpenCL/vendors)"). A platform with no device contributes nothing; a
 // list that ends up empty is an error too ("no OpenCL device").
 Result<std::vector<DeviceInfo>> list_devices();
 

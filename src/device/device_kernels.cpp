@@ -44,6 +44,11 @@ bool DeviceKernels::supports(DType dtype) {
 Result<DeviceKernels> DeviceKernels::build(const Device& device) {
   DeviceKernels k(device);
   k.wg_ = pick_work_group_size(device.info());
+  if (k.wg_ < kTile) {  // matmul's first kTile work-items store the tile's outputs
+    return unsupported(fmt::format("{} runs at most {} work-items per group; the device kernels "
+                                   "need {}",
+                                   device.info().name, device.info().max_work_group_size, kTile));
+  }
   const std::string options =
       fmt::format("-cl-std=CL1.2 -DTS_WG={} -DTS_TILE={}", k.wg_, kTile);
   TS_ASSIGN_OR_RETURN(k.matmul_program_,

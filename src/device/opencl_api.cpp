@@ -2,20 +2,23 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace tessera::device {
 namespace {
 
-constexpr const char* kLibrary = "libOpenCL.so.1";
+constexpr const char* kDefaultLibrary = "libOpenCL.so.1";
 
 Result<const OpenClApi*> load() {
+  const char* env = std::getenv("TESSERA_OPENCL_LIBRARY");
+  const std::string library = env != nullptr && *env != '\0' ? env : kDefaultLibrary;
   // Never dlclose'd: drivers keep threads and atexit handlers that outlive any unload.
-  void* lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = dlerror();
     return Status(ErrorCode::kUnavailable,
-                  std::string("no OpenCL library (") + (why ? why : kLibrary) +
+                  "no OpenCL library (" + (why ? std::string(why) : library) +
                       "); install an OpenCL driver, e.g. Debian's ocl-icd-libopencl1 with "
                       "pocl-opencl-icd or a GPU vendor's");
   }
@@ -24,7 +27,7 @@ Result<const OpenClApi*> load() {
   api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));                        \
   if (api.name == nullptr) {                                                                  \
     return Status(ErrorCode::kUnavailable,                                                    \
-                  std::string(kLibrary) + " lacks " #name " (an OpenCL 1.2 library is needed)"); \
+                  library + " lacks " #name " (an OpenCL 1.2 library is needed)"); \
   }
   TESSERA_CL_FUNCTIONS(TESSERA_CL_RESOLVE)
 #undef TESSERA_CL_RESOLVE

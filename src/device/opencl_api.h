@@ -32,7 +32,8 @@ struct OpenClApi {
 
 // The loaded library's functions, or kUnavailable with one line naming what is missing ("no
 // OpenCL library: libOpenCL.so.1: cannot open shared object file ...; install an OpenCL driver,
-// e.g. Debian's pocl-opencl-icd"). The library stays loaded for the life of the process.
+// e.g. Debian's pocl-opencl-icd"). $TESSERA_OPENCL_LIBRARY names another file to load (a
+// driver's library outside the loader's path). The library stays loaded for the process's life.
 Result<const OpenClApi*> opencl_api();
 
 }  // namespace tessera::device

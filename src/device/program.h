@@ -1,6 +1,6 @@
 // OpenCL C source compiled by the driver for one device (Device::build_program), and the
-// kernels taken from it. A Program is compiled once and its kernels are reused: drivers cache
-// nothing across processes for certain (PoCL does, in ~/.cache/pocl), and a build costs
+// kernels taken from it. A Program is compiled once and its kernels are reused: not every driver
+// caches compiled programs across processes (PoCL does, in ~/.cache/pocl), and a build costs
 // milliseconds on a GPU driver and up to seconds on PoCL.
 // Thread-safety: a Program may be shared; a Kernel holds its arguments, so one Kernel object
 // is used by one thread at a time (clSetKernelArg is not thread-safe on one kernel).

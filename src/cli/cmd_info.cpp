@@ -1,4 +1,4 @@
-// `tessera info`: describe a model file without running it.
+// `tessera info`: describe a model file without running it, or (--devices) the devices here.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -7,6 +7,8 @@
 
 #include "commands.h"
 #include "common.h"
+#include "tessera/device/device_info.h"
+#include "tessera/kernels/kernel_table.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/format/model_file.h"
 #include "tessera/model/hf_checkpoint.h"
@@ -20,7 +22,53 @@ struct InfoArgs {
   bool json = false;
   bool tensors = false;
   bool metadata = false;
+  bool devices = false;
 };
+
+double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1ull << 30); }
+
+// `info --devices`: the CPU (its kernel table) and every OpenCL device, or one line saying why
+// there is none. Not an error: a machine without OpenCL still runs everything on the CPU.
+int run_devices(const InfoArgs& a) {
+  const auto devices = device::list_devices();
+  const char* isa = kernels::kernel_table().isa;
+  if (a.json) {
+    nlohmann::json j;
+    j["cpu"] = {{"kernels", isa}};
+    j["opencl"] = nlohmann::json::array();
+    if (!devices.is_ok()) j["opencl_error"] = devices.status().message();
+    for (const auto& d : devices.is_ok() ? *devices : std::vector<device::DeviceInfo>{}) {
+      j["opencl"].push_back({{"index", d.index},
+                             {"name", d.name},
+                             {"vendor", d.vendor},
+                             {"platform", d.platform},
+                             {"type", device::device_type_name(d.type)},
+                             {"driver_version", d.driver_version},
+                             {"opencl_version", d.opencl_version},
+                             {"global_mem_bytes", d.global_mem_bytes},
+                             {"max_alloc_bytes", d.max_alloc_bytes},
+                             {"local_mem_bytes", d.local_mem_bytes},
+                             {"compute_units", d.compute_units},
+                             {"max_clock_mhz", d.max_clock_mhz},
+                             {"max_work_group_size", d.max_work_group_size}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("cpu        kernels: %s\n", isa);
+  if (!devices.is_ok()) {
+    std::printf("opencl     none: %s\n", devices.status().message().c_str());
+    return 0;
+  }
+  for (const auto& d : *devices) {
+    std::printf("opencl:%-3d %s (%s, %s)\n", d.index, d.name.c_str(), device::device_type_name(d.type),
+                d.platform.c_str());
+    std::printf("           memory %.2f GiB (largest buffer %.2f GiB), %u compute units, %u MHz\n",
+                gib(d.global_mem_bytes), gib(d.max_alloc_bytes), d.compute_units, d.max_clock_mhz);
+    std::printf("           driver %s, %s\n", d.driver_version.c_str(), d.opencl_version.c_str());
+  }
+  return 0;
+}
 
 std::string format_name(model::FileFormat f, uint32_t version) {
   switch (f) {
@@ -117,12 +165,23 @@ int run_info(const InfoArgs& a) {
 
 void add_info_command(CLI::App& app, RunFn& run) {
   auto a = std::make_shared<InfoArgs>();
-  CLI::App* cmd = app.add_subcommand("info", "Describe a model file (GGUF, llama2.c) or Hugging Face checkpoint directory");
-  cmd->add_option("path", a->path, "Model file")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "info", "Describe a model file (GGUF, llama2.c) or Hugging Face checkpoint directory, or "
+              "(--devices) the devices on this machine");
+  cmd->add_option("path", a->path, "Model file");
+  cmd->add_flag("--devices", a->devices,
+                "List the devices instead: the CPU and every OpenCL device (name, memory, compute "
+                "units, driver), or one line saying why there is none");
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->add_flag("--tensors", a->tensors, "List every tensor");
   cmd->add_flag("--metadata", a->metadata, "List every metadata key");
-  cmd->callback([&run, a] { run = [a] { return run_info(*a); }; });
+  cmd->callback([&run, a] {
+    run = [a] {
+      if (a->devices) return run_devices(*a);
+      if (a->path.empty()) return fail("info: a model path, or --devices");
+      return run_info(*a);
+    };
+  });
 }
 
 }  // namespace tessera::cli

@@ -1,6 +1,7 @@
 // End-to-end tests of the `tessera` binary: exit codes, stdout/stderr, JSON output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -53,6 +54,42 @@ TEST(Cli, UnknownSubcommandAndMissingFlagsFail) {
   EXPECT_NE(run_cli("frobnicate").exit_code, 0);
   EXPECT_NE(run_cli("generate --prompt hi").exit_code, 0);  // no --model
   EXPECT_NE(run_cli("").exit_code, 0);
+}
+
+// `info --devices` lists the CPU and the OpenCL devices (PoCL in CI), or says in one line why
+// there are none: no library (TESSERA_OPENCL_LIBRARY pointed at nothing) or no platform
+// (OCL_ICD_VENDORS, the ICD loader's driver directory, pointed at an empty one).
+TEST(Cli, InfoDevicesListsOrSaysWhyInOneLine) {
+  auto r = run_cli("info --devices");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("cpu        kernels: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("opencl"), std::string::npos) << r.out;
+  r = run_cli("info --devices --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["opencl"].is_array());
+  for (const auto& d : j["opencl"]) {
+    EXPECT_GT(d["global_mem_bytes"].get<uint64_t>(), 0u);
+    EXPECT_GT(d["compute_units"].get<uint32_t>(), 0u);
+  }
+
+  testing::TempDir empty;
+  const std::pair<const char*, std::string> cases[] = {
+      {"TESSERA_OPENCL_LIBRARY", empty.file("libOpenCL.so.1")},  // no library
+      {"OCL_ICD_VENDORS", empty.path().string()},                // a library, no driver
+  };
+  for (const auto& [var, value] : cases) {
+    ::setenv(var, value.c_str(), 1);
+    r = run_cli("info --devices");
+    ::unsetenv(var);
+    EXPECT_EQ(r.exit_code, 0) << var << ": " << r.err;
+    const std::string expect = "cpu        kernels: ";
+    ASSERT_EQ(r.out.rfind(expect, 0), 0u) << var << ": " << r.out;
+    const std::string second = r.out.substr(r.out.find('\n') + 1);
+    EXPECT_EQ(second.rfind("opencl     none: ", 0), 0u) << var << ": " << r.out;
+    EXPECT_EQ(std::count(second.begin(), second.end(), '\n'), 1) << var << ": " << r.out;
+  }
+  EXPECT_NE(run_cli("info").exit_code, 0);  // neither a path nor --devices
 }
 
 TEST(Cli, MissingAndCorruptFilesGiveClearErrors) {

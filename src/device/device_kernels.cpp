@@ -1,0 +1,181 @@
+#include "tessera/device/device_kernels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tessera/device/cl_sources.h"
+
+namespace tessera::device {
+namespace {
+
+using kernels::DType;
+
+// Work-items per work-group: 64 (two warps, one AMD wavefront; PoCL vectorizes across them),
+// fewer on a device that cannot run that many.
+int pick_work_group_size(const DeviceInfo& info) {
+  int wg = 64;
+  while (wg > 1 && static_cast<uint64_t>(wg) > info.max_work_group_size) wg /= 2;
+  return wg;
+}
+
+Status check_floats(const Buffer& b, int64_t n, const char* what) {
+  if (b.empty() || b.bytes() / sizeof(float) < static_cast<uint64_t>(n)) {
+    return invalid_argument(fmt::format("{}: needs {} floats, the buffer holds {} bytes", what, n,
+                                        b.bytes()));
+  }
+  return Status::ok();
+}
+
+Status check_int(int64_t v, const char* what) {
+  if (v < 0 || v > INT32_MAX) {
+    return invalid_argument(fmt::format("{} = {}: outside 0..2^31-1", what, v));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool DeviceKernels::supports(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kQ8_0 ||
+         dtype == DType::kQ4_0;
+}
+
+Result<DeviceKernels> DeviceKernels::build(const Device& device) {
+  DeviceKernels k(device);
+  k.wg_ = pick_work_group_size(device.info());
+  if (k.wg_ < kTile) {  // matmul's first kTile work-items store the tile's outputs
+    return unsupported(fmt::format("{} runs at most {} work-items per group; the device kernels "
+                                   "need {}",
+                                   device.info().name, device.info().max_work_group_size, kTile));
+  }
+  const std::string options =
+      fmt::format("-cl-std=CL1.2 -DTS_WG={} -DTS_TILE={}", k.wg_, kTile);
+  TS_ASSIGN_OR_RETURN(k.matmul_program_,
+                      device.build_program("matmul", {cl_source::kMatmul}, options));
+  TS_ASSIGN_OR_RETURN(k.ops_program_, device.build_program("ops", {cl_source::kOps}, options));
+  TS_ASSIGN_OR_RETURN(k.matmul_f32_, k.matmul_program_.kernel("matmul_f32"));
+  TS_ASSIGN_OR_RETURN(k.matmul_f16_, k.matmul_program_.kernel("matmul_f16"));
+  TS_ASSIGN_OR_RETURN(k.matmul_q8_0_, k.matmul_program_.kernel("matmul_q8_0"));
+  TS_ASSIGN_OR_RETURN(k.matmul_q4_0_, k.matmul_program_.kernel("matmul_q4_0"));
+  TS_ASSIGN_OR_RETURN(k.rmsnorm_, k.ops_program_.kernel("rmsnorm"));
+  TS_ASSIGN_OR_RETURN(k.softmax_, k.ops_program_.kernel("softmax"));
+  TS_ASSIGN_OR_RETURN(k.silu_mul_, k.ops_program_.kernel("silu_mul"));
+  TS_ASSIGN_OR_RETURN(k.rope_, k.ops_program_.kernel("rope"));
+  // A kernel may need more registers than the device's work-group maximum allows.
+  for (const Kernel* kernel : {&k.matmul_f32_, &k.matmul_f16_, &k.matmul_q8_0_, &k.matmul_q4_0_,
+                               &k.rmsnorm_, &k.softmax_}) {
+    if (kernel->max_work_group_size() < static_cast<size_t>(k.wg_)) {
+      return unsupported(fmt::format("device kernel {} runs at most {} work-items per group on {}; "
+                                     "it is built for {}",
+                                     kernel->name(), kernel->max_work_group_size(),
+                                     device.info().name, k.wg_));
+    }
+  }
+  return k;
+}
+
+Status DeviceKernels::matmul(const DeviceMatrix& w, const Buffer& x, int64_t n_tokens, Buffer& y) {
+  Kernel* kernel = nullptr;
+  switch (w.dtype) {
+    case DType::kF32: kernel = &matmul_f32_; break;
+    case DType::kF16: kernel = &matmul_f16_; break;
+    case DType::kQ8_0: kernel = &matmul_q8_0_; break;
+    case DType::kQ4_0: kernel = &matmul_q4_0_; break;
+    default:
+      return invalid_argument(fmt::format("no device matmul for {} weights (F32, F16, Q8_0, Q4_0)",
+                                          kernels::dtype_name(w.dtype)));
+  }
+  const auto& info = kernels::dtype_info(w.dtype);
+  if (w.n_rows < 1 || w.n_cols < 1 || w.n_cols % info.block_size != 0) {
+    return invalid_argument(fmt::format("device matmul: a {} x {} {} matrix (columns must be a "
+                                        "positive multiple of {})",
+                                        w.n_rows, w.n_cols, info.name, info.block_size));
+  }
+  TS_RETURN_IF_ERROR(check_int(w.n_rows, "device matmul rows"));
+  TS_RETURN_IF_ERROR(check_int(w.n_cols, "device matmul columns"));
+  TS_RETURN_IF_ERROR(check_int(n_tokens, "device matmul tokens"));
+  if (n_tokens < 1) return invalid_argument("device matmul of 0 tokens");
+  const size_t row_bytes = kernels::dtype_row_bytes(w.dtype, w.n_cols);
+  if (w.data == nullptr || w.data->bytes() / row_bytes < static_cast<uint64_t>(w.n_rows)) {
+    return invalid_argument(fmt::format("device matmul: {} rows of {} bytes need {} bytes, the "
+                                        "weight buffer holds {}",
+                                        w.n_rows, row_bytes, w.n_rows * row_bytes,
+                                        w.data ? w.data->bytes() : 0));
+  }
+  TS_RETURN_IF_ERROR(check_floats(x, n_tokens * w.n_cols, "device matmul input"));
+  TS_RETURN_IF_ERROR(check_floats(y, n_tokens * w.n_rows, "device matmul output"));
+  TS_RETURN_IF_ERROR(kernel->set_arg(0, *w.data));
+  TS_RETURN_IF_ERROR(kernel->set_arg(1, static_cast<uint64_t>(row_bytes)));
+  TS_RETURN_IF_ERROR(kernel->set_arg(2, x));
+  TS_RETURN_IF_ERROR(kernel->set_arg(3, y));
+  TS_RETURN_IF_ERROR(kernel->set_arg(4, static_cast<int32_t>(w.n_rows)));
+  TS_RETURN_IF_ERROR(kernel->set_arg(5, static_cast<int32_t>(w.n_cols)));
+  TS_RETURN_IF_ERROR(kernel->set_arg(6, static_cast<int32_t>(n_tokens)));
+  const size_t tiles = static_cast<size_t>((n_tokens + kTile - 1) / kTile);
+  const size_t wg = static_cast<size_t>(wg_);
+  return device_.launch(*kernel, {static_cast<size_t>(w.n_rows) * wg, tiles}, {wg, 1}).status();
+}
+
+Status DeviceKernels::rmsnorm(const Buffer& x, const Buffer& weight, int64_t n_rows, int64_t n,
+                              float eps, Buffer& out) {
+  TS_RETURN_IF_ERROR(check_int(n_rows, "device rmsnorm rows"));
+  TS_RETURN_IF_ERROR(check_int(n, "device rmsnorm width"));
+  TS_RETURN_IF_ERROR(check_floats(x, n_rows * n, "device rmsnorm input"));
+  TS_RETURN_IF_ERROR(check_floats(weight, n, "device rmsnorm weight"));
+  TS_RETURN_IF_ERROR(check_floats(out, n_rows * n, "device rmsnorm output"));
+  TS_RETURN_IF_ERROR(rmsnorm_.set_arg(0, x));
+  TS_RETURN_IF_ERROR(rmsnorm_.set_arg(1, weight));
+  TS_RETURN_IF_ERROR(rmsnorm_.set_arg(2, out));
+  TS_RETURN_IF_ERROR(rmsnorm_.set_arg(3, static_cast<int32_t>(n)));
+  TS_RETURN_IF_ERROR(rmsnorm_.set_arg(4, eps));
+  const size_t wg = static_cast<size_t>(wg_);
+  return device_.launch(rmsnorm_, {static_cast<size_t>(n_rows) * wg}, {wg}).status();
+}
+
+Status DeviceKernels::silu_mul(Buffer& gate, const Buffer& up, int64_t n) {
+  if (n < 0) return invalid_argument("device silu_mul of a negative length");
+  TS_RETURN_IF_ERROR(check_floats(gate, n, "device silu_mul gate"));
+  TS_RETURN_IF_ERROR(check_floats(up, n, "device silu_mul up"));
+  TS_RETURN_IF_ERROR(silu_mul_.set_arg(0, gate));
+  TS_RETURN_IF_ERROR(silu_mul_.set_arg(1, up));
+  TS_RETURN_IF_ERROR(silu_mul_.set_arg(2, static_cast<uint64_t>(n)));
+  const size_t wg = static_cast<size_t>(wg_);
+  const size_t global = (static_cast<size_t>(n) + wg - 1) / wg * wg;
+  return device_.launch(silu_mul_, {global}, {wg}).status();
+}
+
+Status DeviceKernels::rope(Buffer& x, const Buffer& cs, int64_t n_tokens, int64_t n_heads,
+                           int64_t head_dim, RopeStyle style) {
+  TS_RETURN_IF_ERROR(check_int(n_tokens, "device rope tokens"));
+  TS_RETURN_IF_ERROR(check_int(n_heads, "device rope heads"));
+  TS_RETURN_IF_ERROR(check_int(head_dim, "device rope head_dim"));
+  if (head_dim % 2 != 0) {
+    return invalid_argument(fmt::format("device rope: head_dim {} is odd", head_dim));
+  }
+  TS_RETURN_IF_ERROR(check_floats(x, n_tokens * n_heads * head_dim, "device rope input"));
+  TS_RETURN_IF_ERROR(check_floats(cs, n_tokens * head_dim, "device rope angles"));
+  TS_RETURN_IF_ERROR(rope_.set_arg(0, x));
+  TS_RETURN_IF_ERROR(rope_.set_arg(1, cs));
+  TS_RETURN_IF_ERROR(rope_.set_arg(2, static_cast<int32_t>(n_heads)));
+  TS_RETURN_IF_ERROR(rope_.set_arg(3, static_cast<int32_t>(head_dim)));
+  TS_RETURN_IF_ERROR(rope_.set_arg(4, static_cast<int32_t>(style == RopeStyle::kNeox ? 1 : 0)));
+  return device_
+      .launch(rope_, {static_cast<size_t>(head_dim / 2), static_cast<size_t>(n_heads),
+                      static_cast<size_t>(n_tokens)},
+              {})
+      .status();
+}
+
+Status DeviceKernels::softmax(Buffer& x, int64_t n_rows, int64_t n) {
+  TS_RETURN_IF_ERROR(check_int(n_rows, "device softmax rows"));
+  TS_RETURN_IF_ERROR(check_int(n, "device softmax width"));
+  if (n < 1) return invalid_argument("device softmax of an empty row");
+  TS_RETURN_IF_ERROR(check_floats(x, n_rows * n, "device softmax input"));
+  TS_RETURN_IF_ERROR(softmax_.set_arg(0, x));
+  TS_RETURN_IF_ERROR(softmax_.set_arg(1, static_cast<int32_t>(n)));
+  const size_t wg = static_cast<size_t>(wg_);
+  return device_.launch(softmax_, {static_cast<size_t>(n_rows) * wg}, {wg}).status();
+}
+
+}  // namespace tessera::device

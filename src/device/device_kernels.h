@@ -1,0 +1,79 @@
+// The forward pass's operators on an OpenCL device: Y = W X for F32, F16, Q8_0 and Q4_0 weights
+// in GGUF's row layout (one token: decode; several: a batch or prefill tile) and rmsnorm,
+// silu_mul, rope_rotate and softmax over f32 activations. Each kernel's ground truth is the CPU's
+// scalar reference (kernels/scalar_kernels.h, kernels/ops.h), against which tests/device checks
+// it on PoCL with odd shapes and a stated tolerance (f32 sums in another order: not bitwise).
+// The programs are compiled once, in build(); every call only sets arguments and enqueues, so
+// results are ready after the device's next blocking read or finish().
+// Thread-safety: one thread at a time per DeviceKernels (its kernels hold their arguments);
+// build one per thread to launch from several.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "tessera/base/status.h"
+#include "tessera/device/buffer.h"
+#include "tessera/device/device.h"
+#include "tessera/device/program.h"
+#include "tessera/kernels/dtype.h"
+
+namespace tessera::device {
+
+// A weight matrix [R, C] in a device buffer, rows in GGUF's layout (row r at r * row_bytes,
+// row_bytes = dtype_row_bytes(dtype, C)).
+struct DeviceMatrix {
+  kernels::DType dtype = kernels::DType::kF32;
+  const Buffer* data = nullptr;  // not owned; alive until the launches that read it are done
+  int64_t n_rows = 0;            // R
+  int64_t n_cols = 0;            // C, a multiple of the dtype's block size
+};
+
+enum class RopeStyle : uint8_t {
+  kNormal,  // pairs (x[2i], x[2i + 1]): kernels::rope_rotate
+  kNeox,    // pairs (x[i], x[i + head_dim / 2]): kernels::rope_rotate_neox
+};
+
+class DeviceKernels {
+ public:
+  // Compiles the embedded programs for `device` (milliseconds on a GPU driver, about a second
+  // on PoCL the first time; PoCL caches the result on disk). Errors carry the build log.
+  static Result<DeviceKernels> build(const Device& device);
+
+  // Whether matmul takes weights of `dtype`: F32, F16, Q8_0, Q4_0.
+  static bool supports(kernels::DType dtype);
+
+  // y[T, R] = x[T, C] . w[R, C]^T, T = n_tokens >= 1; x and y f32 buffers of at least T * C and
+  // T * R values, not aliasing. kInvalidArgument for a dtype without a kernel, a C that is not a
+  // multiple of the block size, or buffers too small (each named with both sizes).
+  Status matmul(const DeviceMatrix& w, const Buffer& x, int64_t n_tokens, Buffer& y);
+  // out[r, :] = rmsnorm(x[r, :]) * weight for each of n_rows rows of n values (kernels::rmsnorm);
+  // out may be x.
+  Status rmsnorm(const Buffer& x, const Buffer& weight, int64_t n_rows, int64_t n, float eps,
+                 Buffer& out);
+  // gate[i] = silu(gate[i]) * up[i] for i < n (kernels::silu_mul).
+  Status silu_mul(Buffer& gate, const Buffer& up, int64_t n);
+  // Rotates x [T, n_heads * head_dim] in place by each token's angles cs [T, head_dim]
+  // (kernels::rope_angles' layout: the host computes them per position, as the CPU path does).
+  Status rope(Buffer& x, const Buffer& cs, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+              RopeStyle style);
+  // Softmax of each of n_rows rows of n values in place (kernels::softmax).
+  Status softmax(Buffer& x, int64_t n_rows, int64_t n);
+
+  // Work-items per work-group of the row kernels (a power of two; a build option).
+  int work_group_size() const { return wg_; }
+  // Tokens per work-group of matmul (a tile shares each weight load).
+  static constexpr int kTile = 4;
+
+ private:
+  explicit DeviceKernels(Device device) : device_(std::move(device)) {}
+  Device device_;
+  Program matmul_program_;
+  Program ops_program_;
+  Kernel matmul_f32_, matmul_f16_, matmul_q8_0_, matmul_q4_0_;
+  Kernel rmsnorm_, softmax_, silu_mul_, rope_;
+  int wg_ = 64;
+};
+
+}  // namespace tessera::device

@@ -22,6 +22,14 @@ namespace render_budget_test {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
+// The default budgets without the deadline: the memory tests must stop on memory, not on a
+// loaded machine's clock (building 50 MB strings can take past 1 s there).
+RenderOptions no_deadline() {
+  RenderOptions opt;
+  opt.max_time_ms = 0;
+  return opt;
+}
+
 Result<std::string> try_render(std::string_view src, const RenderOptions& opt = {},
                                size_t* peak = nullptr) {
   auto t = Template::parse(src);
@@ -183,7 +191,7 @@ TEST(JinjaRenderBudget, TheMemoryBudgetCountsEveryLiveValue) {
         auto r = try_render(
             "{% set ns = namespace(l=[]) %}{% for i in range(10) %}"
             "{% set ns.l = ns.l + [('a' * 50000000) ~ i] %}{% endfor %}{{ ns.l|length }}",
-            {}, &peak);
+            no_deadline(), &peak);
         return is_limit(r, "memory budget") && peak <= RenderOptions{}.max_memory_bytes;
       },
       &ok);
@@ -197,14 +205,14 @@ TEST(JinjaRenderBudget, BigResultsAreRefusedBeforeTheyAreBuilt) {
   const size_t growth = peak_rss_growth_in_child(
       [] {
         // indent: 200,000 blank lines x 4096 spaces = 800 MB (3.0 GB peak before).
-        auto a = try_render("{{ ('\\n' * 200000)|indent(4096, blank=true)|length }}");
+        auto a = try_render("{{ ('\\n' * 200000)|indent(4096, blank=true)|length }}", no_deadline());
         // join, tojson, printing and escaping a list of one big string many times.
-        auto b = try_render("{% set s = 'a' * 50000000 %}{% set l = [s] * 60 %}{{ l|join }}");
-        auto c = try_render("{% set s = 'a' * 50000000 %}{% set l = [s] * 60 %}{{ l|tojson }}");
-        auto d = try_render("{% set s = 'a' * 50000000 %}{% set l = [s] * 60 %}{{ l }}");
-        auto e = try_render("{% set s = '<' * 50000000 %}{{ s|e|length }}");
+        auto b = try_render("{% set s = 'a' * 50000000 %}{% set l = [s] * 60 %}{{ l|join }}", no_deadline());
+        auto c = try_render("{% set s = 'a' * 50000000 %}{% set l = [s] * 60 %}{{ l|tojson }}", no_deadline());
+        auto d = try_render("{% set s = 'a' * 50000000 %}{% set l = [s] * 60 %}{{ l }}", no_deadline());
+        auto e = try_render("{% set s = '<' * 50000000 %}{{ s|e|length }}", no_deadline());
         // A string walked one character at a time: a value per character, each charged.
-        auto f = try_render("{% set s = 'a' * 50000000 %}{{ s|list|length }}");
+        auto f = try_render("{% set s = 'a' * 50000000 %}{{ s|list|length }}", no_deadline());
         return is_limit(a, "") && is_limit(b, "") && is_limit(c, "") && is_limit(d, "") &&
                is_limit(e, "") && is_limit(f, "");
       },

@@ -72,6 +72,12 @@ void GbnfMatcher::assign_state(const GbnfMatcher& other) {
   lead_ = other.lead_;
 }
 
+void GbnfMatcher::state_key(std::vector<uint32_t>* key) const {
+  key->assign(stacks_.begin(), stacks_.end());
+  key->push_back(partial_);
+  key->push_back(uint32_t{need_} | uint32_t{len_} << 8 | uint32_t{lead_} << 16 | uint32_t{complete_} << 24);
+}
+
 bool GbnfMatcher::emit() {
   using gbnf_matcher_detail::kSlots;
   const auto n = static_cast<uint32_t>(cur_.size());

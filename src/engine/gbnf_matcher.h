@@ -53,6 +53,9 @@ class GbnfMatcher {
 
   // Copies the state only (the grammar pointer stays shared).
   void assign_state(const GbnfMatcher& other);
+  // Writes the state as words into `key` (replacing its contents): two states with the same key
+  // take the same bytes from here on. For per-state caches (the token mask's).
+  void state_key(std::vector<uint32_t>* key) const;
 
   // Bytes that complete the text from here, short but not necessarily the shortest: the parse
   // with the fewest bytes left (GbnfGrammar::rest_bytes) is followed, each character the

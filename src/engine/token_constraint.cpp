@@ -140,6 +140,18 @@ std::shared_ptr<const std::vector<uint8_t>> DfaTokenCache::tokens(const JsonMatc
   return flags;
 }
 
+std::shared_ptr<const std::vector<uint8_t>> GrammarTokenCache::find(const std::vector<uint32_t>& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
+void GrammarTokenCache::put(const std::vector<uint32_t>& key, std::shared_ptr<const std::vector<uint8_t>> flags) {
+  if (key.size() > kMaxKeyWords) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() < kMaxEntries) entries_.emplace(key, std::move(flags));
+}
+
 namespace token_constraint_walk {
 
 // The fastest completion from matcher state `m`: its closing bytes split greedily into the
@@ -227,6 +239,21 @@ int64_t mark_tokens(TokenConstraint::Walk<Matcher>& w, const StructuredOutput& s
     }
   }
   if (!walk_trie) return n_allowed;
+  std::shared_ptr<GrammarTokenCache> cache;
+  if constexpr (std::is_same_v<Matcher, GbnfMatcher>) {
+    // The tokens a grammar state takes, walked once per distinct state.
+    cache = spec.grammar_cache;
+    if (cache) {
+      w.matcher.state_key(&w.key);
+      if (const auto flags = cache->find(w.key)) {
+        for (size_t i = 0; i < flags->size(); ++i) {
+          allowed[i] = (*flags)[i];
+          n_allowed += (*flags)[i];
+        }
+        return n_allowed;
+      }
+    }
+  }
   const TokenVocabulary::Trie& trie = in_string ? v.special() : v.all();
   const auto& nodes = trie.nodes;
   const auto& edges = trie.edges;
@@ -256,6 +283,7 @@ int64_t mark_tokens(TokenConstraint::Walk<Matcher>& w, const StructuredOutput& s
     }
     if (c.n_edges > 0) stack.push_back({e.child, 0, d + 1});
   }
+  if (cache) cache->put(w.key, std::make_shared<const std::vector<uint8_t>>(allowed));
   return n_allowed;
 }
 
@@ -263,8 +291,8 @@ int64_t mark_tokens(TokenConstraint::Walk<Matcher>& w, const StructuredOutput& s
 
 TokenConstraint::TokenConstraint(const StructuredOutput& spec)
     : spec_(spec),
-      walk_(spec.grammar ? decltype(walk_)(Walk<GbnfMatcher>{GbnfMatcher(spec.grammar), {}})
-                         : decltype(walk_)(Walk<JsonMatcher>{JsonMatcher(spec.schema), {}})) {
+      walk_(spec.grammar ? decltype(walk_)(Walk<GbnfMatcher>{GbnfMatcher(spec.grammar), {}, {}})
+                         : decltype(walk_)(Walk<JsonMatcher>{JsonMatcher(spec.schema), {}, {}})) {
   std::visit([this](auto& w) { w.levels.assign(spec_.vocab->max_piece_bytes() + 1, w.matcher); }, walk_);
   allowed_.assign(static_cast<size_t>(spec_.vocab->n_vocab()), 0);
 }

@@ -103,6 +103,24 @@ class DfaTokenCache {
       entries_;
 };
 
+// Per GbnfMatcher state (GbnfMatcher::state_key), the tokens whose bytes the matcher takes from
+// it: inside a string or a repetition the state after each character is usually the same, so the
+// trie walk (every token, no shortcut) runs once per distinct state. At most kMaxEntries states
+// whose keys have at most kMaxKeyWords words (past that, computed each time). Shared by the
+// sequences of one request (one grammar); thread-safe.
+class GrammarTokenCache {
+ public:
+  static constexpr size_t kMaxEntries = 128;
+  static constexpr size_t kMaxKeyWords = 2048;
+  // One flag per token id, or null when `key` is not cached.
+  std::shared_ptr<const std::vector<uint8_t>> find(const std::vector<uint32_t>& key);
+  void put(const std::vector<uint32_t>& key, std::shared_ptr<const std::vector<uint8_t>> flags);
+
+ private:
+  std::mutex mu_;
+  std::map<std::vector<uint32_t>, std::shared_ptr<const std::vector<uint8_t>>> entries_;
+};
+
 // What a request's output must follow: exactly one of `schema` (JSON, regex or choice text) and
 // `grammar`.
 struct StructuredOutput {
@@ -110,6 +128,7 @@ struct StructuredOutput {
   std::shared_ptr<const TokenVocabulary> vocab;
   std::shared_ptr<DfaTokenCache> dfa_cache = std::make_shared<DfaTokenCache>();
   std::shared_ptr<const GbnfGrammar> grammar = nullptr;
+  std::shared_ptr<GrammarTokenCache> grammar_cache = std::make_shared<GrammarTokenCache>();
 };
 
 class TokenConstraint {
@@ -154,6 +173,7 @@ class TokenConstraint {
   struct Walk {
     Matcher matcher;
     std::vector<Matcher> levels;
+    std::vector<uint32_t> key;  // GbnfMatcher::state_key scratch
   };
 
  private:

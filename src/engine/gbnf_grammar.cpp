@@ -114,7 +114,14 @@ class GbnfCompiler {
     if (i_ >= s_.size()) return "the end of the text";
     const char c = s_[i_];
     if (c == '\n' || c == '\r') return "the end of the line";
-    if (static_cast<unsigned char>(c) < 0x20) return fmt::format("byte 0x{:02x}", static_cast<unsigned char>(c));
+    return quote(c);
+  }
+
+  // A byte of the text for a message: printable ASCII quoted, others in hex (a message must stay
+  // valid UTF-8: it goes into a JSON error body).
+  static std::string quote(char c) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b >= 0x7F) return fmt::format("byte 0x{:02x}", b);
     return fmt::format("'{}'", c);
   }
 
@@ -192,8 +199,8 @@ class GbnfCompiler {
       case 'u': digits = 4; break;
       case 'U': digits = 8; break;
       default:
-        return error_at(start, fmt::format("unknown escape '\\{}' (taken: \\n \\t \\r \\\\ \\\" \\[ \\] "
-                                           "\\- \\^ \\xHH \\uHHHH \\UHHHHHHHH)", e));
+        return error_at(start, fmt::format("unknown escape '\\' + {} (taken: \\n \\t \\r \\\\ \\\" \\[ \\] "
+                                           "\\- \\^ \\/ \\xHH \\uHHHH \\UHHHHHHHH)", quote(e)));
     }
     uint64_t cp = 0;
     for (int k = 0; k < digits; ++k, ++i_) {

@@ -4,7 +4,7 @@
 // Syntax taken: `name ::= alternatives` one rule per line (a rule continues on the next lines
 // inside parentheses, after `|`, or on a line that starts with `|`), `|` between alternatives,
 // sequences, "literals" and [character classes] (`[a-z0-9_]`, `[^"\\]`) with the escapes \n \t \r
-// \\ \" \[ \] \- \^ \xHH \uHHHH \UHHHHHHHH (a code point; \xHH is U+00HH), `.` any character,
+// \\ \" \[ \] \- \^ \/ \xHH \uHHHH \UHHHHHHHH (a code point; \xHH is U+00HH), `.` any character,
 // groups ( ), postfix * + ? {m} {m,} {m,n}, # comments to the end of the line, rule names of
 // letters, digits, '-' and '_'. `root` is the start rule. The text is UTF-8; a grammar matches
 // code points, each written as UTF-8 (never a surrogate). Not taken: llama.cpp's token syntax

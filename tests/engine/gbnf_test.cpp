@@ -147,6 +147,8 @@ TEST(GbnfGrammarTest, RefusesWithClearMessages) {
       {"root ::= <[1000]>", "token syntax"},
       {"root ::= x\nx ::= \"a\" x", "can never end"},
       {"root ::= \"\xff\"", "not valid UTF-8"},
+      {"root ::= \"a\" \xc3\xa9", "found byte 0xc3"},  // messages stay UTF-8 (JSON error bodies)
+      {"root ::= \"\\\xc3\xa9\"", "unknown escape '\\' + byte 0xc3"},
       {std::string(GbnfGrammar::kMaxTextBytes + 1, ' '), "at most"},
       {"root ::= " + std::string(70, '(') + "\"a\"" + std::string(70, ')'), "deeper than 64"},
   };
@@ -156,6 +158,7 @@ TEST(GbnfGrammarTest, RefusesWithClearMessages) {
     EXPECT_EQ(g.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(g.status().message().find(want), std::string::npos)
         << text.substr(0, 80) << " -> " << g.status().message();
+    EXPECT_NO_THROW((void)nlohmann::json(g.status().message()).dump()) << text.substr(0, 80);
   }
   // Positions: line and column of the offending character.
   auto g = GbnfGrammar::compile("root ::= x\nx ::= \"a\" \\n");

@@ -443,6 +443,8 @@ class GbnfCompiler {
       }
       if (max >= 0 && max < min) return error_at(at, fmt::format("repetition {{{},{}}} has max below min", min, max));
     }
+    // Repeating an empty literal ("" * or ""{2,}) matches empty text: nothing to add.
+    if (seq->size() == last) return Status::ok();
     // The repeated item as one element: a multi-character literal becomes a rule.
     Element item = (*seq)[last];
     if (seq->size() - last > 1) {

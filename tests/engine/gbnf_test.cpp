@@ -100,6 +100,9 @@ TEST(GbnfGrammarTest, ParsesTheFormat) {
     auto g = GbnfGrammar::compile(text);
     EXPECT_TRUE(g.is_ok()) << text << ": " << g.status().to_string();
   }
+  // An empty literal repeated is empty (found by gbnf_fuzzer: it used to index past the sequence).
+  const auto empty = compile("root ::= \"a\" \"\"{1,} \"\"* \"\"{0,3} \"b\"");
+  EXPECT_TRUE(accepts(empty, "ab"));
   const auto g = compile("root ::= \"ab\"* [x]\n");
   EXPECT_TRUE(accepts(g, "ababx"));
   EXPECT_FALSE(accepts(g, "abax"));

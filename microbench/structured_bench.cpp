@@ -1,6 +1,6 @@
-// Structured output's per-step cost: JsonTokenConstraint::mask (with a token budget) over a real
+// Structured output's per-step cost: TokenConstraint::mask (with a token budget) over a real
 // vocabulary, at three points of a JSON document (a structural position, inside a string, inside
-// a number), the fastest completion alone, and big schemas and patterns (below). The
+// a number), the fastest completion alone, big schemas and patterns, and GBNF grammars (below). The
 // vocabulary comes from a GGUF (TESSERA_VOCAB, default ../shared/tokenizers/ggml-vocab-llama-spm.gguf);
 // without it the benchmarks are skipped.
 //   build/release/microbench/structured_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/engine/gbnf_grammar.h"
 #include "tessera/engine/json_schema.h"
 #include "tessera/engine/regex_dfa.h"
 #include "tessera/engine/token_constraint.h"
@@ -39,7 +40,7 @@ std::shared_ptr<const engine::TokenVocabulary> vocabulary(std::string* why) {
 }
 
 // Advances `c` through `prefix` byte by byte (as single-byte tokens would).
-void advance(engine::JsonTokenConstraint& c, const engine::TokenVocabulary& vocab,
+void advance(engine::TokenConstraint& c, const engine::TokenVocabulary& vocab,
              const char* prefix) {
   for (const char* p = prefix; *p != '\0'; ++p) {
     for (int32_t id = 0; id < vocab.n_vocab(); ++id) {
@@ -61,7 +62,7 @@ void mask_at(benchmark::State& state, const char* prefix) {
   auto schema = engine::JsonSchema::compile(nlohmann::json::parse(
       R"({"type": "object", "properties": {"name": {"type": "string"},
           "age": {"type": "number"}}, "required": ["name", "age"]})"));
-  engine::JsonTokenConstraint c({*schema, vocab});
+  engine::TokenConstraint c({*schema, vocab});
   advance(c, *vocab, prefix);
   std::vector<float> logits(static_cast<size_t>(vocab->n_vocab()));
   int64_t allowed = 0;
@@ -94,7 +95,7 @@ void BM_ClosingInsideString(benchmark::State& state) {
   auto schema = engine::JsonSchema::compile(nlohmann::json::parse(
       R"({"type": "object", "properties": {"name": {"type": "string"},
           "age": {"type": "number"}}, "required": ["name", "age"]})"));
-  engine::JsonTokenConstraint c({*schema, vocab});
+  engine::TokenConstraint c({*schema, vocab});
   advance(c, *vocab, "{\"name\": \"Al");
   int64_t n = 0;
   for (auto _ : state) {
@@ -131,7 +132,7 @@ void mask_with(benchmark::State& state, std::shared_ptr<const engine::JsonSchema
     state.SkipWithError(why.c_str());
     return;
   }
-  engine::JsonTokenConstraint c({std::move(schema), vocab});
+  engine::TokenConstraint c({std::move(schema), vocab});
   advance(c, *vocab, prefix);
   std::vector<float> logits(static_cast<size_t>(vocab->n_vocab()));
   int64_t allowed = 0;
@@ -161,6 +162,47 @@ void BM_MaskInsideRegexText(benchmark::State& s) {
 BENCHMARK(BM_MaskAtKeyOf200PropertySchema)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskInsidePatternString)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskInsideRegexText)->Unit(benchmark::kMicrosecond);
+
+// GBNF grammars (llama-server's `grammar`): the mask walks the whole trie through GbnfMatcher
+// (no shortcuts): a JSON grammar at an object's start and inside a string, and a sentence.
+constexpr const char* kJsonGrammar = R"(root ::= ws value ws
+value ::= object | array | string | number | ("true" | "false" | "null")
+object ::= "{" ws ( member ( ws "," ws member )* ws )? "}"
+member ::= string ws ":" ws value
+array ::= "[" ws ( value ( ws "," ws value )* ws )? "]"
+string ::= "\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
+number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
+ws ::= [ \t\n\r]*
+)";
+
+void grammar_mask(benchmark::State& state, const char* grammar, const char* prefix) {
+  static std::string why;
+  static const auto vocab = vocabulary(&why);
+  if (!vocab) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  engine::StructuredOutput spec;
+  spec.grammar = *engine::GbnfGrammar::compile(grammar);
+  spec.vocab = vocab;
+  engine::TokenConstraint c(spec);
+  advance(c, *vocab, prefix);
+  std::vector<float> logits(static_cast<size_t>(vocab->n_vocab()));
+  int64_t allowed = 0;
+  for (auto _ : state) {
+    allowed = c.mask(logits, 1000);
+    benchmark::DoNotOptimize(logits.data());
+  }
+  state.counters["allowed"] = static_cast<double>(allowed);
+}
+void BM_GrammarMaskAtObjectStart(benchmark::State& s) { grammar_mask(s, kJsonGrammar, "{"); }
+void BM_GrammarMaskInsideString(benchmark::State& s) { grammar_mask(s, kJsonGrammar, "{\"name\": \"Al"); }
+void BM_GrammarMaskInsideSentence(benchmark::State& s) {
+  grammar_mask(s, "root ::= [A-Z] [a-z]+ (\" \" [a-z]+)* \".\"", "Once upon a t");
+}
+BENCHMARK(BM_GrammarMaskAtObjectStart)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GrammarMaskInsideString)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GrammarMaskInsideSentence)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

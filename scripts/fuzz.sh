@@ -3,7 +3,8 @@
 # interpreter's with clang (libFuzzer + ASan + UBSan) in build/fuzz/, writes their seed corpora and
 # fuzzes the GGUF reader for N seconds (default 60), the safetensors reader and the Jinja
 # interpreter for half that each, and the Hugging Face JSON parsers (config.json, shard index,
-# tokenizer.json) for a quarter, structured output's schema compiler and matcher for a third.
+# tokenizer.json) for a quarter, structured output's schema compiler and matcher for a third, its
+# GBNF grammar compiler and matcher for a third.
 # Exits non-zero when a fuzzer finds a crash, leak, sanitizer
 # report or broken round trip; the input is saved under build/fuzz/fuzz-artifacts/.
 # Usage: scripts/fuzz.sh [seconds]   Env: TESSERA_FUZZ_BUILD_DIR, JOBS (default 2).
@@ -24,7 +25,7 @@ if ! grep -q '^TESSERA_FUZZ_TARGETS:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null
     -DTESSERA_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
 fi
 ninja -C "$build" -j "$jobs" gguf_fuzzer gguf_seed_writer safetensors_fuzzer safetensors_seed_writer \
-  hf_fuzzer hf_seed_writer jinja_fuzzer json_schema_fuzzer
+  hf_fuzzer hf_seed_writer jinja_fuzzer json_schema_fuzzer gbnf_fuzzer
 
 artifacts="$build/fuzz-artifacts/"
 mkdir -p "$artifacts"
@@ -94,3 +95,28 @@ PY
   -rss_limit_mb=2048 \
   -print_final_stats=1 \
   -artifact_prefix="${artifacts}json_schema-"
+
+# GBNF grammars: seeds are "grammar NUL text" pairs written here, hostile shapes among them
+# (ambiguity, nested repetition, deep nesting) so that the fuzzer starts next to the bounds.
+gbnf_corpus="$build/fuzz-corpus/gbnf"
+mkdir -p "$gbnf_corpus"
+printf '%s\0%s' 'root ::= ws value ws
+value ::= object | array | string | number | ("true" | "false" | "null")
+object ::= "{" ws ( string ws ":" ws value ( ws "," ws string ws ":" ws value )* ws )? "}"
+array ::= "[" ws ( value ( ws "," ws value )* ws )? "]"
+string ::= "\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
+number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
+ws ::= [ \t\n]*' '{"a": [1, -2.5e3, "\u00e9\n"], "b": null}' >"$gbnf_corpus/seed-json"
+printf '%s\0%s' 'root ::= [A-Z] [a-z]* (" " [a-z]+){2,6} "."  # a sentence' 'The cat sat down.' \
+  >"$gbnf_corpus/seed-sentence"
+printf '%s\0%s' 'root ::= ("a" | "aa" | "aaa")* x
+x ::= "(" root ")" | [^\x00-\x40é-ü]?' 'aaaa((aa(a' >"$gbnf_corpus/seed-ambiguous"
+printf '%s\0%s' 'root ::= (("a"{0,30}){0,30}){2} "\U0001F600"' 'aaaaaaa' >"$gbnf_corpus/seed-nested"
+"$build/fuzz/gbnf_fuzzer" "$gbnf_corpus" \
+  -dict="$root/fuzz/gbnf.dict" \
+  -max_len=4096 \
+  -max_total_time="$(( (seconds + 2) / 3 ))" \
+  -rss_limit_mb=2048 \
+  -timeout=10 \
+  -print_final_stats=1 \
+  -artifact_prefix="${artifacts}gbnf-"

@@ -372,9 +372,10 @@ Result<RequestId> Engine::submit(Request request, EventSink sink) {
     }
   }
   if (request.structured &&
-      (!request.structured->schema || !request.structured->vocab ||
+      (!request.structured->schema == !request.structured->grammar || !request.structured->vocab ||
        request.structured->vocab->n_vocab() > c.n_vocab)) {
-    return invalid_argument("structured output was built for a larger vocabulary than the model's");
+    return invalid_argument("structured output needs one schema or grammar and a vocabulary no "
+                            "larger than the model's");
   }
   const int32_t adapter = request.adapter_id;
   const int64_t now = m.clock->now_ns();

@@ -32,7 +32,7 @@ struct Sequence {
         sampler(request.sampling),
         text(request.stop),
         submit_ns(submit_ns_) {
-    if (request.structured) constraint = std::make_unique<JsonTokenConstraint>(*request.structured);
+    if (request.structured) constraint = std::make_unique<TokenConstraint>(*request.structured);
   }
 
   RequestId id;
@@ -48,7 +48,7 @@ struct Sequence {
   bool admitted_before = false;
   Sampler sampler;
   TextStream text;
-  std::unique_ptr<JsonTokenConstraint> constraint;  // structured output; null: free text
+  std::unique_ptr<TokenConstraint> constraint;  // structured output; null: free text
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   // Tokens still to run through the model (the last sampled token included).
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }

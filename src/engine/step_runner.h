@@ -40,7 +40,7 @@ class StepRunner {
   // rows are modified (penalties); when `keep_raw`, a copy of each row as the model produced it
   // is kept first for raw_row(). `budget`: the tokens the sequence may still emit, this one
   // included (negative: unbounded); a structured output keeps its value completable within it
-  // (JsonTokenConstraint::mask / keep_completable).
+  // (TokenConstraint::mask / keep_completable).
   VerifyResult decide(size_t i, bool keep_raw, int64_t budget = -1);
   // Row j of the logits decide(i, true) used, unmodified. Valid until the next decide().
   std::span<const float> raw_row(int32_t j) const;

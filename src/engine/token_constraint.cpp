@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 namespace tessera::engine {
@@ -111,18 +112,56 @@ std::shared_ptr<const TokenVocabulary> make_token_vocabulary(const model::Tokeni
   return std::make_shared<TokenVocabulary>(pieces, std::move(ends));
 }
 
-JsonTokenConstraint::JsonTokenConstraint(const StructuredOutput& spec)
-    : spec_(spec), matcher_(spec.schema) {
-  levels_.assign(spec_.vocab->max_piece_bytes() + 1, JsonMatcher(spec.schema));
-  allowed_.assign(static_cast<size_t>(spec_.vocab->n_vocab()), 0);
+std::shared_ptr<const std::vector<uint8_t>> DfaTokenCache::tokens(const JsonMatcher::DfaPosition& pos,
+                                                                  const TokenVocabulary& vocab) {
+  const auto key = std::make_tuple(pos.dfa, pos.state, pos.raw);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  }
+  auto flags = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(vocab.n_vocab()), 0);
+  auto walk = [&](int32_t id) {
+    uint16_t st = pos.state;
+    for (char ch : vocab.piece(id)) {
+      st = pos.dfa->next(st, static_cast<uint8_t>(ch));
+      if (st == RegexDfa::kDead) return;
+    }
+    (*flags)[static_cast<size_t>(id)] = 1;
+  };
+  if (pos.raw) {
+    for (int32_t id = 0; id < vocab.n_vocab(); ++id) {
+      if (!vocab.piece(id).empty()) walk(id);
+    }
+  } else {
+    for (int32_t id : vocab.plain()) walk(id);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() < kMaxEntries) entries_.emplace(key, flags);
+  return flags;
 }
 
-std::optional<JsonTokenConstraint::Closing> JsonTokenConstraint::closing_from(
-    const JsonMatcher& m) const {
+std::shared_ptr<const std::vector<uint8_t>> GrammarTokenCache::find(const std::vector<uint32_t>& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
+void GrammarTokenCache::put(const std::vector<uint32_t>& key, std::shared_ptr<const std::vector<uint8_t>> flags) {
+  if (key.size() > kMaxKeyWords) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() < kMaxEntries) entries_.emplace(key, std::move(flags));
+}
+
+namespace token_constraint_walk {
+
+// The fastest completion from matcher state `m`: its closing bytes split greedily into the
+// longest vocabulary pieces.
+template <class Matcher>
+std::optional<TokenConstraint::Closing> closing_from(const Matcher& m, const TokenVocabulary& vocab) {
   const std::optional<std::string> bytes = m.closing_bytes();
   if (!bytes) return std::nullopt;
-  const TokenVocabulary::Trie& trie = spec_.vocab->all();
-  Closing c;
+  const TokenVocabulary::Trie& trie = vocab.all();
+  TokenConstraint::Closing c;
   size_t at = 0;
   while (at < bytes->size()) {
     // The longest piece that starts the rest: walk the trie along it.
@@ -156,50 +195,127 @@ std::optional<JsonTokenConstraint::Closing> JsonTokenConstraint::closing_from(
   return c;
 }
 
-int32_t JsonTokenConstraint::keep_completable(int32_t token, int64_t budget) const {
+template <class Matcher>
+int32_t keep_completable(const TokenConstraint::Walk<Matcher>& w, const TokenVocabulary& v,
+                         int32_t token, int64_t budget) {
   if (budget < 0) return token;
-  const TokenVocabulary& v = *spec_.vocab;
   if (token < 0 || token >= v.n_vocab()) return token;
-  const std::optional<Closing> now = closing();
+  const std::optional<TokenConstraint::Closing> now = closing_from(w.matcher, v);
   if (!now || now->n_tokens == 0) return token;
-  JsonMatcher after(spec_.schema);
-  after.assign_state(matcher_);
+  Matcher after = w.levels[0];
+  after.assign_state(w.matcher);
   const std::string& p = v.piece(token);
   if (p.empty() || !after.feed(p)) return token;  // an end token, or one the mask refused
-  const std::optional<Closing> then = closing_from(after);
+  const std::optional<TokenConstraint::Closing> then = closing_from(after, v);
   if (then && then->n_tokens <= budget - 1) return token;
   return now->first;
 }
 
-std::shared_ptr<const std::vector<uint8_t>> DfaTokenCache::tokens(const JsonMatcher::DfaPosition& pos,
-                                                                  const TokenVocabulary& vocab) {
-  const auto key = std::make_tuple(pos.dfa, pos.state, pos.raw);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = entries_.find(key); it != entries_.end()) return it->second;
-  }
-  auto flags = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(vocab.n_vocab()), 0);
-  auto walk = [&](int32_t id) {
-    uint16_t st = pos.state;
-    for (char ch : vocab.piece(id)) {
-      st = pos.dfa->next(st, static_cast<uint8_t>(ch));
-      if (st == RegexDfa::kDead) return;
+// Marks in `allowed` the tokens whose bytes `w.matcher` accepts, walking the trie depth-first;
+// returns how many it marked. Under a schema the shortcuts where the answer is known without the
+// walk (plain string content, a RegexDfa's cached tokens) come first.
+template <class Matcher>
+int64_t mark_tokens(TokenConstraint::Walk<Matcher>& w, const StructuredOutput& spec,
+                    std::vector<uint8_t>& allowed) {
+  const TokenVocabulary& v = *spec.vocab;
+  int64_t n_allowed = 0;
+  bool in_string = false;
+  bool walk_trie = true;
+  if constexpr (std::is_same_v<Matcher, JsonMatcher>) {
+    in_string = w.matcher.in_plain_string();
+    if (in_string) {
+      for (int32_t t : v.plain()) allowed[static_cast<size_t>(t)] = 1;
+      n_allowed += static_cast<int64_t>(v.plain().size());
+    } else if (const auto pos = w.matcher.dfa_position(); pos && spec.dfa_cache) {
+      // Only the automaton decides: the tokens it takes from this state, cached per state; inside
+      // a string, the other tokens (a quote, an escape, a split character) are walked below.
+      const auto flags = spec.dfa_cache->tokens(*pos, v);
+      for (size_t i = 0; i < flags->size(); ++i) {
+        allowed[i] = (*flags)[i];
+        n_allowed += (*flags)[i];
+      }
+      in_string = !pos->raw;
+      walk_trie = !pos->raw;
     }
-    (*flags)[static_cast<size_t>(id)] = 1;
+  }
+  if (!walk_trie) return n_allowed;
+  std::shared_ptr<GrammarTokenCache> cache;
+  if constexpr (std::is_same_v<Matcher, GbnfMatcher>) {
+    // The tokens a grammar state takes, walked once per distinct state.
+    cache = spec.grammar_cache;
+    if (cache) {
+      w.matcher.state_key(&w.key);
+      if (const auto flags = cache->find(w.key)) {
+        for (size_t i = 0; i < flags->size(); ++i) {
+          allowed[i] = (*flags)[i];
+          n_allowed += (*flags)[i];
+        }
+        return n_allowed;
+      }
+    }
+  }
+  const TokenVocabulary::Trie& trie = in_string ? v.special() : v.all();
+  const auto& nodes = trie.nodes;
+  const auto& edges = trie.edges;
+  const auto& toks = trie.tokens;
+  w.levels[0].assign_state(w.matcher);
+  struct Item {
+    uint32_t node, next_edge, depth;
   };
-  if (pos.raw) {
-    for (int32_t id = 0; id < vocab.n_vocab(); ++id) {
-      if (!vocab.piece(id).empty()) walk(id);
+  std::vector<Item> stack;
+  stack.push_back({0, 0, 0});
+  while (!stack.empty()) {
+    Item& it = stack.back();
+    const TokenVocabulary::Node& n = nodes[it.node];
+    if (it.next_edge == n.n_edges) {
+      stack.pop_back();
+      continue;
     }
-  } else {
-    for (int32_t id : vocab.plain()) walk(id);
+    const TokenVocabulary::Edge& e = edges[n.first_edge + it.next_edge++];
+    const uint32_t d = it.depth;
+    Matcher& next = w.levels[d + 1];
+    next.assign_state(w.levels[d]);
+    if (!next.advance(e.byte)) continue;
+    const TokenVocabulary::Node& c = nodes[e.child];
+    for (uint32_t k = 0; k < c.n_tokens; ++k) {
+      allowed[static_cast<size_t>(toks[c.first_token + k])] = 1;
+      ++n_allowed;
+    }
+    if (c.n_edges > 0) stack.push_back({e.child, 0, d + 1});
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (entries_.size() < kMaxEntries) entries_.emplace(key, flags);
-  return flags;
+  if (cache) cache->put(w.key, std::make_shared<const std::vector<uint8_t>>(allowed));
+  return n_allowed;
 }
 
-int64_t JsonTokenConstraint::mask(std::span<float> logits, int64_t budget) {
+}  // namespace token_constraint_walk
+
+TokenConstraint::TokenConstraint(const StructuredOutput& spec)
+    : spec_(spec),
+      walk_(spec.grammar ? decltype(walk_)(Walk<GbnfMatcher>{GbnfMatcher(spec.grammar), {}, {}})
+                         : decltype(walk_)(Walk<JsonMatcher>{JsonMatcher(spec.schema), {}, {}})) {
+  std::visit([this](auto& w) { w.levels.assign(spec_.vocab->max_piece_bytes() + 1, w.matcher); }, walk_);
+  allowed_.assign(static_cast<size_t>(spec_.vocab->n_vocab()), 0);
+}
+
+std::optional<TokenConstraint::Closing> TokenConstraint::closing() const {
+  return std::visit([this](const auto& w) { return token_constraint_walk::closing_from(w.matcher, *spec_.vocab); },
+                    walk_);
+}
+
+int32_t TokenConstraint::keep_completable(int32_t token, int64_t budget) const {
+  return std::visit(
+      [&](const auto& w) { return token_constraint_walk::keep_completable(w, *spec_.vocab, token, budget); }, walk_);
+}
+
+bool TokenConstraint::closed() const {
+  return std::visit([](const auto& w) { return w.matcher.closed(); }, walk_);
+}
+
+bool TokenConstraint::complete() const {
+  return std::visit([](const auto& w) { return w.matcher.complete(); }, walk_);
+}
+
+int64_t TokenConstraint::mask(std::span<float> logits, int64_t budget) {
   const TokenVocabulary& v = *spec_.vocab;
   if (budget >= 0) {
     if (const std::optional<Closing> c = closing(); c && c->n_tokens > 0 && c->n_tokens >= budget) {
@@ -210,54 +326,9 @@ int64_t JsonTokenConstraint::mask(std::span<float> logits, int64_t budget) {
     }
   }
   std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});
-  int64_t n_allowed = 0;
-  bool in_string = matcher_.in_plain_string();
-  bool walk_trie = true;
-  if (in_string) {
-    for (int32_t t : v.plain()) allowed_[static_cast<size_t>(t)] = 1;
-    n_allowed += static_cast<int64_t>(v.plain().size());
-  } else if (const auto pos = matcher_.dfa_position(); pos && spec_.dfa_cache) {
-    // Only the automaton decides: the tokens it takes from this state, cached per state; inside
-    // a string, the other tokens (a quote, an escape, a split character) are walked below.
-    const auto flags = spec_.dfa_cache->tokens(*pos, v);
-    for (size_t i = 0; i < flags->size(); ++i) {
-      allowed_[i] = (*flags)[i];
-      n_allowed += (*flags)[i];
-    }
-    in_string = !pos->raw;
-    walk_trie = !pos->raw;
-  }
-  const TokenVocabulary::Trie& trie = in_string ? v.special() : v.all();
-  const auto& nodes = trie.nodes;
-  const auto& edges = trie.edges;
-  const auto& toks = trie.tokens;
-  levels_[0].assign_state(matcher_);
-  // Depth-first over the trie: levels_[d] is the state after the first d bytes of the path.
-  struct Item {
-    uint32_t node, next_edge, depth;
-  };
-  std::vector<Item> stack;
-  if (walk_trie) stack.push_back({0, 0, 0});
-  while (!stack.empty()) {
-    Item& it = stack.back();
-    const TokenVocabulary::Node& n = nodes[it.node];
-    if (it.next_edge == n.n_edges) {
-      stack.pop_back();
-      continue;
-    }
-    const TokenVocabulary::Edge& e = edges[n.first_edge + it.next_edge++];
-    const uint32_t d = it.depth;
-    JsonMatcher& next = levels_[d + 1];
-    next.assign_state(levels_[d]);
-    if (!next.advance(e.byte)) continue;
-    const TokenVocabulary::Node& c = nodes[e.child];
-    for (uint32_t k = 0; k < c.n_tokens; ++k) {
-      allowed_[static_cast<size_t>(toks[c.first_token + k])] = 1;
-      ++n_allowed;
-    }
-    if (c.n_edges > 0) stack.push_back({e.child, 0, d + 1});
-  }
-  if (matcher_.complete() || n_allowed == 0) {
+  int64_t n_allowed =
+      std::visit([this](auto& w) { return token_constraint_walk::mark_tokens(w, spec_, allowed_); }, walk_);
+  if (complete() || n_allowed == 0) {
     for (int32_t t : v.end_tokens()) {
       if (t >= 0 && t < v.n_vocab() && !allowed_[static_cast<size_t>(t)]) {
         allowed_[static_cast<size_t>(t)] = 1;
@@ -272,16 +343,16 @@ int64_t JsonTokenConstraint::mask(std::span<float> logits, int64_t budget) {
   return n_allowed;
 }
 
-bool JsonTokenConstraint::accept(int32_t token) {
+bool TokenConstraint::accept(int32_t token) {
   const TokenVocabulary& v = *spec_.vocab;
   if (token < 0 || token >= v.n_vocab()) return false;
   const std::string& p = v.piece(token);
   if (std::find(v.end_tokens().begin(), v.end_tokens().end(), token) != v.end_tokens().end() &&
       p.empty()) {
-    return matcher_.complete();
+    return complete();
   }
   if (p.empty()) return false;
-  return matcher_.feed(p);
+  return std::visit([&p](auto& w) { return w.matcher.feed(p); }, walk_);
 }
 
 }  // namespace tessera::engine

@@ -1,31 +1,36 @@
 // Structured output at the token level: which tokens may come next so that the generated text
-// stays a prefix of a JSON value valid under a JsonSchema.
+// stays a prefix of a JSON value valid under a JsonSchema (regex and choice text included: a
+// JsonSchema whose matcher walks a RegexDfa) or of a text a GbnfGrammar generates.
 //
 // TokenVocabulary holds every token's bytes (Tokenizer::token_to_piece) in a byte trie and the
 // tokens that end generation; built once per model and shared. StructuredOutput is what a
-// request carries (schema + vocabulary, immutable). JsonTokenConstraint is one sequence's state:
-// mask() walks the trie depth-first with a JsonMatcher copy per level, so a prefix shared by many
-// tokens is matched once and a refused byte prunes its whole subtree; tokens whose bytes the
-// matcher accepts keep their logits, all others get -infinity. Inside a string, where nearly
-// every token may come, the plain-content tokens are allowed at once and only the others (a
-// quote, an escape, a partial UTF-8 character: a few percent) are walked. End-of-generation tokens are
+// request carries (a schema or a grammar + vocabulary, immutable). TokenConstraint is one
+// sequence's state, one code for both acceptors (JsonMatcher, GbnfMatcher: the same byte
+// interface): mask() walks the trie depth-first with a matcher copy per level, so a prefix
+// shared by many tokens is matched once and a refused byte prunes its whole subtree; tokens whose
+// bytes the matcher accepts keep their logits, all others get -infinity. Under a schema, inside a
+// string, where nearly every token may come, the plain-content tokens are allowed at once and
+// only the others (a quote, an escape, a partial UTF-8 character: a few percent) are walked. End-of-generation tokens are
 // allowed only when the value is complete. Tokens with no bytes (control tokens) are never
 // allowed. Cost: one matcher step per trie node reached (inside a string nearly every node; at a
 // structural position a few), measured in docs/SERVING.md.
 // Thread-safety: TokenVocabulary and StructuredOutput are immutable and shared; a
-// JsonTokenConstraint belongs to one sequence (one thread at a time).
+// TokenConstraint belongs to one sequence (one thread at a time).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 #include <optional>
+#include <tuple>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "tessera/engine/gbnf_grammar.h"
+#include "tessera/engine/gbnf_matcher.h"
 #include "tessera/engine/json_matcher.h"
 #include "tessera/engine/json_schema.h"
 #include "tessera/model/tokenizer/tokenizer.h"
@@ -98,15 +103,38 @@ class DfaTokenCache {
       entries_;
 };
 
+// Per GbnfMatcher state (GbnfMatcher::state_key), the tokens whose bytes the matcher takes from
+// it: inside a string or a repetition the state after each character is usually the same, so the
+// trie walk (every token, no shortcut) runs once per distinct state. At most kMaxEntries states
+// whose keys have at most kMaxKeyWords words (past that, computed each time). Shared by the
+// sequences of one request (one grammar); thread-safe.
+class GrammarTokenCache {
+ public:
+  static constexpr size_t kMaxEntries = 128;
+  static constexpr size_t kMaxKeyWords = 2048;
+  // One flag per token id, or null when `key` is not cached.
+  std::shared_ptr<const std::vector<uint8_t>> find(const std::vector<uint32_t>& key);
+  void put(const std::vector<uint32_t>& key, std::shared_ptr<const std::vector<uint8_t>> flags);
+
+ private:
+  std::mutex mu_;
+  std::map<std::vector<uint32_t>, std::shared_ptr<const std::vector<uint8_t>>> entries_;
+};
+
+// What a request's output must follow: exactly one of `schema` (JSON, regex or choice text) and
+// `grammar`.
 struct StructuredOutput {
   std::shared_ptr<const JsonSchema> schema;
   std::shared_ptr<const TokenVocabulary> vocab;
   std::shared_ptr<DfaTokenCache> dfa_cache = std::make_shared<DfaTokenCache>();
+  std::shared_ptr<const GbnfGrammar> grammar = nullptr;
+  std::shared_ptr<GrammarTokenCache> grammar_cache = std::make_shared<GrammarTokenCache>();
 };
 
-class JsonTokenConstraint {
+class TokenConstraint {
  public:
-  explicit JsonTokenConstraint(const StructuredOutput& spec);
+  // Precondition: spec holds a vocabulary and exactly one of schema and grammar.
+  explicit TokenConstraint(const StructuredOutput& spec);
 
   // Sets every token that may not come next to -infinity in `logits` (the model's output row; ids
   // past the vocabulary's, a padded output, are never allowed); returns
@@ -124,29 +152,34 @@ class JsonTokenConstraint {
   // (a token that opens a nested object with required properties, say, may need more than is left).
   int32_t keep_completable(int32_t token, int64_t budget) const;
 
-  // The fastest completion from the current state: JsonMatcher::closing_bytes split greedily into
-  // the longest vocabulary pieces. n_tokens 0 when complete(); nullopt when unknown (no closing
-  // bytes found, or a byte no token starts with).
+  // The fastest completion from the current state: the matcher's closing_bytes split greedily
+  // into the longest vocabulary pieces. n_tokens 0 when complete(); nullopt when unknown (no
+  // closing bytes found, or a byte no token starts with).
   struct Closing {
     int64_t n_tokens = 0;
     int32_t first = -1;  // the first token; -1 when n_tokens is 0
   };
-  std::optional<Closing> closing() const { return closing_from(matcher_); }
+  std::optional<Closing> closing() const;
 
   // Advances past `token`'s bytes. False when they do not continue the value (the state is then
   // unchanged); an end token is accepted when the value is complete.
   bool accept(int32_t token);
   // The value is complete and nothing but whitespace may follow: generation can stop.
-  bool closed() const { return matcher_.closed(); }
-  bool complete() const { return matcher_.complete(); }
+  bool closed() const;
+  bool complete() const;
+
+  // One acceptor with the trie walk's scratch: levels[d] is the state after d bytes of the path.
+  template <class Matcher>
+  struct Walk {
+    Matcher matcher;
+    std::vector<Matcher> levels;
+    std::vector<uint32_t> key;  // GbnfMatcher::state_key scratch
+  };
 
  private:
-  std::optional<Closing> closing_from(const JsonMatcher& m) const;
-
   StructuredOutput spec_;
-  JsonMatcher matcher_;
-  std::vector<JsonMatcher> levels_;   // DFS scratch: the state after each prefix length
-  std::vector<uint8_t> allowed_;      // per token, this step
+  std::variant<Walk<JsonMatcher>, Walk<GbnfMatcher>> walk_;
+  std::vector<uint8_t> allowed_;  // per token, this step
 };
 
 }  // namespace tessera::engine

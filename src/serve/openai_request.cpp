@@ -138,6 +138,8 @@ constexpr FieldRule kFields[] = {
     {"guided_regex", kBothRoutes, FieldUse::kSupported},        // extension (vLLM, older)
     {"guided_choice", kBothRoutes, FieldUse::kSupported},       // extension (vLLM, older)
     {"guided_json", kBothRoutes, FieldUse::kSupported},         // extension (vLLM, older)
+    {"guided_grammar", kBothRoutes, FieldUse::kSupported},      // extension (vLLM, older; GBNF)
+    {"grammar", kBothRoutes, FieldUse::kSupported},             // extension (llama-server, GBNF)
     {"user", kBothRoutes, FieldUse::kIgnored},
     {"metadata", kBothRoutes, FieldUse::kIgnored},
     {"service_tier", kBothRoutes, FieldUse::kIgnored},
@@ -217,10 +219,14 @@ Status read_response_format(Fields& f, GenerationParams* p) {
 }
 
 // vLLM's structured outputs: `structured_outputs` {"regex": ...} | {"choice": [...]} |
-// {"json": schema} (and the older top-level guided_regex / guided_choice / guided_json): the
-// whole output matches the regex (a full match), is one of the choices, or is JSON valid under
-// the schema. One constraint engine: regex and choice compile to the RegexDfa the JSON matcher
-// also walks for `pattern`. At most one of these and response_format.
+// {"json": schema} | {"grammar": ...} (and the older top-level guided_regex / guided_choice /
+// guided_json / guided_grammar), and llama-server's top-level `grammar`: the whole output matches
+// the regex (a full match), is one of the choices, is JSON valid under the schema, or is a text
+// of the grammar. Grammars are GBNF (llama.cpp's format, engine/gbnf_grammar.h) wherever they
+// come from: vLLM's own grammar fields take Lark EBNF, which is not read here. One constraint
+// engine: regex and choice compile to the RegexDfa the JSON matcher also walks for `pattern`; a
+// grammar runs its own matcher under the same token mask. At most one of these and
+// response_format. `"grammar": ""` is no grammar (as llama-server reads it).
 Status read_structured_outputs(Fields& f, GenerationParams* p) {
   struct Source {
     const char* field;
@@ -230,26 +236,33 @@ Status read_structured_outputs(Fields& f, GenerationParams* p) {
   std::vector<Source> given;
   if (const json* so = f.get("structured_outputs")) {
     if (!so->is_object() || so->size() != 1) {
-      return f.fail("structured_outputs",
-                    "'structured_outputs' must be an object with one of 'regex', 'choice', 'json'");
+      return f.fail("structured_outputs", "'structured_outputs' must be an object with one of "
+                                          "'regex', 'choice', 'json', 'grammar'");
     }
     // so->begin() iterates the object itself: items().begin() would hand out a proxy whose
     // storage ends with the statement (ASan: stack-use-after-scope).
     const std::string& kind = so->begin().key();
     const json& value = so->begin().value();
-    if (kind != "regex" && kind != "choice" && kind != "json") {
-      return f.fail("structured_outputs",
-                    fmt::format("'structured_outputs.{}' is not supported (regex, choice, json are)", kind));
+    const char* known = nullptr;
+    for (const char* k : {"regex", "choice", "json", "grammar"}) {
+      if (kind == k) known = k;
     }
-    given.push_back({"structured_outputs", kind == "regex" ? "regex" : kind == "choice" ? "choice" : "json", &value});
+    if (!known) {
+      return f.fail("structured_outputs", fmt::format("'structured_outputs.{}' is not supported "
+                                                      "(regex, choice, json, grammar are)", kind));
+    }
+    given.push_back({"structured_outputs", known, &value});
   }
-  for (const char* name : {"guided_regex", "guided_choice", "guided_json"}) {
+  for (const char* name : {"guided_regex", "guided_choice", "guided_json", "guided_grammar"}) {
     if (const json* v = f.get(name)) given.push_back({name, name + 7, v});
+  }
+  if (const json* v = f.get("grammar"); v && !(v->is_string() && v->get_ref<const std::string&>().empty())) {
+    given.push_back({"grammar", "grammar", v});
   }
   if (given.empty()) return Status::ok();
   if (given.size() > 1 || p->json_schema) {
     return f.fail(given.back().field, "give one of response_format, structured_outputs, guided_regex, "
-                                      "guided_choice and guided_json");
+                                      "guided_choice, guided_json, guided_grammar and grammar");
   }
   const Source& s = given[0];
   const std::string_view kind = s.kind;
@@ -268,6 +281,11 @@ Status read_structured_outputs(Fields& f, GenerationParams* p) {
     auto schema = engine::JsonSchema::choice(options);
     if (!schema.is_ok()) return f.fail(s.field, schema.status().message());
     p->json_schema = std::move(schema).value();
+  } else if (kind == "grammar") {
+    if (!s.value->is_string()) return f.wrong_type(s.field, "a string (a GBNF grammar)", *s.value);
+    auto grammar = engine::GbnfGrammar::compile(s.value->get_ref<const std::string&>());
+    if (!grammar.is_ok()) return f.fail(s.field, grammar.status().message());
+    p->grammar = std::move(grammar).value();
   } else {
     auto compiled = engine::JsonSchema::compile(*s.value);
     if (!compiled.is_ok()) return f.fail(s.field, compiled.status().message());
@@ -761,9 +779,11 @@ Result<ChatRequest> parse_chat_request(std::string_view body, std::string* error
   if (logprobs) r.params.n_logprobs = top ? static_cast<int32_t>(*top) : 0;
   TS_RETURN_IF_ERROR(read_tools(f, ordered, &r));
   if (r.tools.active() && r.tools.forced()) {
-    if (r.params.json_schema) {
-      return f.fail("response_format", "'response_format' cannot be combined with a forced tool "
-                                       "call (tool_choice 'required' or a named function)");
+    if (r.params.json_schema || r.params.grammar) {
+      return f.fail(r.params.grammar ? "grammar" : "response_format",
+                    "structured output (response_format, structured_outputs, guided_*, grammar) "
+                    "cannot be combined with a forced tool call (tool_choice 'required' or a "
+                    "named function)");
     }
     auto schema = forced_call_schema(r.tools);
     if (!schema.is_ok()) return f.fail("tools", schema.status().message());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tessera/base/status.h"
+#include "tessera/engine/gbnf_grammar.h"
 #include "tessera/engine/json_schema.h"
 #include "tessera/engine/request.h"
 #include "tessera/engine/sampler.h"
@@ -55,6 +56,9 @@ struct GenerationParams {
   // response_format json_object / json_schema: the schema the output must satisfy (constrained
   // decoding); null for free text.
   std::shared_ptr<const engine::JsonSchema> json_schema;
+  // `grammar` (llama-server), structured_outputs.grammar, guided_grammar: a GBNF grammar the
+  // output must follow; null for none. At most one of json_schema and grammar is set.
+  std::shared_ptr<const engine::GbnfGrammar> grammar;
 };
 
 struct CompletionRequest {

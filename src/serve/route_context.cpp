@@ -86,9 +86,10 @@ engine::Request make_engine_request(const GenerationParams& params, std::vector<
   r.speculative = params.speculative;
   r.priority = params.priority;
   r.n_logprobs = params.n_logprobs;
-  if (params.json_schema) {
+  if (params.json_schema || params.grammar) {
     auto so = std::make_shared<engine::StructuredOutput>();
     so->schema = params.json_schema;
+    so->grammar = params.grammar;
     so->vocab = backend.token_vocabulary();
     r.structured = std::move(so);
   }

@@ -1,4 +1,4 @@
-// JsonSchema / JsonMatcher / JsonTokenConstraint: structured output's acceptor, checked against
+// JsonSchema / JsonMatcher / TokenConstraint: structured output's acceptor, checked against
 // nlohmann's parser and an independent validator of the schema subset written plainly here.
 #include "tessera/engine/json_matcher.h"
 
@@ -260,13 +260,13 @@ TEST(JsonMatcherTest, RandomWalksAlwaysEndInValidDocuments) {
 
 // The token mask on a tiny vocabulary: exactly the tokens whose bytes continue the value, end
 // tokens once it is complete; greedy decoding under the mask yields valid JSON whatever the logits.
-TEST(JsonTokenConstraintTest, MasksExactlyTheTokensThatContinue) {
+TEST(TokenConstraintTest, MasksExactlyTheTokensThatContinue) {
   std::vector<std::string> pieces = {"",  "{",   "}",  "\"",  "a",   "\":", " ",   "1",
                                      "2", ",\"", "\"}", "[",  "]",   "tr",  "ue",  "{\"a"};
   auto vocab = std::make_shared<TokenVocabulary>(pieces, std::vector<int32_t>{0});
   const auto schema = compile(R"({"type": "object", "properties": {"a": {"type": "integer"}},
                                   "required": ["a"], "additionalProperties": false})");
-  JsonTokenConstraint c({schema, vocab});
+  TokenConstraint c({schema, vocab});
   std::vector<float> logits(pieces.size(), 1.0f);
   logits.resize(pieces.size() + 3, 1.0f);  // a model's output padded past the vocabulary
   EXPECT_EQ(c.mask(logits), 3);  // "{", " ", "{\"a"
@@ -335,7 +335,7 @@ TEST(JsonMatcherTest, ClosingBytesCompleteTheValue) {
 // Within a token budget the constraint closes the value in time: adversarial logits that keep a
 // string open still end in a complete document by the last token the budget allows; and a token
 // whose completion would no longer fit is replaced by the fastest completion's next token.
-TEST(JsonTokenConstraintTest, ClosesWithinTheTokenBudget) {
+TEST(TokenConstraintTest, ClosesWithinTheTokenBudget) {
   const std::vector<std::string> pieces = {"",    "{",   "}", "\"", "a", "\":", " ", "1",
                                            "x",   "\"}", "{\"", "\"a\":", "xyz", ":", "b", "0",
                                            ","};
@@ -350,13 +350,13 @@ TEST(JsonTokenConstraintTest, ClosesWithinTheTokenBudget) {
       "required": ["a"], "additionalProperties": false})");
   {
     // {"a":""} greedily: {" a ": " "}
-    const auto c = JsonTokenConstraint({schema, vocab}).closing();
+    const auto c = TokenConstraint({schema, vocab}).closing();
     ASSERT_TRUE(c.has_value());
     EXPECT_EQ(c->n_tokens, 5);
     EXPECT_EQ(c->first, id("{\""));
   }
   for (int64_t max_tokens : {5, 6, 9, 20, 50}) {
-    JsonTokenConstraint c({schema, vocab});
+    TokenConstraint c({schema, vocab});
     std::string out;
     for (int64_t used = 0; used < max_tokens && !c.closed(); ++used) {
       std::vector<float> l(pieces.size(), 0.0f);
@@ -378,7 +378,7 @@ TEST(JsonTokenConstraintTest, ClosesWithinTheTokenBudget) {
     }
   }
   // After {"a":"x" a ',' commits to a key: "b":{"a":0}} is 9 more tokens, '}' only 1.
-  JsonTokenConstraint c({schema, vocab});
+  TokenConstraint c({schema, vocab});
   for (const char* p : {"{\"", "a", "\":", "\"", "x", "\""}) ASSERT_TRUE(c.accept(id(p))) << p;
   EXPECT_EQ(c.keep_completable(id(","), 5), id("}"));
   EXPECT_EQ(c.keep_completable(id(","), 10), id(","));
@@ -390,7 +390,7 @@ TEST(JsonTokenConstraintTest, ClosesWithinTheTokenBudget) {
 // complete) at every step of random generations over a vocabulary of random pieces with quotes,
 // escapes, whitespace and split UTF-8 characters: the trie walk and the inside-a-string shortcut
 // change the cost, never the answer.
-TEST(JsonTokenConstraintTest, MaskEqualsBruteForce) {
+TEST(TokenConstraintTest, MaskEqualsBruteForce) {
   std::mt19937 rng(11);
   const std::vector<std::string> atoms = {"{", "}", "[", "]", "\"", ":", ",", " ", "\n", "\\",
                                           "\\n", "\\u00", "e9", "a", "b", "id", "o", "k", "u",
@@ -430,7 +430,7 @@ TEST(JsonTokenConstraintTest, MaskEqualsBruteForce) {
                                                             RegexDfa::Match::kFull)));
   for (const auto& schema : schemas) {
     for (int run = 0; run < 20; ++run) {
-      JsonTokenConstraint c({schema, vocab});
+      TokenConstraint c({schema, vocab});
       JsonMatcher shadow(schema);
       for (int step = 0; step < 60; ++step) {
         std::vector<float> logits(pieces.size(), 0.0f);
@@ -576,7 +576,7 @@ TEST(StructuredOutputOnATrainedModel, TwoHundredSeededSchemasAllValidate) {
   };
   // With room (400 tokens) every output finishes "stop" with a document that parses and
   // validates: a free-text string the story model would write on is closed when the value's
-  // fastest completion needs the tokens left (JsonTokenConstraint's budget).
+  // fastest completion needs the tokens left (TokenConstraint's budget).
   std::vector<std::string> text;
   std::vector<FinishReason> finish;
   run(400, text, finish);
@@ -602,7 +602,7 @@ TEST(StructuredOutputOnATrainedModel, TwoHundredSeededSchemasAllValidate) {
   for (int i = 0; i < kRequests; ++i) {
     const std::string& t = text[static_cast<size_t>(i)];
     const json& schema = schemas[static_cast<size_t>(i)];
-    const auto need = JsonTokenConstraint(*specs[static_cast<size_t>(i)]).closing();
+    const auto need = TokenConstraint(*specs[static_cast<size_t>(i)]).closing();
     ASSERT_TRUE(need.has_value()) << schema.dump();
     if (need->n_tokens > kTight) {
       JsonMatcher prefix(specs[static_cast<size_t>(i)]->schema);

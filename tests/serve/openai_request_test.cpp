@@ -1,5 +1,6 @@
 #include "tessera/serve/openai_request.h"
 
+#include "tessera/engine/gbnf_matcher.h"
 #include "tessera/engine/json_matcher.h"
 #include "tessera/engine/json_schema.h"
 
@@ -109,12 +110,70 @@ TEST(CompletionRequest, StructuredOutputsRegexChoiceJson) {
   EXPECT_FALSE(accepts(chat->params.json_schema, "10"));
   for (const char* bad : {
            R"({"prompt":"x","structured_outputs":{"regex":"a","choice":["a"]}})",
-           R"({"prompt":"x","structured_outputs":{"grammar":"root ::= x"}})",
+           R"({"prompt":"x","structured_outputs":{"lark":"start: x"}})",
            R"({"prompt":"x","guided_regex":"a","guided_choice":["a"]})",
            R"({"prompt":"x","guided_regex":"a","response_format":{"type":"json_object"}})",
            R"J({"prompt":"x","guided_regex":"(?=a)"})J", R"({"prompt":"x","guided_choice":[]})",
            R"({"prompt":"x","guided_choice":[1]})"}) {
     EXPECT_FALSE(parse_completion_request(bad, &param).is_ok()) << bad;
+  }
+}
+
+// GBNF grammars: llama-server's `grammar` on both routes, vLLM's structured_outputs.grammar and
+// guided_grammar (read as GBNF); one structured output at a time; the parser's message in the 400.
+TEST(CompletionRequest, GrammarField) {
+  std::string param;
+  auto accepts = [](const std::shared_ptr<const engine::GbnfGrammar>& g, std::string_view text) {
+    engine::GbnfMatcher m(g);
+    return m.feed(text) && m.complete();
+  };
+  auto r = parse_completion_request(R"({"prompt":"x","grammar":"root ::= (\"yes\" | \"no\") [0-9]?"})", &param);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_TRUE(r->params.grammar);
+  EXPECT_FALSE(r->params.json_schema);
+  EXPECT_TRUE(accepts(r->params.grammar, "yes7"));
+  EXPECT_FALSE(accepts(r->params.grammar, "maybe"));
+  auto chat = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"grammar":"root ::= [a-c]+"})", &param);
+  ASSERT_TRUE(chat.is_ok()) << chat.status().to_string();
+  EXPECT_TRUE(accepts(chat->params.grammar, "abc"));
+  for (const char* body : {R"({"prompt":"x","structured_outputs":{"grammar":"root ::= \"a\""}})",
+                           R"({"prompt":"x","guided_grammar":"root ::= \"a\""})"}) {
+    r = parse_completion_request(body, &param);
+    ASSERT_TRUE(r.is_ok()) << body << ": " << r.status().to_string();
+    EXPECT_TRUE(accepts(r->params.grammar, "a")) << body;
+  }
+  r = parse_completion_request(R"({"prompt":"x","grammar":""})", &param);  // as llama-server: none
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_FALSE(r->params.grammar);
+  struct Bad {
+    const char* body;
+    const char* param;
+    const char* message;  // a part of it
+  };
+  for (const Bad& b : {
+           Bad{R"({"prompt":"x","grammar":"root ::= value"})", "grammar", "rule 'value' is used but never defined"},
+           Bad{R"({"prompt":"x","grammar":"root ::= root \"a\" | \"b\""})", "grammar", "left recursion"},
+           Bad{R"({"prompt":"x","grammar":"root ::= \"\\q\""})", "grammar", "unknown escape"},
+           Bad{R"({"prompt":"x","grammar":5})", "grammar", "a string (a GBNF grammar)"},
+           Bad{R"({"prompt":"x","guided_grammar":"x ::= \"a\""})", "guided_grammar", "no 'root'"},
+           Bad{R"({"prompt":"x","structured_outputs":{"grammar":"root ::= [b-a]"}})", "structured_outputs", "backwards"},
+           Bad{R"({"prompt":"x","grammar":"root ::= \"a\"","response_format":{"type":"json_object"}})", "grammar",
+               "give one of"},
+           Bad{R"({"prompt":"x","grammar":"root ::= \"a\"","guided_regex":"a"})", "grammar", "give one of"},
+           Bad{R"({"prompt":"x","grammar":"root ::= \"a\"","structured_outputs":{"grammar":"root ::= \"a\""}})",
+               "grammar", "give one of"},
+           Bad{R"({"messages":[{"role":"user","content":"hi"}],"grammar":"root ::= \"a\"",
+               "tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"})", "grammar",
+               "forced tool call"},
+       }) {
+    const bool is_chat = std::string_view(b.body).find("messages") != std::string_view::npos;
+    const Status st = is_chat ? parse_chat_request(b.body, &param).status()
+                              : parse_completion_request(b.body, &param).status();
+    ASSERT_FALSE(st.is_ok()) << b.body;
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << b.body;
+    EXPECT_EQ(param, b.param) << b.body << ": " << st.message();
+    EXPECT_NE(st.message().find(b.message), std::string::npos) << b.body << ": " << st.message();
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -254,6 +255,31 @@ TEST_F(ServerEngineTest, ResponseFormatGivesJsonThatValidates) {
   ASSERT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(json::parse(r.body)["error"]["param"], "response_format");
   EXPECT_NE(r.body.find("propertyNames"), std::string::npos) << r.body;
+}
+
+// llama-server's `grammar` through the whole server (the chat route parses it the same way:
+// openai_request_test; this model has no chat template): on random weights every
+// choice is a complete text of the grammar (checked with std::regex: the grammar is regular) and
+// finishes "stop" (nothing may follow its end); a grammar the parser refuses is a 400 naming the
+// field with the parser's message.
+TEST_F(ServerEngineTest, GrammarFieldConstrainsTheText) {
+  TestClient c(server_->port());
+  const std::string grammar = "root ::= (\"yes\" | \"no\") \", \" word (\" \" word){0,2} \".\"\n"
+                              "word ::= [a-z]{1,6}\n";
+  const std::regex re("(yes|no), [a-z]{1,6}( [a-z]{1,6}){0,2}\\.");
+  json body = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 40},
+               {"temperature", 0.9}, {"seed", 5}, {"n", 2}, {"grammar", grammar}};
+  auto r = c.request("POST", "/v1/completions", body.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const auto& choice : json::parse(r.body)["choices"]) {
+    EXPECT_EQ(choice["finish_reason"], "stop") << choice.dump();
+    EXPECT_TRUE(std::regex_match(choice["text"].get<std::string>(), re)) << choice.dump();
+  }
+  body["grammar"] = "root ::= item+";
+  r = c.request("POST", "/v1/completions", body.dump());
+  ASSERT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(json::parse(r.body)["error"]["param"], "grammar");
+  EXPECT_NE(r.body.find("rule 'item' is used but never defined"), std::string::npos) << r.body;
 }
 
 TEST_F(ServerEngineTest, EmbeddingsHaveOpenAIShapeAndAreConsistent) {

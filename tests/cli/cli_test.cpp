@@ -324,7 +324,7 @@ TEST(Cli, TrainLoraWritesPeftAndGgufAdaptersThatGenerateLikeTheMergedModel) {
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
   const auto want = nlohmann::json::parse(merged.out)["tokens"];
   EXPECT_EQ(want.size(), 12u);
-  for (const std::string adapter : {out, out + "/adapter.gguf"}) {
+  for (const std::string& adapter : {out, out + "/adapter.gguf"}) {
     auto served = run_cli("generate --model " + base + " --lora " + adapter + gen);
     ASSERT_EQ(served.exit_code, 0) << served.err;
     EXPECT_EQ(nlohmann::json::parse(served.out)["tokens"], want) << adapter;

@@ -128,19 +128,21 @@ TEST_F(EngineTest, StructuredOutputAlwaysGivesValidJson) {
     if (i == 4) r.speculative = SpecMode::kOn;
     reqs.push_back(std::move(r));
   }
-  const auto out = run(*e, reqs);
-  for (const Outcome& o : out) {
-    ASSERT_TRUE(o.finished);
-    EXPECT_EQ(o.finish.reason, FinishReason::kStop) << o.text;
+  const auto outcomes = run(*e, reqs);
+  for (const Outcome& oc : outcomes) {
+    ASSERT_TRUE(oc.finished);
+    EXPECT_EQ(oc.finish.reason, FinishReason::kStop) << oc.text;
     nlohmann::json v;
-    ASSERT_NO_THROW(v = nlohmann::json::parse(o.text)) << o.text;
-    ASSERT_TRUE(v.is_object()) << o.text;
-    EXPECT_TRUE(v["ok"].is_boolean()) << o.text;
-    EXPECT_TRUE(v["n"].is_number_integer()) << o.text;
-    EXPECT_TRUE(v["k"] == "red" || v["k"] == "green") << o.text;
+    ASSERT_NO_THROW(v = nlohmann::json::parse(oc.text)) << oc.text;
+    ASSERT_TRUE(v.is_object()) << oc.text;
+    EXPECT_TRUE(v["ok"].is_boolean()) << oc.text;
+    EXPECT_TRUE(v["n"].is_number_integer()) << oc.text;
+    EXPECT_TRUE(v["k"] == "red" || v["k"] == "green") << oc.text;
     for (const auto& [k, x] : v.items()) {
-      EXPECT_TRUE(k == "ok" || k == "n" || k == "k" || k == "xs") << o.text;
-      if (k == "xs") EXPECT_LE(x.size(), 2u) << o.text;
+      EXPECT_TRUE(k == "ok" || k == "n" || k == "k" || k == "xs") << oc.text;
+      if (k == "xs") {
+        EXPECT_LE(x.size(), 2u) << oc.text;
+      }
     }
   }
   // A vocabulary larger than the model's output is refused at submit.

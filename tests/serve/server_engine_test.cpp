@@ -53,7 +53,7 @@ class ServerEngineTest : public ::testing::Test {
     engine_->start();
 
     auto models = std::make_shared<ModelRouter>();
-    ASSERT_TRUE(models->add({model_name_from_path(path), engine_backend(engine_), {}, 0, "tessera", {}, {}}).is_ok());
+    ASSERT_TRUE(models->add({model_name_from_path(path), engine_backend(engine_), {}, 0, "tessera", {}, {}, {}, {}, {}}).is_ok());
     server_ = std::make_unique<Server>(ServerOptions{}, models);
     ASSERT_TRUE(server_->start().is_ok());
     server_->set_serving();
@@ -246,7 +246,9 @@ TEST_F(ServerEngineTest, ResponseFormatGivesJsonThatValidates) {
   const std::string text = o["text"];
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.find_first_not_of(" \n\r\t"), text.find('{')) << text;
-  if (o["finish_reason"] == "stop") EXPECT_TRUE(json::parse(text).is_object()) << text;
+  if (o["finish_reason"] == "stop") {
+    EXPECT_TRUE(json::parse(text).is_object()) << text;
+  }
   // Keywords that are not enforced are refused by name.
   body["response_format"] = {{"type", "json_schema"},
                              {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"},

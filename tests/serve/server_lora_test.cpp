@@ -90,7 +90,7 @@ class ServerLoraTest : public ::testing::Test {
   void start(bool runtime) {
     engine_ = make_engine(dir_->file("tiny.gguf"));
     auto router = std::make_shared<ModelRouter>();
-    ModelEntry base{"tiny", engine_backend(engine_), {}, 0, "tessera", {}, {}};
+    ModelEntry base{"tiny", engine_backend(engine_), {}, 0, "tessera", {}, {}, {}, {}, {}};
     ASSERT_TRUE(router->add(base).is_ok());
     server_ = std::make_unique<Server>(ServerOptions{}, router);
     ASSERT_TRUE(server_->start().is_ok());
@@ -131,7 +131,7 @@ TEST_F(ServerLoraTest, RuntimeLoadServeUnload) {
   {
     auto merged = make_engine(dir_->file("merged.gguf"));
     auto router = std::make_shared<ModelRouter>();
-    ASSERT_TRUE(router->add({"merged", engine_backend(merged), {}, 0, "tessera", {}, {}}).is_ok());
+    ASSERT_TRUE(router->add({"merged", engine_backend(merged), {}, 0, "tessera", {}, {}, {}, {}, {}}).is_ok());
     Server s(ServerOptions{}, router);
     ASSERT_TRUE(s.start().is_ok());
     s.set_serving();

@@ -528,7 +528,7 @@ TEST_F(ServerTest, QueueFullIs429WithRetryAfterAndDrainingIs503) {
 TEST_F(ServerTest, HealthIs503WhileLoading) {
   backend_ = std::make_shared<FakeBackend>();
   models_ = std::make_shared<ModelRouter>();
-  ASSERT_TRUE(models_->add({"tiny", backend_, {}, 0, "tessera", {}, {}}).is_ok());
+  ASSERT_TRUE(models_->add({"tiny", backend_, {}, 0, "tessera", {}, {}, {}, {}, {}}).is_ok());
   ServerOptions o;
   server_ = std::make_unique<Server>(o, models_);
   ASSERT_TRUE(server_->start().is_ok());

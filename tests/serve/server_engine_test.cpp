@@ -273,7 +273,8 @@ TEST_F(ServerEngineTest, GrammarFieldConstrainsTheText) {
                {"temperature", 0.9}, {"seed", 5}, {"n", 2}, {"grammar", grammar}};
   auto r = c.request("POST", "/v1/completions", body.dump());
   ASSERT_EQ(r.status, 200) << r.body;
-  for (const auto& choice : json::parse(r.body)["choices"]) {
+  const json answer = json::parse(r.body);  // (ranging over a temporary's member would dangle)
+  for (const auto& choice : answer["choices"]) {
     EXPECT_EQ(choice["finish_reason"], "stop") << choice.dump();
     EXPECT_TRUE(std::regex_match(choice["text"].get<std::string>(), re)) << choice.dump();
   }

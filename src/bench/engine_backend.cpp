@@ -35,6 +35,14 @@ void EngineBackend::issue(const Query& q, QueryObserver* observer) {
   r.max_tokens = q.sample->max_output_tokens;
   r.ignore_eos = options_.ignore_eos;
   r.sampling.temperature = options_.temperature;
+  if (options_.structured) {
+    // The schema and vocabulary are shared; the automaton's token cache is new per query, as
+    // the server makes one per request, so its cost is measured as a client would meet it.
+    auto so = std::make_shared<engine::StructuredOutput>();
+    so->schema = options_.structured->schema;
+    so->vocab = options_.structured->vocab;
+    r.structured = std::move(so);
+  }
   const uint64_t id = q.id;
   auto submitted = engine_->submit(std::move(r), [observer, id](engine::Event&& e) {
     if (std::holds_alternative<engine::TokenEvent>(e.body)) {

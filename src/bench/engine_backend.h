@@ -5,16 +5,21 @@
 // Thread-safety: issue() from the harness thread; callbacks come from the engine's thread.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "tessera/bench/system_under_test.h"
 #include "tessera/engine/engine.h"
+#include "tessera/engine/token_constraint.h"
 
 namespace tessera::bench {
 
 struct EngineBackendOptions {
   bool ignore_eos = true;
   float temperature = 0.0f;
+  // Structured output for every query (its value ends the query once complete; each query gets
+  // its own DfaTokenCache); null: free text.
+  std::shared_ptr<const engine::StructuredOutput> structured;
 };
 
 class EngineBackend final : public SystemUnderTest {

@@ -124,8 +124,10 @@ Result<ServeBenchResult> run_serve_benchmark(const ServeBenchOptions& a, const S
     if (work.trace_times_s.empty()) return invalid_argument("--scenario trace needs --trace FILE");
     s.trace_times_s = work.trace_times_s;
   }
-  // Speculation counters before and after (in-process engine, or a Tessera server's /metrics).
+  // Speculation and constraint counters before and after (in-process engine, or a Tessera
+  // server's /metrics).
   const std::optional<SpecCounters> spec_before = target.spec_counters();
+  const std::optional<ConstraintCounters> constraint_before = target.constraint_counters();
   ServeBenchResult result;
   TS_ASSIGN_OR_RETURN(result.points, serve_bench::run_points(plan, target, work, hooks));
   result.target_name = target.name;
@@ -133,8 +135,18 @@ Result<ServeBenchResult> run_serve_benchmark(const ServeBenchOptions& a, const S
     result.spec_delta = SpecCounters{after->draft_tokens - spec_before->draft_tokens,
                                      after->accepted_tokens - spec_before->accepted_tokens};
   }
+  if (const std::optional<ConstraintCounters> after = target.constraint_counters();
+      after && constraint_before) {
+    result.constraint_delta = *after - *constraint_before;
+  }
   result.backend = target.sut->describe();
   result.backend["workload"] = work.description;
+  if (!target.response_format.is_null()) result.backend["response_format"] = target.response_format;
+  if (const auto& c = result.constraint_delta; c && c->tokens > 0) {
+    result.backend["constrained_tokens"] = c->tokens;
+    result.backend["constraint_seconds"] = c->seconds;
+    result.backend["constraint_us_per_token"] = c->us_per_token();
+  }
   if (result.spec_delta) {
     result.backend["spec_draft_tokens"] = result.spec_delta->draft_tokens;
     result.backend["spec_accepted_tokens"] = result.spec_delta->accepted_tokens;

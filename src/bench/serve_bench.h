@@ -1,7 +1,7 @@
 // `bench serve`, the serving benchmark: plans the points (one scenario, or a sweep over request
 // rates or concurrencies), builds the target (serve_target.h) and the prompts
-// (serve_workload.h), runs every point through the LoadGenerator, measures the speculation
-// counters around the run, and writes the records (summary.json, requests.jsonl, the MLPerf
+// (serve_workload.h), runs every point through the LoadGenerator, measures the speculation and
+// structured-output constraint counters around the run (warm-up queries included), and writes the records (summary.json, requests.jsonl, the MLPerf
 // summary, report.html). The caller owns flags and printing, through hooks.
 // Thread-safety: call from one thread; the hooks are called on it.
 #pragma once
@@ -18,6 +18,7 @@
 #include "tessera/bench/load_generator.h"
 #include "tessera/bench/metrics.h"
 #include "tessera/bench/serve_bench_options.h"
+#include "tessera/bench/constraint_counters.h"
 #include "tessera/bench/serve_record.h"
 #include "tessera/bench/spec_counters.h"
 
@@ -46,8 +47,12 @@ struct ServeBenchHooks {
 struct ServeBenchResult {
   std::vector<ServePoint> points;
   std::string target_name;
-  nlohmann::json backend;  // the target's description, its workload and speculation counters
+  // The target's description, its workload, --response-format, and the speculation and
+  // constraint counters (constraint_us_per_token etc., present when any token was constrained).
+  nlohmann::json backend;
   std::optional<SpecCounters> spec_delta;  // draft/accepted tokens during the run, where counted
+  // Structured output: constraint time and constrained tokens during the run, where counted.
+  std::optional<ConstraintCounters> constraint_delta;
 };
 
 // Errors: the plan's, the target's, the workload's, "--scenario trace needs --trace FILE", a

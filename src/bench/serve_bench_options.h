@@ -1,6 +1,7 @@
 // The options of the serving benchmark (`tessera bench serve`), as plain values: the target (an
 // OpenAI-compatible http:// URL, inproc:MODEL for the in-process engine, or null), the scenario or
-// sweep, the workload (synthetic lengths, a JSONL prompt file, or a trace) and the HTTP client.
+// sweep, the workload (synthetic lengths, a JSONL prompt file, or a trace, optionally under a
+// structured-output constraint) and the HTTP client.
 // Thread-safety: plain values.
 #pragma once
 
@@ -56,6 +57,7 @@ struct ServeBenchOptions {
   bool ignore_eos = false;
   bool no_usage = false;
   std::string body_variants;           // HTTP: JSONL of objects merged into the request bodies
+  std::string response_format;         // a response_format object or JSON Schema file, every query
   int threads = 0;                     // inproc: compute threads; 0: all cores
   int parallel = engine::EngineOptions{}.max_running;
   int64_t ctx_size = 0;                // inproc: 0: the model's

@@ -166,4 +166,9 @@ std::string format_mlperf_summary(const ServePoint& p, const std::string& sut_na
   return s;
 }
 
+std::string format_constraint_cost(const ConstraintCounters& c) {
+  return strprintf("constraint engine: %.1f µs per constrained output token (%.0f tokens, %.3f s)",
+                   c.us_per_token(), c.tokens, c.seconds);
+}
+
 }  // namespace tessera::bench

@@ -10,6 +10,7 @@
 #include "tessera/bench/engine_backend.h"
 #include "tessera/bench/http_backend.h"
 #include "tessera/bench/null_backend.h"
+#include "tessera/bench/response_format.h"
 #include "tessera/model/format/model_file.h"
 
 namespace tessera::bench {
@@ -30,6 +31,16 @@ Status make_inproc(const ServeBenchOptions& a, const std::string& path, ServeTar
   t.engine->start();
   EngineBackendOptions bo;
   bo.ignore_eos = true;
+  if (!a.response_format.empty()) {
+    TS_ASSIGN_OR_RETURN(BenchResponseFormat f, load_response_format(a.response_format));
+    t.response_format = f.body;
+    if (f.schema) {
+      auto so = std::make_shared<engine::StructuredOutput>();
+      so->schema = std::move(f.schema);
+      so->vocab = engine::make_token_vocabulary(*t.tokenizer);
+      bo.structured = std::move(so);
+    }
+  }
   t.sut = std::make_unique<EngineBackend>(
       t.engine.get(), bo,
       nlohmann::json{{"model_path", path},
@@ -63,6 +74,13 @@ Status make_http(const ServeBenchOptions& a, ServeTarget& t) {
   if (!a.body_variants.empty()) {
     TS_ASSIGN_OR_RETURN(o.body_variants, read_body_variants(a.body_variants));
   }
+  if (!a.response_format.empty()) {
+    // Sent as a body change: merged into every variant (or the only one).
+    TS_ASSIGN_OR_RETURN(BenchResponseFormat f, load_response_format(a.response_format));
+    t.response_format = f.body;
+    if (o.body_variants.empty()) o.body_variants.emplace_back(nlohmann::json::object());
+    for (nlohmann::json& v : o.body_variants) v["response_format"] = f.body;
+  }
   TS_ASSIGN_OR_RETURN(t.sut, HttpBackend::create(o));
   if (!a.tokenizer.empty()) {
     TS_ASSIGN_OR_RETURN(auto f, model::open_model_file(a.tokenizer));
@@ -86,10 +104,23 @@ std::optional<SpecCounters> ServeTarget::spec_counters() const {
   return std::nullopt;
 }
 
+std::optional<ConstraintCounters> ServeTarget::constraint_counters() const {
+  if (engine) {
+    const engine::EngineStats st = engine->stats();
+    return ConstraintCounters{static_cast<double>(st.constraint_ns) * 1e-9,
+                              static_cast<double>(st.constrained_tokens)};
+  }
+  if (!url.empty()) return scrape_constraint_counters(url, 5.0);
+  return std::nullopt;
+}
+
 Result<ServeTarget> make_serve_target(const ServeBenchOptions& a) {
   ServeTarget t;
   const std::string& s = a.target;
   if (s == "null" || s.starts_with("null:")) {
+    if (!a.response_format.empty()) {
+      return invalid_argument("--response-format needs a target that generates (inproc: or http://)");
+    }
     TS_ASSIGN_OR_RETURN(auto o, parse_null_options(s.size() > 5 ? s.substr(5) : ""));
     t.sut = std::make_unique<NullBackend>(o);
     t.name = s;

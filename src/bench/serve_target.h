@@ -1,6 +1,7 @@
 // The system under test of `bench serve` from its --target: the null backend, the in-process
-// engine (inproc:MODEL) or an OpenAI-compatible HTTP endpoint, with what it needs kept alive, and
-// its speculation counters (the engine's, or a Tessera server's /metrics).
+// engine (inproc:MODEL) or an OpenAI-compatible HTTP endpoint, with what it needs kept alive
+// (and --response-format applied to every query), and its speculation and structured-output
+// counters (the engine's, or a Tessera server's /metrics).
 // Thread-safety: one owner; the backend's own rules apply to it.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/base/status.h"
+#include "tessera/bench/constraint_counters.h"
 #include "tessera/bench/serve_bench_options.h"
 #include "tessera/bench/spec_counters.h"
 #include "tessera/bench/system_under_test.h"
@@ -29,9 +31,14 @@ struct ServeTarget {
 
   // Draft and accepted tokens so far, where the target counts them.
   std::optional<SpecCounters> spec_counters() const;
+  // Structured output's constraint time and tokens so far, where the target counts them.
+  std::optional<ConstraintCounters> constraint_counters() const;
+  // The --response-format object sent with every query (null when none).
+  nlohmann::json response_format;
 };
 
-// Errors: an unknown target form, a bad --api or --body-variants, the model's and the engine's.
+// Errors: an unknown target form, a bad --api, --body-variants or --response-format (the null
+// target refuses one: it generates nothing to constrain), the model's and the engine's.
 Result<ServeTarget> make_serve_target(const ServeBenchOptions& options);
 
 // One JSON object per non-empty line. Errors: kNotFound (unreadable), kInvalidArgument naming the

@@ -84,6 +84,9 @@ int run_bench_serve(const BenchServeArgs& args) {
     std::printf("speculative decoding: %.0f of %.0f draft tokens accepted (%.1f%%)\n",
                 d->accepted_tokens, d->draft_tokens, 100.0 * d->acceptance());
   }
+  if (const auto& c = result->constraint_delta; c && c->tokens > 0) {
+    std::printf("%s\n", bench::format_constraint_cost(*c).c_str());
+  }
   return a.out.empty() ? 0 : write_records(a, *result);
 }
 
@@ -162,6 +165,11 @@ void add_run_flags(CLI::App* c, BenchServeArgs* a) {
   c->add_option("--body-variants", b.body_variants,
                  "HTTP: JSONL file of objects merged into the request bodies, query i taking line "
                  "i mod N (e.g. {\"model\": \"base:a1\"} per line to spread requests over adapters)");
+  c->add_option("--response-format", b.response_format,
+                "JSON file: an OpenAI response_format object, or a JSON Schema (sent as "
+                "json_schema), applied to every query; the run then reports the constraint "
+                "engine's time per constrained output token (inproc, or a Tessera server's "
+                "/metrics)");
   c->add_flag("--no-usage", b.no_usage,
               "HTTP: do not ask for stream usage (count one token per chunk)");
   c->add_option("--threads,-t", b.threads, "inproc: compute threads (default: all cores)");

@@ -83,7 +83,7 @@ struct Engine::Impl {
         kv(std::move(k)),
         sched(scheduler_options(o), kv),
         runner(*model, kv.cache(),
-               {o.max_batch_tokens, o.ctx_size, pool.get(), [this] { wake(); }}),
+               {o.max_batch_tokens, o.ctx_size, pool.get(), [this] { wake(); }}, c),
         spec(std::move(sp)),
         output(*tokenizer, o.ctx_size) {
     if (opt.device) device_id = opt.device->add_client(opt.device_client, opt.device_weight);
@@ -253,6 +253,8 @@ struct Engine::Impl {
     stats.running = static_cast<int64_t>(sched.running().size());
     stats.kv_blocks_used = kv.allocator().n_referenced();
     stats.kv_blocks_cached = kv.allocator().n_cached();
+    stats.constraint_ns = runner.constraint_time().ns;
+    stats.constrained_tokens = runner.constraint_time().n_tokens;
     if (rows > 0) {
       ++stats.iterations;
       stats.last_batch_rows = rows;

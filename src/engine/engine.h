@@ -36,8 +36,6 @@
 
 namespace tessera::engine {
 
-
-
 // Verifications counted by accepted drafts: bucket i holds those that accepted i drafts.
 inline constexpr int32_t kMaxDraftTokens = 16;
 using SpecHistogram = std::array<int64_t, kMaxDraftTokens + 1>;
@@ -61,6 +59,11 @@ struct EngineStats {
   int64_t spec_draft_tokens = 0;
   int64_t spec_accepted_tokens = 0;
   SpecHistogram spec_accepted_histogram{};
+  // Structured output: wall time (the engine's Clock) spent in the token constraint - masking the
+  // logits, keeping the value completable, advancing past the token - and the output tokens it
+  // decided. constraint_ns / constrained_tokens is its cost per constrained token.
+  int64_t constraint_ns = 0;
+  int64_t constrained_tokens = 0;
 };
 
 class Engine {

@@ -64,17 +64,28 @@ VerifyResult StepRunner::decide(size_t i, bool keep_raw, int64_t budget) {
   if (s.constraint) {
     // Structured output (never drafted): only tokens that continue the value may be sampled.
     TS_CHECK(s.draft.empty());
-        s.constraint->mask(row(first), budget);
-    const int32_t t =
-        s.constraint->keep_completable(s.sampler.sample(row(first), s.tokens), budget);
-    s.constraint->accept(t);
-    return {0, t};
+    return {0, decide_constrained(s, first, budget)};
   }
   if (s.draft.empty()) return {0, s.sampler.sample(row(first), s.tokens)};
   history_.assign(s.tokens.begin(), s.tokens.end());
   history_.insert(history_.end(), s.draft.begin(), s.draft.end());
   return verify_drafts(s.sampler, history_, s.draft, s.draft_q,
                        [&](int32_t j) { return row(first + j); });
+}
+
+// The constraint's time is measured around its own calls only, so the sampler's (which runs on
+// every sequence, constrained or not) stays out of the figure.
+int32_t StepRunner::decide_constrained(Sequence& s, int64_t first, int64_t budget) {
+  const int64_t t0 = clock_->now_ns();
+  s.constraint->mask(row(first), budget);
+  const int64_t t1 = clock_->now_ns();
+  const int32_t sampled = s.sampler.sample(row(first), s.tokens);
+  const int64_t t2 = clock_->now_ns();
+  const int32_t t = s.constraint->keep_completable(sampled, budget);
+  s.constraint->accept(t);
+  constraint_time_.ns += (t1 - t0) + (clock_->now_ns() - t2);
+  ++constraint_time_.n_tokens;
+  return t;
 }
 
 std::span<const float> StepRunner::raw_row(int32_t j) const {

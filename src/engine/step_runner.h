@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "tessera/base/clock.h"
 #include "tessera/base/status.h"
 #include "tessera/base/thread_pool.h"
 #include "tessera/engine/model_ops.h"
@@ -25,11 +26,18 @@
 
 namespace tessera::engine {
 
+// Time spent in structured output's token constraint (JsonTokenConstraint: mask, keep_completable,
+// accept; not the sampling between them) and the tokens it decided, since construction.
+struct ConstraintTime {
+  int64_t ns = 0;
+  int64_t n_tokens = 0;
+};
+
 class StepRunner {
  public:
-  // Runs `model` over `kv`; `ops` configures its ModelOps.
-  StepRunner(model::Model& model, model::KvCache& kv, ModelOps::Options ops)
-      : model_(model), kv_(kv), ops_(model, std::move(ops)) {}
+  // Runs `model` over `kv`; `ops` configures its ModelOps; `clock` (kept) times the constraint.
+  StepRunner(model::Model& model, model::KvCache& kv, ModelOps::Options ops, const Clock* clock)
+      : model_(model), kv_(kv), clock_(clock), ops_(model, std::move(ops)) {}
 
   // Lays out the batch for `seqs` (kept by reference until the step ends). A sequence that
   // samples contributes its drafts (seq->draft, at most n_draft_max of them) as extra rows.
@@ -52,12 +60,17 @@ class StepRunner {
 
   // Adapter changes and embeddings (thread-safe; run between steps by the scheduler thread).
   ModelOps& ops() { return ops_; }
+  // Totals over every decide() of a constrained sequence.
+  const ConstraintTime& constraint_time() const { return constraint_time_; }
 
  private:
   std::span<float> row(int64_t logits_row);
+  int32_t decide_constrained(Sequence& s, int64_t first, int64_t budget);
 
   model::Model& model_;
   model::KvCache& kv_;
+  const Clock* clock_;
+  ConstraintTime constraint_time_;
   const std::vector<ScheduledSeq>* seqs_ = nullptr;
   model::Batch batch_;
   std::vector<int64_t> first_logits_;  // per scheduled sequence: its first logits row, or -1

@@ -109,7 +109,8 @@ void ServingMetrics::update_engine(const std::string& model, const engine::Engin
     engine::EngineStats& last = last_[model];
     // A new engine (a resumed model) starts its totals again: count from zero.
     if (s.spec_draft_tokens >= last.spec_draft_tokens && s.preemptions >= last.preemptions &&
-        s.iterations >= last.iterations && s.prefix_queries >= last.prefix_queries) {
+        s.iterations >= last.iterations && s.prefix_queries >= last.prefix_queries &&
+        s.constrained_tokens >= last.constrained_tokens) {
       prev = last;
     }
     last = s;
@@ -131,6 +132,14 @@ void ServingMetrics::update_engine(const std::string& model, const engine::Engin
       .inc(static_cast<double>(s.spec_draft_tokens - prev.spec_draft_tokens));
   registry_->counter("tessera_spec_accepted_tokens_total", "Speculative draft tokens accepted", m)
       .inc(static_cast<double>(s.spec_accepted_tokens - prev.spec_accepted_tokens));
+  // Structured output's cost per token over any window: rate(seconds) / rate(tokens).
+  registry_->counter("tessera_constraint_seconds_total",
+                     "Seconds in the structured-output token constraint (mask, completion check, "
+                     "advance)", m)
+      .inc(static_cast<double>(s.constraint_ns - prev.constraint_ns) * 1e-9);
+  registry_->counter("tessera_constrained_tokens_total",
+                     "Output tokens chosen under a structured-output constraint", m)
+      .inc(static_cast<double>(s.constrained_tokens - prev.constrained_tokens));
   static const std::vector<double> kAcceptedBounds = [] {
     std::vector<double> b;
     for (int i = 0; i <= engine::kMaxDraftTokens; ++i) b.push_back(i);

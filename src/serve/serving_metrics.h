@@ -1,8 +1,9 @@
 // ServingMetrics: the metrics the server exports and the events that feed them - HTTP exchanges
 // by route and status, per-request latencies (TTFT, TPOT, end-to-end) and token counts, and the
 // engine's state (queue, batch, KV blocks, prefix-cache hit rate) sampled at scrape time, and
-// speculative decoding's counters (draft and accepted tokens, accepted tokens per verification),
-// advanced at scrape time by what the engine counted since the last scrape.
+// speculative decoding's counters (draft and accepted tokens, accepted tokens per verification)
+// and structured output's (seconds in the token constraint, constrained tokens), advanced at
+// scrape time by what the engine counted since the last scrape.
 // Thread-safety: every method is safe from any thread.
 #pragma once
 
@@ -35,8 +36,8 @@ class ServingMetrics {
   //   tessera_adapter_time_to_first_token_seconds, tessera_adapter_time_per_output_token_seconds.
   void record_adapter_finish(const std::string& model, const std::string& adapter,
                              const engine::FinishEvent& finish);
-  // Sets the engine gauges of `model` from a stats snapshot and advances its speculation
-  // counters by the difference from the previous snapshot (a snapshot below the previous one
+  // Sets the engine gauges of `model` from a stats snapshot and advances its speculation and
+  // constraint counters by the difference from the previous snapshot (a snapshot below the previous one
   // means a new engine, e.g. a resumed model: all of it is new).
   void update_engine(const std::string& model, const engine::EngineStats& stats);
 

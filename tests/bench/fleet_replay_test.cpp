@@ -127,7 +127,9 @@ TEST(FleetReplayTest, KeepAliveHoldsLessMemoryThanAlwaysOnAndLosesNoRequest) {
     int64_t cold = 0;
     for (size_t i = 0; i < r->requests_log.size(); ++i) {
       EXPECT_GT(r->requests_log[i].ttft_s, 0.0);
-      if (i > 0) EXPECT_GE(r->requests_log[i].t_s, r->requests_log[i - 1].t_s);
+      if (i > 0) {
+        EXPECT_GE(r->requests_log[i].t_s, r->requests_log[i - 1].t_s);
+      }
       cold += r->requests_log[i].cold ? 1 : 0;
     }
     EXPECT_EQ(cold, r->cold_starts) << r->policy;  // the log's flags are the controller's count
@@ -146,8 +148,12 @@ TEST(FleetReplayTest, KeepAliveHoldsLessMemoryThanAlwaysOnAndLosesNoRequest) {
   int64_t resumes = 0;
   for (const auto& m : fixed->models) {
     resumes += m.resumes;
-    if (m.resumes > 0) EXPECT_GT(m.mean_resume_s, 0.0) << m.name;
-    if (m.suspends > 0) EXPECT_GT(m.mean_suspend_s, 0.0) << m.name;
+    if (m.resumes > 0) {
+      EXPECT_GT(m.mean_resume_s, 0.0) << m.name;
+    }
+    if (m.suspends > 0) {
+      EXPECT_GT(m.mean_suspend_s, 0.0) << m.name;
+    }
   }
   EXPECT_GE(resumes, 1);
   // A warm-up request per model is served before the clock starts and is not counted.

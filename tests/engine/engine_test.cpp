@@ -128,20 +128,20 @@ TEST_F(EngineTest, StructuredOutputAlwaysGivesValidJson) {
     if (i == 4) r.speculative = SpecMode::kOn;
     reqs.push_back(std::move(r));
   }
-  const auto outcomes = run(*e, reqs);
-  for (const Outcome& oc : outcomes) {
-    ASSERT_TRUE(oc.finished);
-    EXPECT_EQ(oc.finish.reason, FinishReason::kStop) << oc.text;
+  const auto out = run(*e, reqs);
+  for (const Outcome& got : out) {
+    ASSERT_TRUE(got.finished);
+    EXPECT_EQ(got.finish.reason, FinishReason::kStop) << got.text;
     nlohmann::json v;
-    ASSERT_NO_THROW(v = nlohmann::json::parse(oc.text)) << oc.text;
-    ASSERT_TRUE(v.is_object()) << oc.text;
-    EXPECT_TRUE(v["ok"].is_boolean()) << oc.text;
-    EXPECT_TRUE(v["n"].is_number_integer()) << oc.text;
-    EXPECT_TRUE(v["k"] == "red" || v["k"] == "green") << oc.text;
+    ASSERT_NO_THROW(v = nlohmann::json::parse(got.text)) << got.text;
+    ASSERT_TRUE(v.is_object()) << got.text;
+    EXPECT_TRUE(v["ok"].is_boolean()) << got.text;
+    EXPECT_TRUE(v["n"].is_number_integer()) << got.text;
+    EXPECT_TRUE(v["k"] == "red" || v["k"] == "green") << got.text;
     for (const auto& [k, x] : v.items()) {
-      EXPECT_TRUE(k == "ok" || k == "n" || k == "k" || k == "xs") << oc.text;
+      EXPECT_TRUE(k == "ok" || k == "n" || k == "k" || k == "xs") << got.text;
       if (k == "xs") {
-        EXPECT_LE(x.size(), 2u) << oc.text;
+        EXPECT_LE(x.size(), 2u) << got.text;
       }
     }
   }
@@ -154,6 +154,39 @@ TEST_F(EngineTest, StructuredOutputAlwaysGivesValidJson) {
   Request bad = greedy({1, 2}, 4);
   bad.structured = other;
   EXPECT_FALSE(e->submit(bad, [](Event&&) {}).is_ok());
+}
+
+// The constraint's counters: every token a constrained request emits is counted with the time
+// its mask took; free-text requests leave both at zero.
+TEST_F(EngineTest, ConstraintTimeCountsConstrainedTokensOnly) {
+  auto schema = JsonSchema::compile(nlohmann::json::parse(
+      R"({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+          "additionalProperties": false})"));
+  ASSERT_TRUE(schema.is_ok()) << schema.status().to_string();
+  auto spec = std::make_shared<StructuredOutput>();
+  spec->schema = *schema;
+  spec->vocab = make_token_vocabulary(*tokenizer_);
+  EngineOptions o;
+  o.ctx_size = 512;
+  auto e = make(o);
+  run(*e, {greedy({1, 5, 9}, 24), greedy({1, 6, 10}, 24)});
+  EXPECT_EQ(e->stats().constrained_tokens, 0);
+  EXPECT_EQ(e->stats().constraint_ns, 0);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 3; ++i) {
+    Request r = greedy({1, 30 + i, 7}, 200);
+    r.structured = spec;
+    reqs.push_back(std::move(r));
+  }
+  reqs.push_back(greedy({1, 2, 3}, 12));  // free text in the same batches
+  const auto out = run(*e, reqs);
+  int64_t n_constrained = 0;
+  for (size_t i = 0; i < 3; ++i) n_constrained += out[i].finish.usage.completion_tokens;
+  const EngineStats st = e->stats();
+  EXPECT_GT(n_constrained, 0);
+  EXPECT_EQ(st.constrained_tokens, n_constrained);
+  EXPECT_GT(st.constraint_ns, 0);  // the engine runs on the real clock
+  EXPECT_EQ(st.generated_tokens, n_constrained + 12 + 48);
 }
 
 TEST_F(EngineTest, GreedyMatchesTheSingleSequenceGenerator) {

@@ -84,6 +84,32 @@ TEST(ServingMetrics, SpeculationCountersAdvanceByDeltas) {
   EXPECT_NE(reg->render().find("# TYPE tessera_spec_draft_tokens_total counter"), std::string::npos);
 }
 
+// Structured output's constraint time and tokens: counters in seconds and tokens, advanced by
+// deltas, zero-valued (but present) for an engine that never ran a constrained request.
+TEST(ServingMetrics, ConstraintCountersAdvanceByDeltas) {
+  auto reg = std::make_shared<MetricsRegistry>();
+  ServingMetrics m(reg);
+  engine::EngineStats s;
+  m.update_engine("a", s);
+  const auto& secs = reg->counter("tessera_constraint_seconds_total", "", {{"model", "a"}});
+  const auto& toks = reg->counter("tessera_constrained_tokens_total", "", {{"model", "a"}});
+  EXPECT_EQ(secs.value(), 0);
+  EXPECT_EQ(toks.value(), 0);
+  s.constraint_ns = 3'000'000;
+  s.constrained_tokens = 40;
+  m.update_engine("a", s);
+  m.update_engine("a", s);  // nothing new
+  EXPECT_DOUBLE_EQ(secs.value(), 0.003);
+  EXPECT_EQ(toks.value(), 40);
+  engine::EngineStats fresh;  // a resumed model's new engine
+  fresh.constraint_ns = 1'000'000;
+  fresh.constrained_tokens = 10;
+  m.update_engine("a", fresh);
+  EXPECT_DOUBLE_EQ(secs.value(), 0.004);
+  EXPECT_EQ(toks.value(), 50);
+  EXPECT_NE(reg->render().find("# TYPE tessera_constraint_seconds_total counter"), std::string::npos);
+}
+
 TEST(ServingMetrics, PreemptionsAreACounterAdvancedByDeltas) {
   auto reg = std::make_shared<MetricsRegistry>();
   ServingMetrics m(reg);

@@ -26,7 +26,7 @@
 
 namespace tessera::engine {
 
-// Time spent in structured output's token constraint (JsonTokenConstraint: mask, keep_completable,
+// Time spent in structured output's token constraint (TokenConstraint: mask, keep_completable,
 // accept; not the sampling between them) and the tokens it decided, since construction.
 struct ConstraintTime {
   int64_t ns = 0;

@@ -4,7 +4,9 @@
 # string sixty times and loops 499,000 `'b' in s` over it. Two clients keep sending it chats.
 # Checked: each hostile chat is answered within the deadline (--template-timeout-ms 1000) with
 # 500 chat_template_limit (never 429); meanwhile /health and the other model's chat answer in
-# under 100 ms (median); the process' peak resident memory stays within the render budgets over
+# under 500 ms (median: a request held behind a hostile render would wait for its 1,000 ms
+# deadline; on a quiet machine both take a few ms, and the margin keeps a loaded one from
+# failing the check for the CPU the attackers take); the process' peak resident memory stays within the render budgets over
 # what the loaded models hold; SIGTERM ends the process within its drain time while renders run.
 # Usage: hostile_model.sh TESSERA_BINARY WORK_DIR. Exit 77 (skipped) without curl or python3.
 set -euo pipefail
@@ -75,8 +77,8 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 H=$(median "${health[@]}"); O=$(median "${other[@]}")
 echo "during the attack: /health median ${H}s, other model's chat median ${O}s"
-check "/health answers in under 100 ms" "$(python3 -c "print('yes' if $H < 0.1 else 'no')")" "median ${H}s"
-check "the other model's chat answers in under 100 ms" "$(python3 -c "print('yes' if $O < 0.1 else 'no')")" "median ${O}s"
+check "/health answers in under 500 ms" "$(python3 -c "print('yes' if $H < 0.5 else 'no')")" "median ${H}s"
+check "the other model's chat answers in under 500 ms" "$(python3 -c "print('yes' if $O < 0.5 else 'no')")" "median ${O}s"
 PEAK=$(rss_kib VmHWM)
 
 # SIGTERM while hostile renders run: the process ends within its drain time.

@@ -9,7 +9,7 @@
 #   scripts/test.sh            everything
 #   scripts/test.sh quick      Release tests only
 # Tests that need ../shared data skip with a message when it is absent.
-# Env: TESSERA_JOBS (nproc), TESSERA_FUZZ_SECONDS (40: the GGUF fuzzer's time; the others get
+# Env: TESSERA_JOBS (nproc), TESSERA_FUZZ_SECONDS (24: the GGUF fuzzer's time; the others get
 # shares of it, scripts/fuzz.sh; a smoke run from the seed corpora, longer runs by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +60,7 @@ setsid nice -n 19 ./scripts/build.sh tsan engine_tests serve_http_tests serve_en
   serve_fleet_tests fleet_manager_tests fleet_controller_tests cluster_controller_tests \
   >build/tsan-build.log 2>&1 &
 tsan_build=$!
-if ! TESSERA_FUZZ_BUILD_DIR="$PWD/build/asan" ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-40}"; then
+if ! TESSERA_FUZZ_BUILD_DIR="$PWD/build/asan" ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-24}"; then
   kill -- "-$tsan_build" 2>/dev/null || true  # its own process group (setsid)
   exit 1
 fi

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/kernels/avx2_packed.h"
 #include "tessera/kernels/avx512_kernels.h"
 #include "tessera/kernels/cpu_features.h"
 #include "tessera/kernels/kernel_table.h"
@@ -90,7 +91,8 @@ std::vector<float> normal(size_t n, uint64_t seed) {
 }
 
 class PackedTest : public ::testing::TestWithParam<Format> {
- protected:
+  // Public: the checks shared by several tests (expect_bit_identical) make their inputs here.
+ public:
   const Format& f() const { return GetParam(); }
   DType act() const { return kernels_for(scalar_kernel_table(), f().dtype).vec_dot_type; }
   int64_t block() const { return dtype_info(f().dtype).block_size; }
@@ -169,23 +171,29 @@ TEST_P(PackedTest, ScalarGemmMatchesTheRowDot) {
   }
 }
 
-TEST_P(PackedTest, SimdGemmIsBitIdenticalToTheReference) {
-  if (!cpu_features().has_avx512_set() || (f().needs_vbmi && !cpu_features().avx512_vbmi)) {
-    GTEST_SKIP() << "CPU lacks the kernel's set (has: " << cpu_flags_string() << ")";
+// The AVX2 kernel of a layout (null where there is none: AVX2 keeps those rows in GGUF layout).
+Q4_0x16GemmFn avx2_gemm_of(DType d) {
+  switch (d) {
+    default: return nullptr;
   }
-  for (int64_t n : f().sizes) {
+}
+
+// `gemm` against the scalar reference, bit for bit, for every token count up to 19 and every
+// size, writing nothing outside its outputs.
+void expect_bit_identical(const PackedTest& test, const Format& f, Q4_0x16GemmFn gemm) {
+  for (int64_t n : f.sizes) {
     const int64_t R = 48, T = 19, stride = R + 5;
-    const auto q = rows(R, n, 30 + n);
-    const auto x = tokens(T, n, 40 + n);
-    const size_t rb = dtype_row_bytes(f().dtype, n), xrb = dtype_row_bytes(act(), n);
-    std::vector<std::byte> p(R / 16 * f().group_bytes(n));
-    f().pack(q.data(), rb, R / 16, n, p.data());
-    const auto t = terms_of(x, T, n);
+    const auto q = test.rows(R, n, 30 + n);
+    const auto x = test.tokens(T, n, 40 + n);
+    const size_t rb = dtype_row_bytes(f.dtype, n), xrb = dtype_row_bytes(test.act(), n);
+    std::vector<std::byte> p(R / 16 * f.group_bytes(n));
+    f.pack(q.data(), rb, R / 16, n, p.data());
+    const auto t = test.terms_of(x, T, n);
     std::vector<float> want(static_cast<size_t>(T * stride), -7.0f);
-    f().scalar_gemm(p.data(), R / 16, x.data(), xrb, t.data(), T, want.data(), stride, n);
+    f.scalar_gemm(p.data(), R / 16, x.data(), xrb, t.data(), T, want.data(), stride, n);
     for (int64_t nt = 1; nt <= T; ++nt) {
       std::vector<float> got(static_cast<size_t>(T * stride), -7.0f);
-      f().avx512_gemm(p.data(), R / 16, x.data(), xrb, t.data(), nt, got.data(), stride, n);
+      gemm(p.data(), R / 16, x.data(), xrb, t.data(), nt, got.data(), stride, n);
       for (int64_t tk = 0; tk < T; ++tk) {
         for (int64_t r = 0; r < stride; ++r) {
           const float g = got[tk * stride + r];
@@ -198,6 +206,19 @@ TEST_P(PackedTest, SimdGemmIsBitIdenticalToTheReference) {
       }
     }
   }
+}
+
+TEST_P(PackedTest, SimdGemmIsBitIdenticalToTheReference) {
+  if (!cpu_features().has_avx512_set() || (f().needs_vbmi && !cpu_features().avx512_vbmi)) {
+    GTEST_SKIP() << "CPU lacks the kernel's set (has: " << cpu_flags_string() << ")";
+  }
+  expect_bit_identical(*this, f(), f().avx512_gemm);
+}
+
+TEST_P(PackedTest, Avx2GemmIsBitIdenticalToTheReference) {
+  if (avx2_gemm_of(f().dtype) == nullptr) GTEST_SKIP() << "no AVX2 kernel for " << f().name;
+  if (!cpu_features().has_avx2_set()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  expect_bit_identical(*this, f(), avx2_gemm_of(f().dtype));
 }
 
 TEST_P(PackedTest, MatmulOnPackedMatrix) {
@@ -294,14 +315,19 @@ TEST(PackedMatmul, PreferredLayout) {
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0_2of4, nullptr, 64, 64, 44}), MatrixLayout::kQ8_0_2of4x16);
   // The gather kernel needs VBMI: an AVX-512 table without it, and the AVX2 table, keep 2:4 rows.
   const std::string isa = kernel_table().isa;
-  if (isa == "avx2") {  // no AVX2 kernels for these layouts: the rows' vec_dots stay
-    EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm, nullptr);
-    EXPECT_EQ(kernel_table().iq4_nlx16_gemm, nullptr);
-    EXPECT_EQ(kernel_table().q4_1x16_gemm, nullptr);
-    EXPECT_EQ(kernel_table().q5_0x16_gemm, nullptr);
-    EXPECT_EQ(kernel_table().q5_1x16_gemm, nullptr);
-    EXPECT_EQ(kernel_table().q2_kx16_gemm, nullptr);
-    EXPECT_EQ(kernel_table().f16_2of4x16_gemm, nullptr);
+  if (isa == "avx2") {  // a layout has its AVX2 kernel or none (the rows' vec_dots stay)
+    const KernelTable& k = kernel_table();
+    EXPECT_EQ(k.q8_0_2of4x16_gemm, nullptr);
+    EXPECT_EQ(k.q4_0x16_gemm, avx2_gemm_of(DType::kQ4_0));
+    EXPECT_EQ(k.q8_0x16_gemm, avx2_gemm_of(DType::kQ8_0));
+    EXPECT_EQ(k.iq4_nlx16_gemm, avx2_gemm_of(DType::kIQ4_NL));
+    EXPECT_EQ(k.q4_1x16_gemm, avx2_gemm_of(DType::kQ4_1));
+    EXPECT_EQ(k.q5_0x16_gemm, avx2_gemm_of(DType::kQ5_0));
+    EXPECT_EQ(k.q5_1x16_gemm, avx2_gemm_of(DType::kQ5_1));
+    EXPECT_EQ(k.f16x16_gemm, avx2_gemm_of(DType::kF16));
+    EXPECT_EQ(k.f16_2of4x16_gemm, avx2_gemm_of(DType::kF16_2of4));
+    EXPECT_EQ(k.q4_kx16_gemm, avx2_gemm_of(DType::kQ4_K));
+    EXPECT_EQ(k.q2_kx16_gemm, avx2_gemm_of(DType::kQ2_K));
   }
   if (isa == "avx512") EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm != nullptr, cpu_features().avx512_vbmi);
   KernelTable no_kernel = s;

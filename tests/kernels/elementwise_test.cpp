@@ -74,7 +74,9 @@ TEST(Softcap, MatchesFloat64AndKeepsOrder) {
   softcap(got.data(), static_cast<int64_t>(got.size()), 30.0f);
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_NEAR(got[i], 30.0 * std::tanh(x[i] / 30.0), 2e-6 * 30.0) << x[i];
-    if (i > 0) EXPECT_LE(got[i - 1], got[i]);
+    if (i > 0) {
+      EXPECT_LE(got[i - 1], got[i]);
+    }
   }
 }
 

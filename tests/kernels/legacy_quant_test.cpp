@@ -248,7 +248,9 @@ TEST(LegacyQuant, RoundTripWithinStatedError) {
           worst = std::max(worst, (emax - kAbsTerm) / ref);
         }
         const double rms = std::sqrt(se / sx);
-        if (shape == Shape::kNormal && scale == 1.0f) EXPECT_LE(rms, bound.rms_ratio) << name(t);
+        if (shape == Shape::kNormal && scale == 1.0f) {
+          EXPECT_LE(rms, bound.rms_ratio) << name(t);
+        }
         std::printf("[ measured ] %s shape %d scale %g: rms err / rms x %.4f, worst block %.4f\n",
                     name(t).c_str(), static_cast<int>(shape), scale, rms, worst);
       }

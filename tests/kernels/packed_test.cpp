@@ -329,7 +329,9 @@ TEST(PackedMatmul, PreferredLayout) {
     EXPECT_EQ(k.q4_kx16_gemm, avx2_gemm_of(DType::kQ4_K));
     EXPECT_EQ(k.q2_kx16_gemm, avx2_gemm_of(DType::kQ2_K));
   }
-  if (isa == "avx512") EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm != nullptr, cpu_features().avx512_vbmi);
+  if (isa == "avx512") {
+    EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm != nullptr, cpu_features().avx512_vbmi);
+  }
   KernelTable no_kernel = s;
   no_kernel.q4_0x16_gemm = nullptr;
   EXPECT_EQ(preferred_layout(no_kernel, MatrixRef{DType::kQ4_0, nullptr, 64, 64, 36}), MatrixLayout::kRows);

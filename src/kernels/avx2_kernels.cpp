@@ -7,6 +7,7 @@
 //   - -ffp-contract=off, because GCC contracts the vector operators behind _mm256_mul_ps and
 //     _mm256_sub_ps into FMAs, which would change the rounding of x * id in the quantizer.
 #include "tessera/kernels/avx2_kernels.h"
+#include "tessera/kernels/avx2_packed.h"
 
 #include <immintrin.h>
 
@@ -391,14 +392,14 @@ void install_avx2_rows(KernelTable& t) {
   t.silu_mul = avx2::silu_mul;
   t.axpy = avx2::axpy;
   t.fixed_dot = [](const float* a, const float* b, int64_t n) { return avx2::f32_dot(a, b, n); };
-  t.q4_0x16_gemm = nullptr;  // no AVX2 kernels for the packed layouts yet: models keep GGUF rows
+  t.q4_0x16_gemm = avx2::q4_0x16_q8_0_gemm;  // the packed layouts (avx2_packed.h)
   t.q4_kx16_gemm = nullptr;
-  t.q8_0x16_gemm = nullptr;
+  t.q8_0x16_gemm = avx2::q8_0x16_q8_0_gemm;
   t.f16x16_gemm = nullptr;
-  t.iq4_nlx16_gemm = nullptr;
-  t.q4_1x16_gemm = nullptr;
-  t.q5_0x16_gemm = nullptr;
-  t.q5_1x16_gemm = nullptr;
+  t.iq4_nlx16_gemm = avx2::iq4_nlx16_q8_0_gemm;
+  t.q4_1x16_gemm = avx2::q4_1x16_q8_0_gemm;
+  t.q5_0x16_gemm = avx2::q5_0x16_q8_0_gemm;
+  t.q5_1x16_gemm = avx2::q5_1x16_q8_0_gemm;
   t.q2_kx16_gemm = nullptr;
   t.f16_2of4x16_gemm = nullptr;
   DTypeKernels& f32 = row_of(t, DType::kF32);

@@ -68,6 +68,10 @@ size_t scales_at(Legacy f, int64_t b, int64_t nb) {
   return q4_0_layout(f) ? q4_0x16_scales_at(b, nb) : legacy_x16_scales_at(f.layout, b, nb);
 }
 
+// Decode tiles prefetch a group's weights this far ahead (the AVX-512 tiles' distance,
+// avx512_kernels.cpp): one core's hardware prefetchers alone keep too few lines in flight.
+constexpr size_t kPrefetchBytes = 12 * 576;
+
 __m256i bcast(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof v);
@@ -102,6 +106,11 @@ void legacy_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = q + quants_at(F, b);
     const uint8_t* sc = q + scales_at(F, b, nb);
+    if constexpr (kHalves == 2) {  // a block's share of its record's lines, 64 bytes apart
+      const size_t block_bytes = q4_0_layout(F) ? 288 : F.layout.block_bytes();
+      const uint8_t* ahead = q + b * block_bytes + kPrefetchBytes;
+      for (size_t off = 0; off < block_bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + off), _MM_HINT_T1);
+    }
     for (int h = 0; h < kHalves; ++h) {
       const int hh = kH0 + h;
       __m256i lo[4], hi[4];
@@ -200,6 +209,10 @@ void q8_0_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_by
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = q + q8_0x16_quants_at(b);
     const uint8_t* sc = q + q8_0x16_scales_at(b, nb);
+    if constexpr (kHalves == 2) {  // non-temporal, as the AVX-512 Q8_0x16 tile measured best
+      const uint8_t* ahead = q + b * 544 + kPrefetchBytes;
+      for (size_t off = 0; off < 544; off += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + off), _MM_HINT_NTA);
+    }
     for (int h = 0; h < kHalves; ++h) {
       const int hh = kH0 + h;
       __m256i w[8], wabs[8];

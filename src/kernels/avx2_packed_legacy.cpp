@@ -72,6 +72,12 @@ size_t scales_at(Legacy f, int64_t b, int64_t nb) {
 // avx512_kernels.cpp): one core's hardware prefetchers alone keep too few lines in flight.
 constexpr size_t kPrefetchBytes = 12 * 576;
 
+// Tokens per prefill tile. 2048x5632 T64, kernel_bench CPU time, three alternating rounds on a
+// loaded Zen 4 under TESSERA_ISA=avx2: Q4_0 9.7/8.6/7.9 ms with 4, 8.9/7.5/7.6 with 6, 9.7/9.5/8.4
+// with 3; Q8_0 within noise of each other (12.1-16.3 ms). Past 6 the accumulators (T per pass)
+// and the block's 8 weight registers no longer fit 16 registers.
+constexpr int kTokens = 6;
+
 __m256i bcast(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof v);
@@ -261,35 +267,35 @@ namespace avx2 {
 void q4_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<4, LegacyTile<kQ4_0>::Of>(groups, q4_0x16_group_bytes(n), n_groups, x, x_row_bytes,
+  run_groups<kTokens, LegacyTile<kQ4_0>::Of>(groups, q4_0x16_group_bytes(n), n_groups, x, x_row_bytes,
                                        terms, 2 * (n / 32), n_tokens, y, y_stride, n);
 }
 
 void iq4_nlx16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                          const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                          int64_t n) {
-  run_groups<4, LegacyTile<kIQ4_NL>::Of>(groups, q4_0x16_group_bytes(n), n_groups, x,
+  run_groups<kTokens, LegacyTile<kIQ4_NL>::Of>(groups, q4_0x16_group_bytes(n), n_groups, x,
                                          x_row_bytes, terms, 2 * (n / 32), n_tokens, y, y_stride, n);
 }
 
 void q4_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<4, LegacyTile<kQ4_1>::Of>(groups, q4_1x16_group_bytes(n), n_groups, x, x_row_bytes,
+  run_groups<kTokens, LegacyTile<kQ4_1>::Of>(groups, q4_1x16_group_bytes(n), n_groups, x, x_row_bytes,
                                        terms, 2 * (n / 32), n_tokens, y, y_stride, n);
 }
 
 void q5_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<4, LegacyTile<kQ5_0>::Of>(groups, q5_0x16_group_bytes(n), n_groups, x, x_row_bytes,
+  run_groups<kTokens, LegacyTile<kQ5_0>::Of>(groups, q5_0x16_group_bytes(n), n_groups, x, x_row_bytes,
                                        terms, 2 * (n / 32), n_tokens, y, y_stride, n);
 }
 
 void q5_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<4, LegacyTile<kQ5_1>::Of>(groups, q5_1x16_group_bytes(n), n_groups, x, x_row_bytes,
+  run_groups<kTokens, LegacyTile<kQ5_1>::Of>(groups, q5_1x16_group_bytes(n), n_groups, x, x_row_bytes,
                                        terms, 2 * (n / 32), n_tokens, y, y_stride, n);
 }
 
@@ -300,7 +306,7 @@ namespace avx2 {
 void q8_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<4, Q8_0Tile>(groups, q8_0x16_group_bytes(n), n_groups, x, x_row_bytes, terms,
+  run_groups<kTokens, Q8_0Tile>(groups, q8_0x16_group_bytes(n), n_groups, x, x_row_bytes, terms,
                           2 * (n / 32), n_tokens, y, y_stride, n);
 }
 

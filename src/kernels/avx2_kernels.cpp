@@ -400,6 +400,7 @@ void install_avx2_rows(KernelTable& t) {
   t.q4_1x16_gemm = avx2::q4_1x16_q8_0_gemm;
   t.q5_0x16_gemm = avx2::q5_0x16_q8_0_gemm;
   t.q5_1x16_gemm = avx2::q5_1x16_q8_0_gemm;
+  t.q8_0_2of4x16_gemm = avx2::q8_0_2of4x16_q8_0_gemm;
   t.q2_kx16_gemm = nullptr;
   t.f16_2of4x16_gemm = nullptr;
   DTypeKernels& f32 = row_of(t, DType::kF32);

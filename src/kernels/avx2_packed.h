@@ -37,6 +37,12 @@ void q5_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
 
+// avx2_packed_q8_0_2of4.cpp: the 2:4 Q8_0 gather kernel (terms as q8_0_block_terms; only d_x
+// read).
+void q8_0_2of4x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x,
+                            size_t x_row_bytes, const int32_t* terms, int64_t n_tokens, float* y,
+                            int64_t y_stride, int64_t n);
+
 // avx2_packed_kquants.cpp: the 256-element super-block formats over Q8_K activations (pairs as
 // q8_k_min_pairs / q8_k_bsum_pairs make them).
 void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,

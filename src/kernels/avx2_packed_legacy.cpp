@@ -2,10 +2,10 @@
 // Q8_0x16 (packed_q8_0.h), Q4_1x16, Q5_0x16 and Q5_1x16 (packed_legacy.h). Bit-identical to the
 // scalar references (avx2_packed.h says how).
 //
-// One tile is 8 of a group's 16 rows (a 256-bit register of int32 or f32, one lane per row)
-// against T tokens. Per block and half-group the weights' four (Q8_0: eight) 32-byte chunks,
-// chunk c holding bytes 4c..4c+3 of each of the 8 rows, are loaded and made ready once for all T
-// tokens; per token each chunk meets the token's 4 activation bytes broadcast to every lane:
+// A 256-bit register holds one int32 or f32 per row for 8 of a group's 16 rows, so a tile keeps
+// both 8-row halves against T tokens. Per block the weights' four (Q8_0: eight) 64-byte chunks,
+// chunk c holding bytes 4c..4c+3 of each of the 16 rows, are made ready one 32-byte half at a
+// time and met by every token's 4 activation bytes of that chunk, broadcast to every lane:
 // vpmaddubsw gives each row two 16-bit pair sums, vpmaddwd against ones the row's 4-byte dot.
 //
 // Where the integer sums stay below 2^15 they are added as 16-bit pairs before one vpmaddwd:
@@ -72,10 +72,12 @@ size_t scales_at(Legacy f, int64_t b, int64_t nb) {
 // avx512_kernels.cpp): one core's hardware prefetchers alone keep too few lines in flight.
 constexpr size_t kPrefetchBytes = 12 * 576;
 
-// Tokens per prefill tile. 2048x5632 T64, kernel_bench CPU time, three alternating rounds on a
-// loaded Zen 4 under TESSERA_ISA=avx2: Q4_0 9.7/8.6/7.9 ms with 4, 8.9/7.5/7.6 with 6, 9.7/9.5/8.4
-// with 3; Q8_0 within noise of each other (12.1-16.3 ms). Past 6 the accumulators (T per pass)
-// and the block's 8 weight registers no longer fit 16 registers.
+// Tokens per tile, each tile taking both halves of the group (the activation broadcasts serve
+// 16 rows). 2048x5632, kernel_bench CPU time, two alternating rounds on a loaded Zen 4 under
+// TESSERA_ISA=avx2, Q8_0 / Q4_0 T64: 11.5-11.7 / 7.8 ms like this; 6 tokens in two one-half
+// passes 11.8-12.3 / 8.6-10.9 ms, 8 in two passes 12.3-14.8 / 8.5-10.9, 4 tokens 10.9-13.7 /
+// 7.4-9.7; the earlier block-outer tile (all of a half's weights in registers, sums per token
+// after) 14.2-15.1 / 7.0-8.9 and 1.5x the decode time (T1 282-302 / 195 us against 200 / 133-141).
 constexpr int kTokens = 6;
 
 __m256i bcast(const int8_t* p) {
@@ -95,90 +97,96 @@ __m256i fifth_bits(uint32_t m) {
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
 }
 
-// Rows [8 kH0, 8 kH1) of one Q4_0-family group against T tokens, blocks in order, one
-// accumulator per output: the numerics of the scalar references exactly. Decode tiles (T <= 2)
-// take both halves per block, so the group streams once; prefill tiles one half per pass (the
-// other half's lines wait in L1/L2), which leaves registers for more tokens.
-template <int T, Legacy F, int kH0, int kH1>
+// One Q4_0-family group (both 8-row halves) against T tokens, blocks in order, one float
+// accumulator per output: the numerics of the scalar references exactly. Within a block the
+// loop runs over the 8 half-chunks k (k < 4: chunk k's low nibbles, elements 4k + j; k >= 4:
+// chunk k - 4's high nibbles, elements 16 + 4 (k - 4) + j), each made ready once and met by every
+// token, whose integer sums stay in registers (16-bit pairs where they cannot overflow); so a
+// tile needs few registers besides one sum per token and half.
+template <int T, Legacy F>
 void legacy_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_bytes,
                  const int32_t* terms, float* y, int64_t y_stride) {
-  constexpr int kHalves = kH1 - kH0;
+  constexpr int kHalves = 2, kH0 = 0;
   const __m256i lo_mask = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[T][kHalves];
+#pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 8
     for (int h = 0; h < kHalves; ++h) acc[t][h] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = q + quants_at(F, b);
     const uint8_t* sc = q + scales_at(F, b, nb);
-    if constexpr (kHalves == 2) {  // a block's share of its record's lines, 64 bytes apart
+    if constexpr (T <= 2) {  // a block's share of its record's lines, 64 apart
       const size_t block_bytes = q4_0_layout(F) ? 288 : F.layout.block_bytes();
       const uint8_t* ahead = q + b * block_bytes + kPrefetchBytes;
       for (size_t off = 0; off < block_bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + off), _MM_HINT_T1);
     }
-    for (int h = 0; h < kHalves; ++h) {
-      const int hh = kH0 + h;
-      __m256i lo[4], hi[4];
-      for (int c = 0; c < 4; ++c) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + c * 64 + hh * 32));
-        lo[c] = _mm256_and_si256(w, lo_mask);
-        hi[c] = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo_mask);
+    __m256i s16[T][kHalves], dot[T][kHalves];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const int c = k & 3;
+      __m256i v[kHalves];
+#pragma GCC unroll 8
+      for (int h = 0; h < kHalves; ++h) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + c * 64 + (kH0 + h) * 32));
+        v[h] = _mm256_and_si256(k < 4 ? w : _mm256_srli_epi16(w, 4), lo_mask);
         if constexpr (F.kind == Kind::kSignedLevels) {
-          const __m256i levels = _mm256_broadcastsi128_si256(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Levels)));
-          lo[c] = _mm256_shuffle_epi8(levels, lo[c]);
-          hi[c] = _mm256_shuffle_epi8(levels, hi[c]);
+          v[h] = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Levels))), v[h]);
         }
         if constexpr (F.kind == Kind::kFiveBits) {
-          const uint8_t* bits = q + legacy_x16_bits_at(F.layout, b, nb);
-          uint32_t mlo, mhi;
-          std::memcpy(&mlo, bits + 8 * c + 4 * hh, 4);
-          std::memcpy(&mhi, bits + 8 * (4 + c) + 4 * hh, 4);
-          lo[c] = _mm256_or_si256(lo[c], fifth_bits(mlo));
-          hi[c] = _mm256_or_si256(hi[c], fifth_bits(mhi));
+          uint32_t m;
+          std::memcpy(&m, q + legacy_x16_bits_at(F.layout, b, nb) + 8 * k + 4 * (kH0 + h), 4);
+          v[h] = _mm256_or_si256(v[h], fifth_bits(m));
         }
       }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const int8_t* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes)[b].qs;
+        const __m256i ab = bcast(a + (k < 4 ? 4 * c : 16 + 4 * c));
+#pragma GCC unroll 8
+        for (int h = 0; h < kHalves; ++h) {
+          if constexpr (F.kind == Kind::kSignedLevels) {
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v[h]), _mm256_sign_epi8(ab, v[h])), ones);
+            dot[t][h] = k == 0 ? p : _mm256_add_epi32(dot[t][h], p);
+          } else {
+            const __m256i p = _mm256_maddubs_epi16(v[h], ab);
+            // 4-bit levels: all 8 products in 16 bits; 5-bit: 4 at a time (the header's bounds).
+            s16[t][h] = (k == 0 || (F.kind == Kind::kFiveBits && k == 4)) ? p : _mm256_add_epi16(s16[t][h], p);
+            if (F.kind == Kind::kFiveBits && k == 3) dot[t][h] = _mm256_madd_epi16(s16[t][h], ones);
+            if (k == 7) {
+              const __m256i d = _mm256_madd_epi16(s16[t][h], ones);
+              dot[t][h] = F.kind == Kind::kFiveBits ? _mm256_add_epi32(dot[t][h], d) : d;
+            }
+          }
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int h = 0; h < kHalves; ++h) {
+      const int hh = kH0 + h;
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + hh * 16)));
       __m256 mw = _mm256_setzero_ps();
       if constexpr (F.has_min) mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 32 + hh * 16)));
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const int8_t* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes)[b].qs;
         const int32_t* tb = terms + 2 * (t * nb + b);
-        __m256i dot;
-        if constexpr (F.kind == Kind::kNibbles) {
-          __m256i s = _mm256_maddubs_epi16(lo[0], bcast(a));
-          for (int c = 1; c < 4; ++c) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(lo[c], bcast(a + 4 * c)));
-          for (int c = 0; c < 4; ++c) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi[c], bcast(a + 16 + 4 * c)));
-          dot = _mm256_madd_epi16(s, ones);
-        } else if constexpr (F.kind == Kind::kFiveBits) {
-          __m256i s0 = _mm256_maddubs_epi16(lo[0], bcast(a));
-          __m256i s1 = _mm256_maddubs_epi16(hi[0], bcast(a + 16));
-          for (int c = 1; c < 4; ++c) {
-            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo[c], bcast(a + 4 * c)));
-            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi[c], bcast(a + 16 + 4 * c)));
-          }
-          dot = _mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s1, ones));
-        } else {
-          dot = _mm256_setzero_si256();
-          for (int c = 0; c < 4; ++c) {
-            const __m256i al = bcast(a + 4 * c), ah = bcast(a + 16 + 4 * c);
-            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(lo[c]), _mm256_sign_epi8(al, lo[c])), ones));
-            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(hi[c]), _mm256_sign_epi8(ah, hi[c])), ones));
-          }
-        }
-        if constexpr (F.chain_from_terms) dot = _mm256_add_epi32(_mm256_set1_epi32(tb[0]), dot);
+        __m256i d = dot[t][h];
+        if constexpr (F.chain_from_terms) d = _mm256_add_epi32(_mm256_set1_epi32(tb[0]), d);
         float da;
         std::memcpy(&da, tb + 1, sizeof da);
         const __m256 vda = _mm256_set1_ps(da);
-        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, vda), _mm256_cvtepi32_ps(dot), acc[t][h]);
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, vda), _mm256_cvtepi32_ps(d), acc[t][h]);
         if constexpr (F.has_min) {
           acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(mw, vda), _mm256_set1_ps(static_cast<float>(tb[0])), acc[t][h]);
         }
       }
     }
   }
+#pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 8
     for (int h = 0; h < kHalves; ++h) _mm256_storeu_ps(y + t * y_stride + 8 * (kH0 + h), acc[t][h]);
   }
 }
@@ -189,12 +197,7 @@ struct LegacyTile {
   struct Of {
     static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb,
                     const int32_t* aux, float* y, int64_t ys) {
-      if constexpr (T <= 2) {
-        legacy_tile<T, F, 0, 2>(q, n / 32, x, xrb, aux, y, ys);
-      } else {
-        legacy_tile<T, F, 0, 1>(q, n / 32, x, xrb, aux, y, ys);
-        legacy_tile<T, F, 1, 2>(q, n / 32, x, xrb, aux, y, ys);
-      }
+      legacy_tile<T, F>(q, n / 32, x, xrb, aux, y, ys);
     }
   };
 };
@@ -202,47 +205,58 @@ struct LegacyTile {
 // Q8_0x16: the weights (stored + 128) flipped back to signed and their absolute values made once
 // per block and half; per token vpmaddubsw(|w|, sign(a, w)), exact for any weight byte (|-128|
 // reads as 128 unsigned) and activations in [-127, 127].
-template <int T, int kH0, int kH1>
+template <int T>
 void q8_0_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row_bytes,
                const int32_t* terms, float* y, int64_t y_stride) {
-  constexpr int kHalves = kH1 - kH0;
+  constexpr int kHalves = 2, kH0 = 0;
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[T][kHalves];
+#pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 8
     for (int h = 0; h < kHalves; ++h) acc[t][h] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = q + q8_0x16_quants_at(b);
     const uint8_t* sc = q + q8_0x16_scales_at(b, nb);
-    if constexpr (kHalves == 2) {  // non-temporal, as the AVX-512 Q8_0x16 tile measured best
+    if constexpr (T <= 2) {  // non-temporal, as the AVX-512 Q8_0x16 tile measured best
       const uint8_t* ahead = q + b * 544 + kPrefetchBytes;
       for (size_t off = 0; off < 544; off += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + off), _MM_HINT_NTA);
     }
-    for (int h = 0; h < kHalves; ++h) {
-      const int hh = kH0 + h;
-      __m256i w[8], wabs[8];
-      for (int c = 0; c < 8; ++c) {
-        w[c] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + c * 64 + hh * 32)), flip);
-        wabs[c] = _mm256_abs_epi8(w[c]);
+    __m256i dot[T][kHalves];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      __m256i w[kHalves], wabs[kHalves];
+#pragma GCC unroll 8
+      for (int h = 0; h < kHalves; ++h) {
+        w[h] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + c * 64 + (kH0 + h) * 32)), flip);
+        wabs[h] = _mm256_abs_epi8(w[h]);
       }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + hh * 16)));
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const int8_t* a = reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes)[b].qs;
-        const int32_t* tb = terms + 2 * (t * nb + b);
-        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-        for (int c = 0; c < 8; c += 2) {
-          s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[c], _mm256_sign_epi8(bcast(a + 4 * c), w[c])), ones));
-          s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[c + 1], _mm256_sign_epi8(bcast(a + 4 * c + 4), w[c + 1])), ones));
+        const __m256i ab = bcast(reinterpret_cast<const BlockQ8_0*>(x + t * x_row_bytes)[b].qs + 4 * c);
+#pragma GCC unroll 8
+        for (int h = 0; h < kHalves; ++h) {
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[h], _mm256_sign_epi8(ab, w[h])), ones);
+          dot[t][h] = c == 0 ? p : _mm256_add_epi32(dot[t][h], p);
         }
+      }
+    }
+#pragma GCC unroll 8
+    for (int h = 0; h < kHalves; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + (kH0 + h) * 16)));
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
         float da;
-        std::memcpy(&da, tb + 1, sizeof da);
-        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(da)),
-                                    _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)), acc[t][h]);
+        std::memcpy(&da, terms + 2 * (t * nb + b) + 1, sizeof da);
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(da)), _mm256_cvtepi32_ps(dot[t][h]), acc[t][h]);
       }
     }
   }
+#pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 8
     for (int h = 0; h < kHalves; ++h) _mm256_storeu_ps(y + t * y_stride + 8 * (kH0 + h), acc[t][h]);
   }
 }
@@ -251,12 +265,7 @@ template <int T>
 struct Q8_0Tile {
   static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
                   float* y, int64_t ys) {
-    if constexpr (T <= 2) {
-      q8_0_tile<T, 0, 2>(q, n / 32, x, xrb, aux, y, ys);
-    } else {
-      q8_0_tile<T, 0, 1>(q, n / 32, x, xrb, aux, y, ys);
-      q8_0_tile<T, 1, 2>(q, n / 32, x, xrb, aux, y, ys);
-    }
+    q8_0_tile<T>(q, n / 32, x, xrb, aux, y, ys);
   }
 };
 

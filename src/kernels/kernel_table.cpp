@@ -98,7 +98,6 @@ KernelTable make_active_table() {
     install_avx2_kquant_low_rows(t);
     install_avx2_iquant_rows(t);
     install_avx2_sparse_rows(t);
-    t.q8_0_2of4x16_gemm = nullptr;  // no AVX2 gather kernel: the rows' pshufb vec_dot stays
     t.isa = "avx2";
   }
   if (cap >= IsaLevel::kAvx512 && cpu.has_avx512_set()) {
@@ -107,7 +106,7 @@ KernelTable make_active_table() {
     install_avx512_kquant_low_rows(t);
     install_avx512_iquant_rows(t);
     install_avx512_sparse_rows(t);
-    // Without VBMI (Skylake-X, Cascade Lake) Q8_0_2of4 stays in rows with the shuffle vec_dot.
+    // Without VBMI (Skylake-X, Cascade Lake) Q8_0_2of4 keeps the AVX2 gather kernel.
     if (cpu.avx512_vbmi) t.q8_0_2of4x16_gemm = avx512vbmi::q8_0_2of4x16_q8_0_gemm;
     t.isa = "avx512";
   }

@@ -181,6 +181,7 @@ Q4_0x16GemmFn avx2_gemm_of(DType d) {
     case DType::kQ4_1: return avx2::q4_1x16_q8_0_gemm;
     case DType::kQ5_0: return avx2::q5_0x16_q8_0_gemm;
     case DType::kQ5_1: return avx2::q5_1x16_q8_0_gemm;
+    case DType::kQ8_0_2of4: return avx2::q8_0_2of4x16_q8_0_gemm;
     default: return nullptr;
   }
 }
@@ -322,11 +323,11 @@ TEST(PackedMatmul, PreferredLayout) {
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF16_2of4, nullptr, 64, 64, 72}), MatrixLayout::kF16_2of4x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF32, nullptr, 64, 64, 256}), MatrixLayout::kRows);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0_2of4, nullptr, 64, 64, 44}), MatrixLayout::kQ8_0_2of4x16);
-  // The gather kernel needs VBMI: an AVX-512 table without it, and the AVX2 table, keep 2:4 rows.
+  // The AVX-512 gather kernel needs VBMI: an AVX-512 table without it keeps 2:4 rows.
   const std::string isa = kernel_table().isa;
   if (isa == "avx2") {  // a layout has its AVX2 kernel or none (the rows' vec_dots stay)
     const KernelTable& k = kernel_table();
-    EXPECT_EQ(k.q8_0_2of4x16_gemm, nullptr);
+    EXPECT_EQ(k.q8_0_2of4x16_gemm, avx2_gemm_of(DType::kQ8_0_2of4));
     EXPECT_EQ(k.q4_0x16_gemm, avx2_gemm_of(DType::kQ4_0));
     EXPECT_EQ(k.q8_0x16_gemm, avx2_gemm_of(DType::kQ8_0));
     EXPECT_EQ(k.iq4_nlx16_gemm, avx2_gemm_of(DType::kIQ4_NL));
@@ -339,7 +340,8 @@ TEST(PackedMatmul, PreferredLayout) {
     EXPECT_EQ(k.q2_kx16_gemm, avx2_gemm_of(DType::kQ2_K));
   }
   if (isa == "avx512") {
-    EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm != nullptr, cpu_features().avx512_vbmi);
+    EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm, cpu_features().avx512_vbmi ? avx512vbmi::q8_0_2of4x16_q8_0_gemm
+                                                                          : avx2::q8_0_2of4x16_q8_0_gemm);
   }
   KernelTable no_kernel = s;
   no_kernel.q4_0x16_gemm = nullptr;

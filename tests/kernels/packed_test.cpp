@@ -174,6 +174,8 @@ TEST_P(PackedTest, ScalarGemmMatchesTheRowDot) {
 // The AVX2 kernel of a layout (null where there is none: AVX2 keeps those rows in GGUF layout).
 Q4_0x16GemmFn avx2_gemm_of(DType d) {
   switch (d) {
+    case DType::kF16: return avx2::f16x16_f32_gemm;
+    case DType::kF16_2of4: return avx2::f16_2of4x16_f32_gemm;
     default: return nullptr;
   }
 }

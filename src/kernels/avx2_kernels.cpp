@@ -12,7 +12,7 @@
 #include <immintrin.h>
 
 #include "avx2_exp.h"
-
+#include "tessera/kernels/avx2_packed.h"
 #include "tessera/kernels/quant_blocks.h"
 #include "tessera/kernels/scalar_kernels.h"
 
@@ -393,16 +393,16 @@ void install_avx2_rows(KernelTable& t) {
   t.axpy = avx2::axpy;
   t.fixed_dot = [](const float* a, const float* b, int64_t n) { return avx2::f32_dot(a, b, n); };
   t.q4_0x16_gemm = avx2::q4_0x16_q8_0_gemm;  // the packed layouts (avx2_packed.h)
-  t.q4_kx16_gemm = nullptr;
+  t.q4_kx16_gemm = nullptr;  // Q4_K: no AVX2 kernel yet, models keep those matrices in GGUF rows
   t.q8_0x16_gemm = avx2::q8_0x16_q8_0_gemm;
-  t.f16x16_gemm = nullptr;
+  t.f16x16_gemm = avx2::f16x16_f32_gemm;
   t.iq4_nlx16_gemm = avx2::iq4_nlx16_q8_0_gemm;
   t.q4_1x16_gemm = avx2::q4_1x16_q8_0_gemm;
   t.q5_0x16_gemm = avx2::q5_0x16_q8_0_gemm;
   t.q5_1x16_gemm = avx2::q5_1x16_q8_0_gemm;
   t.q8_0_2of4x16_gemm = avx2::q8_0_2of4x16_q8_0_gemm;
   t.q2_kx16_gemm = nullptr;
-  t.f16_2of4x16_gemm = nullptr;
+  t.f16_2of4x16_gemm = avx2::f16_2of4x16_f32_gemm;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal
   f32.vec_dot = avx2::f32_vec_dot;

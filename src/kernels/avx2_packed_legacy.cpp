@@ -30,7 +30,6 @@
 
 #include <cstring>
 
-#include "tessera/kernels/half.h"
 #include "tessera/kernels/iquant_blocks.h"
 #include "tessera/kernels/packed_legacy.h"
 #include "tessera/kernels/packed_q4_0.h"

@@ -182,6 +182,8 @@ Q4_0x16GemmFn avx2_gemm_of(DType d) {
     case DType::kQ5_0: return avx2::q5_0x16_q8_0_gemm;
     case DType::kQ5_1: return avx2::q5_1x16_q8_0_gemm;
     case DType::kQ8_0_2of4: return avx2::q8_0_2of4x16_q8_0_gemm;
+    case DType::kF16: return avx2::f16x16_f32_gemm;
+    case DType::kF16_2of4: return avx2::f16_2of4x16_f32_gemm;
     default: return nullptr;
   }
 }

@@ -4,6 +4,8 @@
 # repository; pass the path of its llama-bench binary.
 #   scripts/bench-vs-llamacpp.sh /path/to/llama-bench [models-dir] [reps]
 # Env: SHAPES (default "smollm2-135m tinyllama-1.1b"), DTYPES (default "f16 q8_0 q4_0 q4_K"),
+#      TESSERA_ISA (avx2 runs Tessera's AVX2 kernels on an AVX-512 machine: compare with a
+#      llama.cpp built -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF),
 #      THREADS (default: nproc), PP (512), TG (128), ROUNDS (default 1).
 # Each model runs ROUNDS rounds, each round Tessera (reps repetitions, its ceilings measured just
 # before) and llama-bench (reps repetitions), Tessera first in odd rounds and second in even
@@ -58,7 +60,7 @@ shapes, dtypes = args[:sep], args[sep + 1:]
 first = json.load(open(os.path.join(d, f"tessera-{shapes[0]}-{dtypes[0]}-r1.json")))
 env = first['environment']
 print(f"machine: {env['cpu']} ({env['cpu_flags']}), {env['threads']} threads, tessera {env['commit']} "
-      f"{env['compiler']}; {rounds} round(s) per model, medians over rounds")
+      f"{env['compiler']}, kernels {env.get('kernel_isa', '?')}; {rounds} round(s) per model, medians over rounds")
 print("| model | dtype | test | tessera t/s | llama.cpp t/s | ratio (min-max) | best probe GB/s | tessera GB/s (% best probe, % adjacent) | llama.cpp GB/s (% best probe, % adjacent) | drift-corrected ratio (min-max) |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 med = st.median

@@ -12,6 +12,7 @@
 
 #include "avx2_exp.h"
 
+#include "tessera/kernels/avx2_packed.h"
 #include "tessera/kernels/quant_blocks.h"
 #include "tessera/kernels/scalar_kernels.h"
 
@@ -391,15 +392,15 @@ void install_avx2_rows(KernelTable& t) {
   t.silu_mul = avx2::silu_mul;
   t.axpy = avx2::axpy;
   t.fixed_dot = [](const float* a, const float* b, int64_t n) { return avx2::f32_dot(a, b, n); };
-  t.q4_0x16_gemm = nullptr;  // no AVX2 kernels for the packed layouts yet: models keep GGUF rows
-  t.q4_kx16_gemm = nullptr;
+  t.q4_0x16_gemm = nullptr;  // no AVX2 kernel for these packed layouts yet: models keep GGUF rows
+  t.q4_kx16_gemm = avx2::q4_kx16_q8_k_gemm;
   t.q8_0x16_gemm = nullptr;
   t.f16x16_gemm = nullptr;
   t.iq4_nlx16_gemm = nullptr;
   t.q4_1x16_gemm = nullptr;
   t.q5_0x16_gemm = nullptr;
   t.q5_1x16_gemm = nullptr;
-  t.q2_kx16_gemm = nullptr;
+  t.q2_kx16_gemm = avx2::q2_kx16_q8_k_gemm;
   t.f16_2of4x16_gemm = nullptr;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal

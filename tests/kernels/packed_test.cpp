@@ -174,6 +174,8 @@ TEST_P(PackedTest, ScalarGemmMatchesTheRowDot) {
 // The AVX2 kernel of a layout (null where there is none: AVX2 keeps those rows in GGUF layout).
 Q4_0x16GemmFn avx2_gemm_of(DType d) {
   switch (d) {
+    case DType::kQ4_K: return avx2::q4_kx16_q8_k_gemm;
+    case DType::kQ2_K: return avx2::q2_kx16_q8_k_gemm;
     default: return nullptr;
   }
 }

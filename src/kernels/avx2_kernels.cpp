@@ -393,7 +393,7 @@ void install_avx2_rows(KernelTable& t) {
   t.axpy = avx2::axpy;
   t.fixed_dot = [](const float* a, const float* b, int64_t n) { return avx2::f32_dot(a, b, n); };
   t.q4_0x16_gemm = avx2::q4_0x16_q8_0_gemm;  // the packed layouts (avx2_packed.h)
-  t.q4_kx16_gemm = nullptr;  // Q4_K: no AVX2 kernel yet, models keep those matrices in GGUF rows
+  t.q4_kx16_gemm = avx2::q4_kx16_q8_k_gemm;
   t.q8_0x16_gemm = avx2::q8_0x16_q8_0_gemm;
   t.f16x16_gemm = avx2::f16x16_f32_gemm;
   t.iq4_nlx16_gemm = avx2::iq4_nlx16_q8_0_gemm;
@@ -401,7 +401,7 @@ void install_avx2_rows(KernelTable& t) {
   t.q5_0x16_gemm = avx2::q5_0x16_q8_0_gemm;
   t.q5_1x16_gemm = avx2::q5_1x16_q8_0_gemm;
   t.q8_0_2of4x16_gemm = avx2::q8_0_2of4x16_q8_0_gemm;
-  t.q2_kx16_gemm = nullptr;
+  t.q2_kx16_gemm = avx2::q2_kx16_q8_k_gemm;
   t.f16_2of4x16_gemm = avx2::f16_2of4x16_f32_gemm;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal

@@ -184,6 +184,8 @@ Q4_0x16GemmFn avx2_gemm_of(DType d) {
     case DType::kQ8_0_2of4: return avx2::q8_0_2of4x16_q8_0_gemm;
     case DType::kF16: return avx2::f16x16_f32_gemm;
     case DType::kF16_2of4: return avx2::f16_2of4x16_f32_gemm;
+    case DType::kQ4_K: return avx2::q4_kx16_q8_k_gemm;
+    case DType::kQ2_K: return avx2::q2_kx16_q8_k_gemm;
     default: return nullptr;
   }
 }

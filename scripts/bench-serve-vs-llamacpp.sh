@@ -8,7 +8,8 @@
 # and without the prefix cache (median TTFT, one request at a time after a warm-up).
 #   scripts/bench-serve-vs-llamacpp.sh /path/to/llama-server [out-dir] [runs]
 # Env: SHAPE (smollm2-135m), DTYPE (q8_0), THREADS (nproc), PARALLEL (16), CONCURRENCY (16),
-#      PROMPTS (64 per run), INPUT_LEN (128), OUTPUT_LEN (128).
+#      PROMPTS (64 per run), INPUT_LEN (128), OUTPUT_LEN (128); TESSERA_ISA=avx2 runs Tessera's
+#      AVX2 kernels (compare with a llama.cpp built for AVX2 only, scripts/bench-vs-llamacpp.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama_server="${1:?usage: $0 /path/to/llama-server [out-dir] [runs]}"
@@ -36,8 +37,10 @@ start_tessera() {  # extra flags...
 }
 start_llama() {
   # -c is the total: parallel x ctx_per_slot, so each slot gets the same context as Tessera's.
+  # --no-mmap: the weights read into memory, as Tessera's load does (a mapping's idle file pages
+  # can be paged out on a small machine between runs).
   "$llama_server" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -np "$parallel" \
-    -c $((parallel * ctx_per_slot)) > "$out/llama-server.log" 2>&1 &
+    -c $((parallel * ctx_per_slot)) --no-mmap > "$out/llama-server.log" 2>&1 &
   SERVER_PID=$!
   wait_healthy "http://127.0.0.1:$port" 60
 }

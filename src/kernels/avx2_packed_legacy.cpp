@@ -19,9 +19,9 @@
 // Cost per token, 8 rows x 32 columns (256 multiply-adds), counted in vector ALU operations:
 // Q4_0 8 vpmaddubsw + 7 16-bit adds + 1 vpmaddwd + 4 float steps = 20 (plus 8 broadcast loads);
 // Q8_0 8 x (vpsignb + vpmaddubsw + vpmaddwd + add) + 4 = 36 (plus 8 loads; |w| made once per
-// block for all the tile's tokens). Zen 3
-// and Zen 4 issue vpmaddubsw/vpmaddwd on two pipes, so Q4_0 prefill is bound near 8 cycles and
-// Q8_0 near 16 cycles per token and 256 multiply-adds, a core 32 and 16 multiply-adds per cycle.
+// block for all the tile's tokens). Zen 3 and Zen 4 issue vpmaddubsw/vpmaddwd on two pipes, so
+// Q4_0 prefill is bound near 8 cycles and Q8_0 near 16 cycles per token and 256 multiply-adds: a
+// core does 32 and 16 multiply-adds per cycle.
 // Decode (one or two tokens) reads each weight byte once: 288 (Q4_0) or 544 (Q8_0) bytes per 16
 // rows and block, bound by memory bandwidth, not these counts.
 #include "tessera/kernels/avx2_packed.h"

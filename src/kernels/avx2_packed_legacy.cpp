@@ -268,6 +268,15 @@ struct Q8_0Tile {
   }
 };
 
+// The Q4_0x16GemmFn contract for format F (terms: two per token and block).
+template <Legacy F>
+void legacy_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                 const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride, int64_t n) {
+  const size_t group_bytes = q4_0_layout(F) ? q4_0x16_group_bytes(n) : legacy_x16_group_bytes(F.layout, n);
+  run_groups<kTokens, LegacyTile<F>::template Of>(groups, group_bytes, n_groups, x, x_row_bytes,
+                                                  terms, 2 * (n / 32), n_tokens, y, y_stride, n);
+}
+
 }  // namespace
 
 namespace avx2 {
@@ -275,41 +284,32 @@ namespace avx2 {
 void q4_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<kTokens, LegacyTile<kQ4_0>::Of>(groups, q4_0x16_group_bytes(n), n_groups, x, x_row_bytes,
-                                       terms, 2 * (n / 32), n_tokens, y, y_stride, n);
+  legacy_gemm<kQ4_0>(groups, n_groups, x, x_row_bytes, terms, n_tokens, y, y_stride, n);
 }
 
 void iq4_nlx16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
-                         const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
-                         int64_t n) {
-  run_groups<kTokens, LegacyTile<kIQ4_NL>::Of>(groups, q4_0x16_group_bytes(n), n_groups, x,
-                                         x_row_bytes, terms, 2 * (n / 32), n_tokens, y, y_stride, n);
+                       const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n) {
+  legacy_gemm<kIQ4_NL>(groups, n_groups, x, x_row_bytes, terms, n_tokens, y, y_stride, n);
 }
 
 void q4_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<kTokens, LegacyTile<kQ4_1>::Of>(groups, q4_1x16_group_bytes(n), n_groups, x, x_row_bytes,
-                                       terms, 2 * (n / 32), n_tokens, y, y_stride, n);
+  legacy_gemm<kQ4_1>(groups, n_groups, x, x_row_bytes, terms, n_tokens, y, y_stride, n);
 }
 
 void q5_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<kTokens, LegacyTile<kQ5_0>::Of>(groups, q5_0x16_group_bytes(n), n_groups, x, x_row_bytes,
-                                       terms, 2 * (n / 32), n_tokens, y, y_stride, n);
+  legacy_gemm<kQ5_0>(groups, n_groups, x, x_row_bytes, terms, n_tokens, y, y_stride, n);
 }
 
 void q5_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
-  run_groups<kTokens, LegacyTile<kQ5_1>::Of>(groups, q5_1x16_group_bytes(n), n_groups, x, x_row_bytes,
-                                       terms, 2 * (n / 32), n_tokens, y, y_stride, n);
+  legacy_gemm<kQ5_1>(groups, n_groups, x, x_row_bytes, terms, n_tokens, y, y_stride, n);
 }
-
-}  // namespace avx2
-
-namespace avx2 {
 
 void q8_0x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,

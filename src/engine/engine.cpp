@@ -175,8 +175,13 @@ struct Engine::Impl {
     s.last_token_ns = clock->now_ns();
     if (s.first_token_ns < 0) s.first_token_ns = s.last_token_ns;
     {
+      // The constraint's counters are published with the token, before its event is sent: a
+      // client that has seen every token then reads counters that include them (serve bench's
+      // constraint cost per token); at the end of the step they were one step late.
       std::lock_guard lk(stats_mu);
       ++stats.generated_tokens;
+      stats.constraint_ns = runner.constraint_time().ns;
+      stats.constrained_tokens = runner.constraint_time().n_tokens;
     }
     const std::span<const float> raw =
         s.request.n_logprobs >= 0 ? runner.raw_row(row) : std::span<const float>();

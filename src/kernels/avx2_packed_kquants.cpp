@@ -339,17 +339,19 @@ void q6_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_ro
         for (int c = 0; c < 3; ++c) _mm_prefetch(reinterpret_cast<const char*>(qj + kPrefetchBytes + c * 64), _MM_HINT_T1);
         if (j < 5) _mm_prefetch(reinterpret_cast<const char*>(sb + kPrefetchBytes + (48 + j) * 64), _MM_HINT_T1);
       }
+      __m256i w[2][4], sc[2];
       for (int h = 0; h < 2; ++h) {
-        __m256i w[4];
-        q6_values(qj, h, w);
-        const __m256i sc = _mm256_shuffle_epi8(q6_scale_pairs(sb, j / 2, h), j % 2 == 0 ? dup_even : dup_odd);
-        for (int t = 0; t < T; ++t) {
-          const int8_t* aj = a[t]->qs + 16 * j;
-          const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], broadcast_dword(aj)),
-                                               _mm256_maddubs_epi16(w[1], broadcast_dword(aj + 4)));
-          const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], broadcast_dword(aj + 8)),
-                                               _mm256_maddubs_epi16(w[3], broadcast_dword(aj + 12)));
-          sumi[t][h] = _mm256_add_epi32(sumi[t][h], _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)));
+        q6_values(qj, h, w[h]);
+        sc[h] = _mm256_shuffle_epi8(q6_scale_pairs(sb, j / 2, h), j % 2 == 0 ? dup_even : dup_odd);
+      }
+      for (int t = 0; t < T; ++t) {
+        const int8_t* aj = a[t]->qs + 16 * j;
+        __m256i av[4];
+        for (int r = 0; r < 4; ++r) av[r] = broadcast_dword(aj + 4 * r);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[h][0], av[0]), _mm256_maddubs_epi16(w[h][1], av[1]));
+          const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[h][2], av[2]), _mm256_maddubs_epi16(w[h][3], av[3]));
+          sumi[t][h] = _mm256_add_epi32(sumi[t][h], _mm256_add_epi32(_mm256_madd_epi16(s01, sc[h]), _mm256_madd_epi16(s23, sc[h])));
         }
       }
     }

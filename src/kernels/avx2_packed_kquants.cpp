@@ -1,8 +1,8 @@
-// AVX2 kernels for the packed k-quant layouts Q4_Kx16 (packed_q4_k.h), Q2_Kx16 (packed_q2_k.h)
-// and Q6_Kx16 (packed_q6_k.h) over Q8_K activations, bit for bit the scalar references. Compiled with -mavx2
-// -mfma -mf16c -ffp-contract=off (CMakeLists.txt); as in avx2_kernels.cpp, only intrinsics and
-// file-local helpers run here, so no AVX2 copy of a shared inline function can reach a CPU without
-// AVX2, and no vector mul/add is fused behind the references' backs.
+// AVX2 kernels for the packed k-quant layouts Q4_Kx16 (packed_q4_k.h), Q2_Kx16 (packed_q2_k.h) and
+// Q6_Kx16 (packed_q6_k.h) over Q8_K activations, bit for bit the scalar references. Compiled with
+// -mavx2 -mfma -mf16c -ffp-contract=off (CMakeLists.txt); as in avx2_kernels.cpp, only intrinsics
+// and file-local helpers run here, so no AVX2 copy of a shared inline function can reach a CPU
+// without AVX2, and no vector mul/add is fused behind the references' backs.
 //
 // A 256-bit register holds 8 of a group's 16 rows (one dword of 4 weight bytes per row), so every
 // step runs on two halves. Without vpdpbusd the integer dots are vpmaddubsw (unsigned weight bytes
@@ -316,7 +316,9 @@ __m256i q6_scale_pairs(const uint8_t* sb, int p, int h) {
 // sub-block and half the values are rebuilt once for all T tokens; per token 4 vpmaddubsw (pair
 // sums of at most 2 * 63 * 128 = 16128), summed two by two in 16 bits (32256 < 32767: four would
 // not fit), meet the rows' scales in 2 vpmaddwd. The +32 offset: summ = sum_p (sc_2p, sc_2p+1) .
-// (bsums[2p], bsums[2p + 1]) by vpmaddwd, isum = sumi - 32 summ.
+// (bsums[2p], bsums[2p + 1]) by vpmaddwd, isum = sumi - 32 summ. The decode prefetch measured
+// faster (kernel_bench R2048xC5632 T1/cold, medians of 3, two rounds: 289-352 us against 637-639
+// without; from cache no slower, 206-222 against 201-215).
 template <int T>
 void q6_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_row_bytes,
                   const int32_t* pairs, float* y, int64_t y_stride) {
@@ -335,7 +337,7 @@ void q6_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_ro
     for (int t = 0; t < T; ++t) sumi[t][0] = sumi[t][1] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
       const uint8_t* qj = sb + j * 192;
-      if (T <= 2) {  // the super-block's 53 lines, 3 per sub-block and 5 more, kPrefetchBytes ahead
+      if (T <= 2) {  // the super-block's 53 lines (3 per sub-block, 5 more), kPrefetchBytes ahead
         for (int c = 0; c < 3; ++c) _mm_prefetch(reinterpret_cast<const char*>(qj + kPrefetchBytes + c * 64), _MM_HINT_T1);
         if (j < 5) _mm_prefetch(reinterpret_cast<const char*>(sb + kPrefetchBytes + (48 + j) * 64), _MM_HINT_T1);
       }

@@ -604,6 +604,9 @@ void q2_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_ro
 // sub-block's 16 integer dots (|dot| <= 129024: past int16, so no vpdpwssd), one vpmulld by the
 // lanes' sign-extended scales and a vpaddd add sc_j * dot_j; per super-block 8 vpdpwssd fold the
 // +32 offset against the token's bsum pairs. Exactly the numerics of scalar::q6_kx16_q8_k_gemm.
+// The decode prefetch measured faster from DRAM (kernel_bench R2048xC5632 T1/cold, Zen 4, medians
+// of 3, two rounds: 327-434 us against 496-503 without) though slower from cache (T1: 206-212
+// against 158-160); decode streams its weights from DRAM.
 template <int T>
 void q6_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_row_bytes,
                   const int32_t* pairs, float* y, int64_t y_stride) {
@@ -620,7 +623,7 @@ void q6_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_ro
     for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
       const uint8_t* qj = sb + j * 192;
-      if (T <= 2) {  // the super-block's 53 lines, 3 per sub-block and 5 more, kPackedPrefetchBytes ahead
+      if (T <= 2) {  // its 53 lines (3 per sub-block, 5 more), kPackedPrefetchBytes ahead
         for (int c = 0; c < 3; ++c) _mm_prefetch(reinterpret_cast<const char*>(qj + kPackedPrefetchBytes + c * 64), _MM_HINT_T1);
         if (j < 5) _mm_prefetch(reinterpret_cast<const char*>(sb + kPackedPrefetchBytes + (48 + j) * 64), _MM_HINT_T1);
       }

@@ -41,7 +41,7 @@ struct Format {
   Q4_0x16GemmFn avx512_gemm;
   std::vector<int64_t> sizes;  // column counts: one block, odd block counts, long rows
   bool needs_vbmi = false;     // the SIMD kernel needs AVX-512 VBMI besides the avx512 set
-  size_t tail_bytes = 0;       // bytes at a block's end kept from the quantizer (Q2_K: d, dmin; Q6_K: d)
+  size_t tail_bytes = 0;       // bytes at a block's end kept from the quantizer (Q2_K, Q6_K: d...)
 };
 
 const Format kFormats[] = {

@@ -55,8 +55,8 @@ constexpr size_t kColdBytes = size_t{256} << 20;
 
 const DType kDTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,  DType::kQ4_0,
                          DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,  DType::kQ3_K,
-                         DType::kQ4_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ8_0_2of4,
-                         DType::kF16_2of4};
+                         DType::kQ4_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS,
+                         DType::kQ8_0_2of4, DType::kF16_2of4};
 
 struct Shape {
   int64_t n_rows;    // R

@@ -402,6 +402,7 @@ void install_avx2_rows(KernelTable& t) {
   t.q5_1x16_gemm = avx2::q5_1x16_q8_0_gemm;
   t.q8_0_2of4x16_gemm = avx2::q8_0_2of4x16_q8_0_gemm;
   t.q2_kx16_gemm = avx2::q2_kx16_q8_k_gemm;
+  t.q6_kx16_gemm = avx2::q6_kx16_q8_k_gemm;
   t.f16_2of4x16_gemm = avx2::f16_2of4x16_f32_gemm;
   DTypeKernels& f32 = row_of(t, DType::kF32);
   f32.dot = avx2::f32_dot;  // to_float/from_float stay memcpy, already optimal

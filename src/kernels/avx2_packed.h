@@ -1,6 +1,6 @@
 // AVX2 + FMA + F16C kernels for the 16-row packed layouts (packed_q4_0.h, packed_q8_0.h,
-// packed_legacy.h, packed_q4_k.h, packed_q2_k.h, packed_f16.h, packed_f16_2of4.h): the
-// Q4_0x16GemmFn / Q4_Kx16GemmFn contracts of the scalar references, bit for bit, on the same
+// packed_legacy.h, packed_q4_k.h, packed_q2_k.h, packed_q6_k.h, packed_f16.h, packed_f16_2of4.h):
+// the Q4_0x16GemmFn / Q4_Kx16GemmFn contracts of the scalar references, bit for bit, on the same
 // bytes the AVX-512 kernels read (a model packed at load runs on either). A 256-bit register holds
 // 8 of a group's 16 rows, so a tile keeps two halves; AVX2 has no vpdpbusd, so the integer dots
 // are vpmaddubsw (unsigned x signed bytes to 16-bit pairs) and vpmaddwd against ones, with the
@@ -49,6 +49,9 @@ void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
 void q2_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n);
+void q6_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
 

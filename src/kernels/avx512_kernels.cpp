@@ -30,6 +30,7 @@
 #include "tessera/kernels/packed_legacy.h"
 #include "tessera/kernels/packed_q2_k.h"
 #include "tessera/kernels/packed_q4_k.h"
+#include "tessera/kernels/packed_q6_k.h"
 #include "tessera/kernels/packed_q8_0.h"
 #include "tessera/kernels/quant_blocks.h"
 #include "tessera/kernels/scalar_kernels.h"
@@ -596,6 +597,83 @@ void q2_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_ro
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
 }
 
+// A tile of one packed Q6_Kx16 group (packed_q6_k.h) against T Q8_K tokens. Per sub-block the
+// group's three 192-byte planes are split once for all T tokens into four registers of 6-bit
+// values: three by mask 0x3f, the fourth from the planes' top bits (two shifts, two vpternlogd
+// selects, a shift and a mask). Per token 4 vpdpbusd against broadcast activation dwords give the
+// sub-block's 16 integer dots (|dot| <= 129024: past int16, so no vpdpwssd), one vpmulld by the
+// lanes' sign-extended scales and a vpaddd add sc_j * dot_j; per super-block 8 vpdpwssd fold the
+// +32 offset against the token's bsum pairs. Exactly the numerics of scalar::q6_kx16_q8_k_gemm.
+// The decode prefetch measured faster from DRAM (kernel_bench R2048xC5632 T1/cold, Zen 4, medians
+// of 3, two rounds: 327-434 us against 496-503 without) though slower from cache (T1: 206-212
+// against 158-160); decode streams its weights from DRAM.
+template <int T>
+void q6_kx16_tile(const uint8_t* q, int64_t nsb, const std::byte* x, size_t x_row_bytes,
+                  const int32_t* pairs, float* y, int64_t y_stride) {
+  const __m512i low6 = _mm512_set1_epi8(0x3f);
+  const __m512i top2 = _mm512_set1_epi8(static_cast<char>(0xc0));
+  const __m512i top4 = _mm512_set1_epi8(static_cast<char>(0xf0));
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    const uint8_t* sb = q + s * kQ6_Kx16SuperBlockBytes;
+    const BlockQ8_K* a[T];
+    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row_bytes) + s;
+    __m512i sumi[T];
+    for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t* qj = sb + j * 192;
+      if (T <= 2) {  // its 53 lines (3 per sub-block, 5 more), kPackedPrefetchBytes ahead
+        for (int c = 0; c < 3; ++c) _mm_prefetch(reinterpret_cast<const char*>(qj + kPackedPrefetchBytes + c * 64), _MM_HINT_T1);
+        if (j < 5) _mm_prefetch(reinterpret_cast<const char*>(sb + kPackedPrefetchBytes + (48 + j) * 64), _MM_HINT_T1);
+      }
+      __m512i w[4];
+      __m512i raw[3];
+      for (int p = 0; p < 3; ++p) {
+        raw[p] = _mm512_loadu_si512(qj + p * 64);
+        w[p] = _mm512_and_si512(raw[p], low6);
+      }
+      // Value bits 4-5 (plane 0's top bits) at 6-7, bits 2-3 (plane 1's, shifted 2) at 4-5, bits
+      // 0-1 (plane 2's, shifted 4) at 2-3: 0xe4 picks the first operand where the mask is set.
+      const __m512i hi = _mm512_ternarylogic_epi32(raw[0], _mm512_srli_epi16(raw[1], 2), top2, 0xe4);
+      const __m512i all = _mm512_ternarylogic_epi32(hi, _mm512_srli_epi16(raw[2], 4), top4, 0xe4);
+      w[3] = _mm512_and_si512(_mm512_srli_epi16(all, 2), low6);
+      const __m512i sp = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 3072 + (j / 2) * 32)));
+      const __m512i sc = j % 2 == 0 ? _mm512_srai_epi32(_mm512_slli_epi32(sp, 16), 16) : _mm512_srai_epi32(sp, 16);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* aj = a[t]->qs + 16 * j;
+        __m512i dot = _mm512_setzero_si512();
+        for (int r = 0; r < 4; ++r) {
+          __m512i av;
+          if constexpr (T > 2) {
+            av = _mm512_broadcastd_epi32(_mm_loadu_si32(aj + 4 * r));
+          } else {
+            int32_t a4;
+            std::memcpy(&a4, aj + 4 * r, 4);
+            av = _mm512_set1_epi32(a4);
+          }
+          dot = _mm512_dpbusd_epi32(dot, w[r], av);
+        }
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot, sc));
+      }
+    }
+    // The offset: summ = sum_p (sc_2p, sc_2p+1) . (bsums[2p], bsums[2p + 1]); isum = sumi - 32 summ.
+    __m512i scp[8];
+    for (int p = 0; p < 8; ++p) {
+      scp[p] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 3072 + p * 32)));
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 3072 + 256)));
+    for (int t = 0; t < T; ++t) {
+      const int32_t* pr = pairs + (t * nsb + s) * 8;
+      __m512i summ = _mm512_setzero_si512();
+      for (int p = 0; p < 8; ++p) summ = _mm512_dpwssd_epi32(summ, scp[p], _mm512_set1_epi32(pr[p]));
+      const __m512i isum = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(summ, 5));
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[t]->d)), _mm512_cvtepi32_ps(isum), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+}
+
 // The group kernels' tiles behind one signature: Tile<T>::run(group, n_cols, T tokens' rows,
 // their row stride, their per-token terms, outputs, output stride).
 template <int T>
@@ -627,6 +705,13 @@ struct Q2_Kx16Tile {
   static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
                   float* y, int64_t ys) {
     q2_kx16_tile<T>(q, n / kQK_K, x, xrb, aux, y, ys);
+  }
+};
+template <int T>
+struct Q6_Kx16Tile {
+  static void run(const uint8_t* q, int64_t n, const std::byte* x, size_t xrb, const int32_t* aux,
+                  float* y, int64_t ys) {
+    q6_kx16_tile<T>(q, n / kQK_K, x, xrb, aux, y, ys);
   }
 };
 template <int T>
@@ -859,6 +944,13 @@ void q2_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size
                              8 * (n / kQK_K), n_tokens, y, y_stride, n);
 }
 
+void q6_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n) {
+  run_groups<8, Q6_Kx16Tile>(groups, q6_kx16_group_bytes(n), n_groups, x, x_row_bytes, pairs,
+                             8 * (n / kQK_K), n_tokens, y, y_stride, n);
+}
+
 void q4_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n) {
@@ -938,6 +1030,7 @@ void install_avx512_rows(KernelTable& t) {
   t.q4_0x16_gemm = avx512::q4_0x16_q8_0_gemm;
   t.q4_kx16_gemm = avx512::q4_kx16_q8_k_gemm;
   t.q2_kx16_gemm = avx512::q2_kx16_q8_k_gemm;
+  t.q6_kx16_gemm = avx512::q6_kx16_q8_k_gemm;
   t.f16_2of4x16_gemm = avx512::f16_2of4x16_f32_gemm;
   t.q8_0x16_gemm = avx512::q8_0x16_q8_0_gemm;
   t.iq4_nlx16_gemm = avx512::iq4_nlx16_q8_0_gemm;

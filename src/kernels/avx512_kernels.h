@@ -52,6 +52,10 @@ void iq4_nlx16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, si
 void q4_1x16_q8_0_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* terms, int64_t n_tokens, float* y, int64_t y_stride,
                        int64_t n);
+// Q4_Kx16GemmFn over Q6_Kx16 groups (packed_q6_k.h), bit-identical to scalar::q6_kx16_q8_k_gemm.
+void q6_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
+                       const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,
+                       int64_t n);
 // Q4_Kx16GemmFn over Q2_Kx16 groups (packed_q2_k.h), bit-identical to scalar::q2_kx16_q8_k_gemm.
 void q2_kx16_q8_k_gemm(const void* groups, int64_t n_groups, const void* x, size_t x_row_bytes,
                        const int32_t* pairs, int64_t n_tokens, float* y, int64_t y_stride,

@@ -60,6 +60,7 @@ KernelTable make_scalar_table() {
   t.q5_0x16_gemm = scalar::q5_0x16_q8_0_gemm;
   t.q5_1x16_gemm = scalar::q5_1x16_q8_0_gemm;
   t.q2_kx16_gemm = scalar::q2_kx16_q8_k_gemm;
+  t.q6_kx16_gemm = scalar::q6_kx16_q8_k_gemm;
   t.f16_2of4x16_gemm = scalar::f16_2of4x16_f32_gemm;
   t.f16x16_gemm = scalar::f16x16_f32_gemm;
   t.q8_0_2of4x16_gemm = scalar::q8_0_2of4x16_q8_0_gemm;

@@ -15,6 +15,7 @@
 #include "tessera/kernels/packed_legacy.h"
 #include "tessera/kernels/packed_q2_k.h"
 #include "tessera/kernels/packed_q4_k.h"
+#include "tessera/kernels/packed_q6_k.h"
 #include "tessera/kernels/packed_q8_0.h"
 #include "tessera/kernels/packed_q8_0_2of4.h"
 
@@ -73,6 +74,7 @@ struct KernelTable {
   Q4_0x16GemmFn q5_0x16_gemm = nullptr;
   Q4_0x16GemmFn q5_1x16_gemm = nullptr;
   Q4_Kx16GemmFn q2_kx16_gemm = nullptr;    // and Q2_K (packed_q2_k.h)
+  Q4_Kx16GemmFn q6_kx16_gemm = nullptr;    // and Q6_K (packed_q6_k.h)
   Q4_0x16GemmFn f16_2of4x16_gemm = nullptr;  // and F16_2of4 (packed_f16_2of4.h; f32 tokens)
 };
 

@@ -76,6 +76,8 @@ constexpr LayoutInfo kLayouts[] = {
      q8_0_block_terms_sum, 32, 2, &KernelTable::q5_1x16_gemm, scalar::q5_1x16_q8_0_gemm},
     {MatrixLayout::kQ2_Kx16, DType::kQ2_K, q2_kx16_group_bytes, pack_q2_kx16, q2_kx16_row_to_float,
      q8_k_bsum_pairs, 256, 8, &KernelTable::q2_kx16_gemm, scalar::q2_kx16_q8_k_gemm},
+    {MatrixLayout::kQ6_Kx16, DType::kQ6_K, q6_kx16_group_bytes, pack_q6_kx16, q6_kx16_row_to_float,
+     q8_k_bsum_pairs, 256, 8, &KernelTable::q6_kx16_gemm, scalar::q6_kx16_q8_k_gemm},
     {MatrixLayout::kF16_2of4x16, DType::kF16_2of4, f16_2of4x16_group_bytes, pack_f16_2of4x16,
      f16_2of4x16_row_to_float, nullptr, 32, 0, &KernelTable::f16_2of4x16_gemm,
      scalar::f16_2of4x16_f32_gemm},

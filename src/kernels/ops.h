@@ -31,6 +31,7 @@ enum class MatrixLayout : uint8_t {
   kQ5_1x16,
   kQ2_Kx16,       // and Q2_K (packed_q2_k.h)
   kF16_2of4x16,   // and F16_2of4 (packed_f16_2of4.h)
+  kQ6_Kx16,       // and Q6_K (packed_q6_k.h)
 };
 
 // A weight matrix [R, C] in `dtype`. row_bytes is the bytes of one row in the GGUF layout (also
@@ -50,8 +51,8 @@ size_t matrix_bytes(const MatrixRef& w, MatrixLayout layout);
 
 // The layout `table` runs `w` (a kRows matrix) fastest in: kQ4_0x16 / kQ4_Kx16 / kQ8_0x16 /
 // kF16x16 / kQ8_0_2of4x16 / kIQ4_NLx16 / kQ4_1x16 / kQ5_0x16 / kQ5_1x16 / kQ2_Kx16 /
-// kF16_2of4x16 for Q4_0 / Q4_K / Q8_0 / F16 / Q8_0_2of4 / IQ4_NL / Q4_1 / Q5_0 / Q5_1 / Q2_K /
-// F16_2of4 matrices of at least 16 rows
+// kQ6_Kx16 / kF16_2of4x16 for Q4_0 / Q4_K / Q8_0 / F16 / Q8_0_2of4 / IQ4_NL / Q4_1 / Q5_0 /
+// Q5_1 / Q2_K / Q6_K / F16_2of4 matrices of at least 16 rows
 // where the table has the packed kernel, else kRows.
 MatrixLayout preferred_layout(const KernelTable& table, const MatrixRef& w);
 // Writes `w` (kRows) in `layout` to `dst` (matrix_bytes(w, layout), not overlapping w); returns the

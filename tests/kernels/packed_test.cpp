@@ -1,9 +1,9 @@
 // Weights repacked into 16-row groups (packed_q4_0.h with IQ4_NL, packed_legacy.h, packed_q8_0.h,
-// packed_q4_k.h, packed_f16.h), every layout through the same checks: the layout round-trips to the row
-// layout's values, the scalar group kernel agrees with the row kernel's dot, each SIMD group
-// kernel agrees with the scalar one bit for bit whatever the number of tokens (and writes only
-// its outputs), and matmul on a packed matrix (tail rows, a pool, one token alone) matches
-// matmul on the rows.
+// packed_q4_k.h, packed_q2_k.h, packed_q6_k.h, packed_f16.h), every layout through the same
+// checks: the layout round-trips to the row layout's values, the scalar group kernel agrees with
+// the row kernel's dot, each SIMD group kernel agrees with the scalar one bit for bit whatever
+// the number of tokens (and writes only its outputs), and matmul on a packed matrix (tail rows, a
+// pool, one token alone) matches matmul on the rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,7 +41,7 @@ struct Format {
   Q4_0x16GemmFn avx512_gemm;
   std::vector<int64_t> sizes;  // column counts: one block, odd block counts, long rows
   bool needs_vbmi = false;     // the SIMD kernel needs AVX-512 VBMI besides the avx512 set
-  size_t tail_bytes = 0;       // bytes at a block's end kept from the quantizer (Q2_K: d, dmin)
+  size_t tail_bytes = 0;       // bytes at a block's end kept from the quantizer (Q2_K, Q6_K: d...)
 };
 
 const Format kFormats[] = {
@@ -57,6 +57,9 @@ const Format kFormats[] = {
     {"q2_K", DType::kQ2_K, MatrixLayout::kQ2_Kx16, 0, pack_q2_kx16, q2_kx16_row_to_float,
      q2_kx16_group_bytes, q8_k_bsum_pairs, 8, scalar::q2_kx16_q8_k_gemm, avx512::q2_kx16_q8_k_gemm,
      {256, 768, 5632}, false, 4},
+    {"q6_K", DType::kQ6_K, MatrixLayout::kQ6_Kx16, 0, pack_q6_kx16, q6_kx16_row_to_float,
+     q6_kx16_group_bytes, q8_k_bsum_pairs, 8, scalar::q6_kx16_q8_k_gemm, avx512::q6_kx16_q8_k_gemm,
+     {256, 768, 5632}, false, 2},
     {"f16", DType::kF16, MatrixLayout::kF16x16, 0, pack_f16x16, f16x16_row_to_float,
      f16x16_group_bytes, nullptr, 0, scalar::f16x16_f32_gemm, avx512::f16x16_f32_gemm,
      {1, 3, 4, 7, 64, 576, 2051}},
@@ -186,6 +189,7 @@ Q4_0x16GemmFn avx2_gemm_of(DType d) {
     case DType::kF16_2of4: return avx2::f16_2of4x16_f32_gemm;
     case DType::kQ4_K: return avx2::q4_kx16_q8_k_gemm;
     case DType::kQ2_K: return avx2::q2_kx16_q8_k_gemm;
+    case DType::kQ6_K: return avx2::q6_kx16_q8_k_gemm;
     default: return nullptr;
   }
 }
@@ -237,7 +241,7 @@ TEST_P(PackedTest, Avx2GemmIsBitIdenticalToTheReference) {
 
 TEST_P(PackedTest, MatmulOnPackedMatrix) {
   ThreadPool pool(3);
-  const int64_t n = f().dtype == DType::kQ4_K || f().dtype == DType::kQ2_K ? 512 : 96;
+  const int64_t n = dtype_info(f().dtype).block_size == 256 ? 512 : 96;
   for (const KernelTable* table : {&scalar_kernel_table(), &kernel_table()}) {
     for (int64_t R : {16, 37, 64}) {
       const int64_t T = 11;
@@ -324,6 +328,7 @@ TEST(PackedMatmul, PreferredLayout) {
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ5_0, nullptr, 64, 64, 44}), MatrixLayout::kQ5_0x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ5_1, nullptr, 64, 64, 48}), MatrixLayout::kQ5_1x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ2_K, nullptr, 64, 256, 84}), MatrixLayout::kQ2_Kx16);
+  EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ6_K, nullptr, 64, 256, 210}), MatrixLayout::kQ6_Kx16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF16_2of4, nullptr, 64, 64, 72}), MatrixLayout::kF16_2of4x16);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kF32, nullptr, 64, 64, 256}), MatrixLayout::kRows);
   EXPECT_EQ(preferred_layout(s, MatrixRef{DType::kQ8_0_2of4, nullptr, 64, 64, 44}), MatrixLayout::kQ8_0_2of4x16);
@@ -342,6 +347,7 @@ TEST(PackedMatmul, PreferredLayout) {
     EXPECT_EQ(k.f16_2of4x16_gemm, avx2_gemm_of(DType::kF16_2of4));
     EXPECT_EQ(k.q4_kx16_gemm, avx2_gemm_of(DType::kQ4_K));
     EXPECT_EQ(k.q2_kx16_gemm, avx2_gemm_of(DType::kQ2_K));
+    EXPECT_EQ(k.q6_kx16_gemm, avx2_gemm_of(DType::kQ6_K));
   }
   if (isa == "avx512") {
     EXPECT_EQ(kernel_table().q8_0_2of4x16_gemm, cpu_features().avx512_vbmi ? avx512vbmi::q8_0_2of4x16_q8_0_gemm

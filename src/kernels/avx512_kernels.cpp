@@ -444,14 +444,12 @@ void q8_0x16_tile(const uint8_t* q, int64_t nb, const std::byte* x, size_t x_row
 
 // A tile of one packed F16x16 group (packed_f16.h) against T f32 tokens: per column one
 // conversion gives 16 rows' weights, met by each token's broadcast x[k] in one FMA into the
-// token's accumulator k % 4. The numerics of scalar::f16x16_f32_gemm exactly.
+// token's accumulator k % 2. The numerics of scalar::f16x16_f32_gemm exactly.
 template <int T, bool kInterleaved = false>
 void f16x16_tile(const uint8_t* q, int64_t n, const std::byte* x, size_t x_row_bytes, float* y,
                  int64_t y_stride) {
-  __m512 acc[T][4];
-  for (int t = 0; t < T; ++t) {
-    for (int j = 0; j < 4; ++j) acc[t][j] = _mm512_setzero_ps();
-  }
+  __m512 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
   const float* xt[T];
   for (int t = 0; t < T; ++t) xt[t] = reinterpret_cast<const float*>(x + t * x_row_bytes);
   // No software prefetch, unlike the quantized decode tiles: a group is one contiguous stream
@@ -463,7 +461,7 @@ void f16x16_tile(const uint8_t* q, int64_t n, const std::byte* x, size_t x_row_b
       const __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (k + j) * 32)));
       for (int t = 0; t < T; ++t) {
         const float xv = kInterleaved ? xt[0][k * T + t * 4 + j] : xt[t][k + j];
-        acc[t][j] = _mm512_fmadd_ps(w, _mm512_set1_ps(xv), acc[t][j]);
+        acc[t][j & 1] = _mm512_fmadd_ps(w, _mm512_set1_ps(xv), acc[t][j & 1]);
       }
     }
   }
@@ -471,13 +469,10 @@ void f16x16_tile(const uint8_t* q, int64_t n, const std::byte* x, size_t x_row_b
     const __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k * 32)));
     for (int t = 0; t < T; ++t) {
       const float xv = kInterleaved ? xt[0][(n & ~int64_t{3}) * T + t * (n & 3) + (k & 3)] : xt[t][k];
-      acc[t][k % 4] = _mm512_fmadd_ps(w, _mm512_set1_ps(xv), acc[t][k % 4]);
+      acc[t][k % 2] = _mm512_fmadd_ps(w, _mm512_set1_ps(xv), acc[t][k % 2]);
     }
   }
-  for (int t = 0; t < T; ++t) {
-    _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]),
-                                                     _mm512_add_ps(acc[t][2], acc[t][3])));
-  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
 // A tile of one packed Q4_Kx16 group (packed_q4_k.h) against T Q8_K tokens. Per sub-block the

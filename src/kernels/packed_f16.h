@@ -7,9 +7,12 @@
 // Layout of one group: n_cols columns of 16 f16 (32 bytes, lane order), the same bytes as 16
 // GGUF rows; rows past the last whole group follow in the row layout.
 //
-// Numerics: per output (row l, token t) four f32 accumulators, column k into accumulator k % 4
-// with a fused multiply-add, summed as (a0 + a1) + (a2 + a3): the same arithmetic whatever the
-// number of tokens (decode and prefill agree bit for bit), scalar reference and SIMD alike.
+// Numerics: per output (row l, token t) two f32 accumulators, column k into accumulator k % 2
+// with a fused multiply-add, summed as a0 + a1: the same arithmetic whatever the number of tokens
+// (decode and prefill agree bit for bit), scalar reference and SIMD alike. Two, not four: an
+// AVX2 prefill tile then holds 3 tokens x both 8-row halves x 2 chains in 12 of its 16 registers
+// (with four, 2 tokens over one half, and a shuffle per FMA); two chains per 16 rows still cover
+// the FMA latency in decode (avx2_packed_f16.cpp, avx512_kernels.cpp).
 // Against f16_vec_dot outputs differ by float rounding only.
 // Thread-safety: pure functions.
 #pragma once

@@ -383,7 +383,9 @@ TEST_P(ArchReferenceTest, ObserverSeesEveryMatmul) {
   const size_t per_layer = GetParam().fused ? 4 : 7;  // qkv, output, gate+up, down
   ASSERT_EQ(names.seen.size(), per_layer * GetParam().n_layers + 1);
   EXPECT_EQ(names.seen[0], GetParam().fused ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight");
-  if (GetParam().fused) EXPECT_EQ(names.seen[2], "blk.0.ffn_up.weight");
+  if (GetParam().fused) {
+    EXPECT_EQ(names.seen[2], "blk.0.ffn_up.weight");
+  }
   EXPECT_EQ(names.seen.back(), GetParam().tied ? "token_embd.weight" : "output.weight");
 }
 

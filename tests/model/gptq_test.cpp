@@ -98,7 +98,9 @@ TEST(Gptq, UncorrelatedInputsRoundEachWeightToTheNearestLevelOfTheWeightedScales
             << kernels::dtype_name(t) << " row " << r << " col " << j;
       }
     }
-    if (t == DType::kIQ4_NL) EXPECT_EQ(got, want);
+    if (t == DType::kIQ4_NL) {
+      EXPECT_EQ(got, want);
+    }
   }
 }
 

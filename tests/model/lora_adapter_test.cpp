@@ -212,8 +212,8 @@ TEST_F(LoraAdapterTest, NeoxFamiliesKeepTheCheckpointsRowOrder) {
         ASSERT_NE(x, nullptr) << target;
         const std::vector<float>& b = piece(layer, i).b_hf;  // n_out x rank, HF's row order
         std::vector<float> bt(b.size());
-        for (int64_t o = 0; o < x->n_out; ++o) {
-          for (int64_t k = 0; k < x->rank; ++k) bt[k * x->n_out + o] = b[o * x->rank + k];
+        for (int64_t r = 0; r < x->n_out; ++r) {
+          for (int64_t k = 0; k < x->rank; ++k) bt[k * x->n_out + r] = b[r * x->rank + k];
         }
         EXPECT_EQ(x->bt, bt) << arch << " " << target;
       }

@@ -86,7 +86,7 @@ class LoraForwardTest : public ::testing::TestWithParam<const char*> {
       auto lora = load_lora_adapter(path, *base_file_);
       ASSERT_TRUE(lora.is_ok()) << lora.status().to_string();
       auto shared = std::make_shared<const LoraAdapter>(std::move(*lora));
-      for (const LoraMatrix& m : shared->matrices) ASSERT_EQ(m.dtype, dtype) << m.target;
+      for (const LoraMatrix& lm : shared->matrices) ASSERT_EQ(lm.dtype, dtype) << lm.target;
       ASSERT_TRUE(model_->set_adapter(a, shared).is_ok());
       const std::string merged = dir_.file(fmt::format("m{}.gguf", a));
       ASSERT_TRUE(merge_lora(*base_file_, *shared, merged).is_ok());

@@ -6,7 +6,8 @@
 
 namespace tessera::device::cl_source {
 
-extern const char kMatmul[];  // cl/matmul.cl: matmul_f32, matmul_f16, matmul_q8_0, matmul_q4_0
-extern const char kOps[];     // cl/ops.cl: rmsnorm, softmax, silu_mul, rope
+// cl/matmul.cl: matmul_f32, matmul_f16, matmul_q8_0, matmul_q4_0, matmul_q4_k, matmul_q6_k
+extern const char kMatmul[];
+extern const char kOps[];  // cl/ops.cl: rmsnorm, softmax, silu_mul, rope
 
 }  // namespace tessera::device::cl_source

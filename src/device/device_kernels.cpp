@@ -38,7 +38,7 @@ Status check_int(int64_t v, const char* what) {
 
 bool DeviceKernels::supports(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kQ8_0 ||
-         dtype == DType::kQ4_0;
+         dtype == DType::kQ4_0 || dtype == DType::kQ4_K || dtype == DType::kQ6_K;
 }
 
 Result<DeviceKernels> DeviceKernels::build(const Device& device) {
@@ -58,13 +58,15 @@ Result<DeviceKernels> DeviceKernels::build(const Device& device) {
   TS_ASSIGN_OR_RETURN(k.matmul_f16_, k.matmul_program_.kernel("matmul_f16"));
   TS_ASSIGN_OR_RETURN(k.matmul_q8_0_, k.matmul_program_.kernel("matmul_q8_0"));
   TS_ASSIGN_OR_RETURN(k.matmul_q4_0_, k.matmul_program_.kernel("matmul_q4_0"));
+  TS_ASSIGN_OR_RETURN(k.matmul_q4_k_, k.matmul_program_.kernel("matmul_q4_k"));
+  TS_ASSIGN_OR_RETURN(k.matmul_q6_k_, k.matmul_program_.kernel("matmul_q6_k"));
   TS_ASSIGN_OR_RETURN(k.rmsnorm_, k.ops_program_.kernel("rmsnorm"));
   TS_ASSIGN_OR_RETURN(k.softmax_, k.ops_program_.kernel("softmax"));
   TS_ASSIGN_OR_RETURN(k.silu_mul_, k.ops_program_.kernel("silu_mul"));
   TS_ASSIGN_OR_RETURN(k.rope_, k.ops_program_.kernel("rope"));
   // A kernel may need more registers than the device's work-group maximum allows.
   for (const Kernel* kernel : {&k.matmul_f32_, &k.matmul_f16_, &k.matmul_q8_0_, &k.matmul_q4_0_,
-                               &k.rmsnorm_, &k.softmax_}) {
+                               &k.matmul_q4_k_, &k.matmul_q6_k_, &k.rmsnorm_, &k.softmax_}) {
     if (kernel->max_work_group_size() < static_cast<size_t>(k.wg_)) {
       return unsupported(fmt::format("device kernel {} runs at most {} work-items per group on {}; "
                                      "it is built for {}",
@@ -82,8 +84,11 @@ Status DeviceKernels::matmul(const DeviceMatrix& w, const Buffer& x, int64_t n_t
     case DType::kF16: kernel = &matmul_f16_; break;
     case DType::kQ8_0: kernel = &matmul_q8_0_; break;
     case DType::kQ4_0: kernel = &matmul_q4_0_; break;
+    case DType::kQ4_K: kernel = &matmul_q4_k_; break;
+    case DType::kQ6_K: kernel = &matmul_q6_k_; break;
     default:
-      return invalid_argument(fmt::format("no device matmul for {} weights (F32, F16, Q8_0, Q4_0)",
+      return invalid_argument(fmt::format("no device matmul for {} weights (F32, F16, Q8_0, Q4_0, "
+                                          "Q4_K, Q6_K)",
                                           kernels::dtype_name(w.dtype)));
   }
   const auto& info = kernels::dtype_info(w.dtype);

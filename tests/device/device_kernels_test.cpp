@@ -1,7 +1,7 @@
 // The device kernels against the CPU's scalar references on the OpenCL device (PoCL in CI):
-// matmul for F32, F16, Q8_0 and Q4_0 weights (one token and tiles of several, shapes that are
-// not multiples of the work-group or the token tile), rmsnorm, silu_mul, rope (normal and NeoX)
-// and softmax, each within a tolerance stated beside it; and the matmul's refusals.
+// matmul for F32, F16, Q8_0, Q4_0, Q4_K and Q6_K weights (one token and tiles of several, shapes
+// that are not multiples of the work-group or the token tile), rmsnorm, silu_mul, rope (normal and
+// NeoX) and softmax, each within a tolerance stated beside it; and the matmul's refusals.
 //
 // Tolerances: device and reference both sum in f32, in different orders, so neither is exact.
 // For a sum of n rounded terms the textbook bound is |fl(s) - s| <= n u sum|terms| (u = 2^-24),
@@ -13,12 +13,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "device_fixture.h"
 #include "tessera/base/rng.h"
 #include "tessera/device/device_kernels.h"
 #include "tessera/kernels/dtype.h"
+#include "tessera/kernels/half.h"
+#include "tessera/kernels/kquant_blocks.h"
+#include "tessera/kernels/kquants.h"
 #include "tessera/kernels/ops.h"
 #include "tessera/kernels/scalar_kernels.h"
 
@@ -64,6 +68,8 @@ Scalar scalar_row(DType t) {
     case DType::kF32: return {s::f32_from_float, s::f32_to_float, s::f32_dot};
     case DType::kF16: return {s::f16_from_float, s::f16_to_float, s::f16_dot};
     case DType::kQ8_0: return {s::q8_0_from_float, s::q8_0_to_float, s::q8_0_dot};
+    case DType::kQ4_K: return {s::q4_k_from_float, s::q4_k_to_float, s::q4_k_dot};
+    case DType::kQ6_K: return {s::q6_k_from_float, s::q6_k_to_float, s::q6_k_dot};
     default: return {s::q4_0_from_float, s::q4_0_to_float, s::q4_0_dot};
   }
 }
@@ -72,8 +78,42 @@ struct Shape {
   int64_t rows, cols, tokens;
 };
 
+// R rows of C weights of type t. Q4_K and Q6_K: random bytes, every one of which is a valid level,
+// 6-bit or int8 scale (so every bit of the packing is exercised, more than a quantizer's output
+// would), with each super-block's f16 d (and Q4_K's dmin) then set to a random value that keeps
+// the weights near [-1, 1]. Other types: random floats in [-1, 1] quantized by from_float.
+std::vector<std::byte> random_weights(DType t, Rng& rng, int64_t rows, int64_t cols) {
+  const size_t row_bytes = kernels::dtype_row_bytes(t, cols);
+  std::vector<std::byte> w(row_bytes * static_cast<size_t>(rows));
+  if (t == DType::kQ4_K || t == DType::kQ6_K) {
+    for (std::byte& b : w) b = static_cast<std::byte>(rng.next_u64());
+    // Writes a random f16 in [lo, hi) at byte `offset` of block i.
+    const size_t block_bytes = static_cast<size_t>(kernels::dtype_info(t).block_bytes);
+    const auto set_f16 = [&](size_t i, size_t offset, double lo, double hi) {
+      const uint16_t h = kernels::f32_to_f16(static_cast<float>(lo + (hi - lo) * rng.uniform()));
+      std::memcpy(w.data() + i * block_bytes + offset, &h, sizeof(h));
+    };
+    for (size_t i = 0; i < w.size() / block_bytes; ++i) {
+      if (t == DType::kQ4_K) {
+        set_f16(i, offsetof(kernels::BlockQ4_K, d), 0.2e-3, 2e-3);     // |d sc q| <= 945 d < 2
+        set_f16(i, offsetof(kernels::BlockQ4_K, dmin), 0.2e-3, 1e-2);  // dmin m <= 63 dmin < 1
+      } else {
+        set_f16(i, offsetof(kernels::BlockQ6_K, d), 0.5e-4, 5e-4);  // |d sc (q - 32)| <= 4096 d
+      }
+    }
+    return w;
+  }
+  const std::vector<float> wf = random_floats(rng, static_cast<size_t>(rows * cols), -1, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    scalar_row(t).from_float(wf.data() + r * cols, w.data() + r * row_bytes, cols);
+  }
+  return w;
+}
+
 // Y = W X on the device against scalar *_dot per output, within 2 n u sum|w x| with n = C + C/32
-// + 2 (products, per-block sums, scales, the total). Records the largest error in units of that
+// + 2 (products, per-block sums, scales, the total). Q4_K and Q6_K: both sides first decode the
+// same f32 weights (the device with the reference's operations, unfused), so only the products
+// and sums round differently, well within that n. Records the largest error in units of the
 // bound as a test property (in the XML report).
 void check_matmul(DType t, const Shape& s, uint64_t seed) {
   SCOPED_TRACE(::testing::Message() << kernels::dtype_name(t) << " R=" << s.rows << " C=" << s.cols
@@ -81,11 +121,7 @@ void check_matmul(DType t, const Shape& s, uint64_t seed) {
   Rng rng(seed);
   const Scalar ref = scalar_row(t);
   const size_t row_bytes = kernels::dtype_row_bytes(t, s.cols);
-  const std::vector<float> wf = random_floats(rng, static_cast<size_t>(s.rows * s.cols), -1, 1);
-  std::vector<std::byte> w(row_bytes * static_cast<size_t>(s.rows));
-  for (int64_t r = 0; r < s.rows; ++r) {
-    ref.from_float(wf.data() + r * s.cols, w.data() + r * row_bytes, s.cols);
-  }
+  const std::vector<std::byte> w = random_weights(t, rng, s.rows, s.cols);
   const std::vector<float> x = random_floats(rng, static_cast<size_t>(s.tokens * s.cols), -2, 2);
   Buffer wb = upload(w.data(), w.size());
   Buffer xb = upload(x);
@@ -123,6 +159,10 @@ const Shape kQuantShapes[] = {{1, 32, 1},   {67, 96, 1},   {37, 160, 3},
                               {130, 416, 4}, {19, 2080, 9}, {3, 4096, 2}};
 // Float weights also take columns that are no multiple of 32.
 const Shape kFloatShapes[] = {{5, 37, 1}, {66, 131, 6}};
+// k-quants: one super-block (fewer 32-value pieces than work-items), two, and eleven (2,816: a
+// piece count that is no multiple of the work-group).
+const Shape kKQuantShapes[] = {{1, 256, 1},   {67, 256, 5},  {37, 512, 3},
+                               {130, 512, 4}, {19, 2816, 9}, {3, 2816, 1}};
 
 TEST(DeviceMatmulTest, MatchesScalarReferenceForEveryDType) {
   TS_DEVICE_OR_SKIP();
@@ -134,6 +174,10 @@ TEST(DeviceMatmulTest, MatchesScalarReferenceForEveryDType) {
       for (const Shape& s : kFloatShapes) check_matmul(t, s, seed++);
     }
   }
+  for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
+    ASSERT_TRUE(DeviceKernels::supports(t));
+    for (const Shape& s : kKQuantShapes) check_matmul(t, s, seed++);
+  }
 }
 
 TEST(DeviceMatmulTest, RefusesWhatItCannotRun) {
@@ -142,12 +186,18 @@ TEST(DeviceMatmulTest, RefusesWhatItCannotRun) {
   Buffer x = upload(std::vector<float>(64 * 4, 1.0f));
   auto y = dev().alloc(64 * 4 * sizeof(float));
   ASSERT_TRUE(y.is_ok());
-  EXPECT_FALSE(DeviceKernels::supports(DType::kQ4_K));
-  Status s = dk().matmul({DType::kQ4_K, &w, 1, 256}, x, 1, *y);
+  EXPECT_FALSE(DeviceKernels::supports(DType::kQ5_K));
+  Status s = dk().matmul({DType::kQ5_K, &w, 1, 256}, x, 1, *y);
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("q4_K"), std::string::npos) << s.message();
-  // Q8_0 columns must be whole blocks.
+  EXPECT_NE(s.message().find("q5_K"), std::string::npos) << s.message();
+  EXPECT_FALSE(DeviceKernels::supports(DType::kIQ4_NL));
+  EXPECT_EQ(dk().matmul({DType::kIQ4_NL, &w, 1, 32}, x, 1, *y).code(),
+            ErrorCode::kInvalidArgument);
+  // Columns must be whole blocks: 32 values for Q8_0, 256 for the k-quants.
   EXPECT_EQ(dk().matmul({DType::kQ8_0, &w, 2, 48}, x, 1, *y).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(dk().matmul({DType::kQ4_K, &w, 1, 64}, x, 1, *y).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(dk().matmul({DType::kQ6_K, &w, 1, 128}, x, 1, *y).code(),
+            ErrorCode::kInvalidArgument);
   // Buffers too small for the shape: weights, input, output.
   EXPECT_EQ(dk().matmul({DType::kF32, &w, 65, 64}, x, 1, *y).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(dk().matmul({DType::kF32, &w, 64, 64}, x, 5, *y).code(), ErrorCode::kInvalidArgument);

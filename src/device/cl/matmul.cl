@@ -4,13 +4,17 @@
 //
 // Launch: global (R * TS_WG, ceil(T / TS_TILE)), local (TS_WG, 1). Work-group (r, tt) computes
 // row r for tokens tt * TS_TILE .. +TS_TILE: its TS_WG work-items stride over the row (values
-// for F32/F16, 32-value blocks for Q8_0/Q4_0), each weight is read once for all the tile's
-// tokens, and the partial sums meet in a tree reduction in local memory. TS_WG (a power of two)
-// and TS_TILE are build options.
+// for F32/F16, 32-value blocks for Q8_0/Q4_0, 32-value pieces of the 256-value super-blocks for
+// Q4_K/Q6_K, so that a row of one super-block still spreads over 8 work-items), each weight is
+// read (and decoded) once for all the tile's tokens, and the partial sums meet in a tree
+// reduction in local memory. TS_WG (a power of two) and TS_TILE are build options.
 //
 // Numerics: f32 products and sums in another order than the references' (each work-item's
-// strided sum, then the tree); per quantized block, as the reference, the block's integer
-// levels times x are summed first and scaled by d after.
+// strided sum, then the tree). Q8_0/Q4_0, as their references: per block, the integer levels
+// times x are summed first and scaled by d after. Q4_K/Q6_K, as theirs (kernels::scalar::
+// q4_k_dot, q6_k_dot): each weight is first decoded to f32 with the same operations in the same
+// order (no contraction into an FMA), so the decoded weights equal the CPU's bit for bit, then
+// multiplied by x and summed.
 
 #define QK 32
 
@@ -120,6 +124,111 @@ __kernel void matmul_q4_0(__global const uchar* w, ulong row_bytes, __global con
         s += (float)((int)(q[j] >> 4) - 8) * xb[j + QK / 2];
       }
       acc[t] += d * s;
+    }
+  }
+  for (int t = 0; t < TS_TILE; ++t) partial[t * TS_WG + lid] = acc[t];
+  reduce_tile(partial, lid);
+  store_tile(partial, y, r, R, t0, T, lid);
+}
+
+// ---- k-quants: 256-value super-blocks (src/kernels/kquant_blocks.h has the layouts) ----------
+// A work-item takes 32-value piece u of the row: super-block u / KQ_PIECES, piece
+// j = u % KQ_PIECES in it.
+
+#define QK_K 256
+#define KQ_PIECES (QK_K / QK)
+
+// Q4_K block (144 bytes): f16 d, f16 dmin, 12 bytes of packed 6-bit (scale, min) pairs, 128
+// bytes of 4-bit levels; piece j's values are d * sc[j] * q - dmin * m[j], q in 0..15, and its
+// levels are the low (j even) or high (j odd) nibbles of qs[32 * (j / 2) ..].
+// Piece j's (scale, min) from the packed field, as kernels::unpack_scale_min.
+inline int2 q4_k_scale_min(__global const uchar* packed, int j) {
+  if (j < 4) return (int2)(packed[j] & 63, packed[j + 4] & 63);
+  return (int2)((packed[j + 4] & 15) | ((packed[j - 4] >> 6) << 4),
+                  (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4));
+}
+
+// The 32 f32 values of piece j of a Q4_K block, as kernels::scalar::q4_k_to_float computes them.
+inline void q4_k_decode(__global const uchar* blk, int j, float* out) {
+#pragma OPENCL FP_CONTRACT OFF
+  const float d = vload_half(0, (__global const half*)blk);
+  const float dmin = vload_half(1, (__global const half*)blk);
+  const int2 sm = q4_k_scale_min(blk + 4, j);
+  const float step = d * (float)sm.x;
+  const float offset = dmin * (float)sm.y;
+  __global const uchar* q = blk + 16 + 32 * (j / 2);
+  const int shift = 4 * (j & 1);
+  for (int l = 0; l < QK; ++l) {
+    const float scaled = step * (float)((q[l] >> shift) & 15);
+    out[l] = scaled - offset;
+  }
+}
+
+// Q6_K block (210 bytes): 128 bytes ql (low 4 bits), 64 bytes qh (high 2 bits), 16 int8 scales
+// (one per 16 values), f16 d; values are d * scales[e / 16] * (q - 32), q in 0..63. Piece j is
+// quarter k = j % 4 of half h = j / 4: for l < 32, the low (k < 2) or high nibble of
+// ql[64h + 32 (k % 2) + l] and bits 2k, 2k + 1 of qh[32h + l].
+// The 32 f32 values of piece j, as kernels::scalar::q6_k_to_float computes them.
+inline void q6_k_decode(__global const uchar* blk, int j, float* out) {
+#pragma OPENCL FP_CONTRACT OFF
+  const int h = j / 4;
+  const int k = j % 4;
+  const float d = vload_half(0, (__global const half*)(blk + 208));
+  __global const char* sc = (__global const char*)(blk + 192) + 8 * h + 2 * k;
+  __global const uchar* ql = blk + 64 * h + 32 * (k & 1);
+  __global const uchar* qh = blk + 128 + 32 * h;
+  const int lo_shift = 4 * (k >> 1);
+  const int hi_shift = 2 * k;
+  for (int l = 0; l < QK; ++l) {
+    const int q = ((ql[l] >> lo_shift) & 15) | (((qh[l] >> hi_shift) & 3) << 4);
+    const float step = d * (float)sc[l / 16];
+    out[l] = step * (float)(q - 32);
+  }
+}
+
+__kernel void matmul_q4_k(__global const uchar* w, ulong row_bytes, __global const float* x,
+                          __global float* y, int R, int C, int T) {
+  __local float partial[TS_TILE * TS_WG];
+  const int r = get_group_id(0);
+  const int lid = get_local_id(0);
+  const int t0 = get_group_id(1) * TS_TILE;
+  const int nt = min(TS_TILE, T - t0);
+  __global const uchar* wr = w + (ulong)r * row_bytes;
+  float acc[TS_TILE];
+  for (int t = 0; t < TS_TILE; ++t) acc[t] = 0.0f;
+  float wv[QK];
+  for (int u = lid; u < C / QK; u += TS_WG) {
+    q4_k_decode(wr + (ulong)(u / KQ_PIECES) * 144, u % KQ_PIECES, wv);  // once for the tile
+    for (int t = 0; t < nt; ++t) {
+      __global const float* xp = x + (ulong)(t0 + t) * C + (ulong)u * QK;
+      float s = 0.0f;
+      for (int l = 0; l < QK; ++l) s += wv[l] * xp[l];
+      acc[t] += s;
+    }
+  }
+  for (int t = 0; t < TS_TILE; ++t) partial[t * TS_WG + lid] = acc[t];
+  reduce_tile(partial, lid);
+  store_tile(partial, y, r, R, t0, T, lid);
+}
+
+__kernel void matmul_q6_k(__global const uchar* w, ulong row_bytes, __global const float* x,
+                          __global float* y, int R, int C, int T) {
+  __local float partial[TS_TILE * TS_WG];
+  const int r = get_group_id(0);
+  const int lid = get_local_id(0);
+  const int t0 = get_group_id(1) * TS_TILE;
+  const int nt = min(TS_TILE, T - t0);
+  __global const uchar* wr = w + (ulong)r * row_bytes;
+  float acc[TS_TILE];
+  for (int t = 0; t < TS_TILE; ++t) acc[t] = 0.0f;
+  float wv[QK];
+  for (int u = lid; u < C / QK; u += TS_WG) {
+    q6_k_decode(wr + (ulong)(u / KQ_PIECES) * 210, u % KQ_PIECES, wv);  // once for the tile
+    for (int t = 0; t < nt; ++t) {
+      __global const float* xp = x + (ulong)(t0 + t) * C + (ulong)u * QK;
+      float s = 0.0f;
+      for (int l = 0; l < QK; ++l) s += wv[l] * xp[l];
+      acc[t] += s;
     }
   }
   for (int t = 0; t < TS_TILE; ++t) partial[t * TS_WG + lid] = acc[t];

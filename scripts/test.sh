@@ -3,9 +3,8 @@
 #   1. Release (GCC, -O3; what run.sh builds): build everything, run every test
 #   2. the kernel and model tests again with forced-scalar kernels
 #   3. ASan + UBSan (clang, -O1): every test but the real-daemon ones (label daemon), and in the
-#      same build the libFuzzer targets, each fuzzed for a short run
+#      same build the libFuzzer targets, each fuzzed for a short run (while the TSan build starts)
 #   4. TSan (clang, -O1): the engine, server, fleet and cluster-controller tests (the threaded parts)
-# The ASan build runs beside stages 1-2's tests and the TSan build beside stage 3's, at nice 19.
 # Every stage is timed; the times are printed as they end and in a table at the end.
 #   scripts/test.sh            everything
 #   scripts/test.sh quick      Release tests only
@@ -37,60 +36,47 @@ print_summary() {
   printf '%-58s %5d s\n' "total" $(( $(date +%s) - t_start ))
 }
 
+trap 'status=$?; [ $status -eq 0 ] || { echo "== FAILED in stage: $stage_name"; print_summary; }' EXIT
+
 stage "dependencies"
 ./scripts/install-deps.sh
 
-# Each build after the first starts at the lowest priority (nice 19) beside the test stage before
-# it, taking the CPU time the tests leave idle (they wait on sockets, subprocesses and timers),
-# and goes on alone once they are done. Test stages run one process per test binary
-# (scripts/ctest-by-binary.py: a process per test case costs 0.1-0.3 s to start under the
-# sanitizers, and there are ~1,300 cases).
-background=()
-in_background() {  # NAME LOG COMMAND...: runs COMMAND in its own process group
-  local log="$2"; shift 2
-  setsid nice -n 19 "$@" >"$log" 2>&1 &
-  background+=("$!")
-}
-wait_background() {  # PID LOG: the build's status; its log's tail if it failed
-  if ! wait "$1"; then
-    tail -n 100 "$2"
-    exit 1
-  fi
-  tail -n 1 "$2"
-}
-trap 'status=$?; for p in "${background[@]}"; do kill -- "-$p" 2>/dev/null || true; done
-      [ $status -eq 0 ] || { echo "== FAILED in stage: $stage_name"; print_summary; }' EXIT
-
+# Test stages run one process per test binary (scripts/ctest-by-binary.py: a process per test
+# case costs 0.1-0.3 s to start under the sanitizers, and there are ~1,300 cases). Builds do not
+# run beside test stages (they did in cold run 7: the tests ran twice as long, and a wall-clock
+# bound failed; docs/CI.md), only beside the fuzzers, which use one core.
 stage "release build (GCC -O3, unity batches)"
 ./scripts/build.sh release
-if [ "$mode" != quick ]; then
-  mkdir -p build
-  in_background asan build/asan-build.log ./scripts/build.sh asan
-  asan_build=$!
-fi
-stage "release tests${asan_build:+ (the ASan+UBSan build beside them)}"
+stage "release tests"
 python3 scripts/ctest-by-binary.py build/release "$jobs"
 stage "release tests with forced-scalar kernels (labels kernel, model)"
 TESSERA_FORCE_SCALAR=1 python3 scripts/ctest-by-binary.py build/release "$jobs" -L "kernel|model"
 if [ "$mode" = quick ]; then print_summary; exit 0; fi
 
-stage "the rest of the ASan+UBSan build (clang -O1; tests and fuzz targets)"
-wait_background "$asan_build" build/asan-build.log
-# The TSan build (the threaded parts' tests) goes beside the ASan tests and the fuzzers.
-in_background tsan build/tsan-build.log ./scripts/build.sh tsan engine_tests serve_http_tests \
-  serve_engine_tests serve_fleet_tests fleet_manager_tests fleet_controller_tests \
-  cluster_controller_tests
-tsan_build=$!
-stage "ASan+UBSan tests (all but label daemon: the real-daemon tests run in Release), the TSan build beside them"
+stage "ASan+UBSan build (clang -O1; tests and fuzz targets)"
+./scripts/build.sh asan
+stage "ASan+UBSan tests (all but label daemon: the real-daemon tests run in Release)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   python3 scripts/ctest-by-binary.py build/asan "$jobs" -LE daemon
-# The fuzzers run one process at a time, on one core.
-stage "fuzzers (the ASan build's libFuzzer targets), the TSan build beside them"
-TESSERA_FUZZ_BUILD_DIR="$PWD/build/asan" ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-24}"
-stage "the rest of the TSan build"
+# The fuzzers run one process at a time, on one core: the TSan build takes the other, at the
+# lowest priority (nice 19), and goes on alone once they are done.
+stage "fuzzers (the ASan build's libFuzzer targets), the TSan build (clang -O1) beside them"
+setsid nice -n 19 ./scripts/build.sh tsan engine_tests serve_http_tests serve_engine_tests \
+  serve_fleet_tests fleet_manager_tests fleet_controller_tests cluster_controller_tests \
+  >build/tsan-build.log 2>&1 &
+tsan_build=$!
+if ! TESSERA_FUZZ_BUILD_DIR="$PWD/build/asan" ./scripts/fuzz.sh "${TESSERA_FUZZ_SECONDS:-24}"; then
+  kill -- "-$tsan_build" 2>/dev/null || true  # its own process group (setsid)
+  exit 1
+fi
+stage "the rest of the TSan build (the threaded parts' tests)"
 # (The binary-level curl/npm integration tests run in the Release and ASan stages; fleet_tests'
 # memory-tier checks read the resident set, which TSan's shadow memory distorts.)
-wait_background "$tsan_build" build/tsan-build.log
+if ! wait "$tsan_build"; then
+  tail -n 100 build/tsan-build.log
+  exit 1
+fi
+tail -n 1 build/tsan-build.log
 stage "TSan tests (labels engine, server, fleet)"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   python3 scripts/ctest-by-binary.py build/tsan "$jobs" -L "engine|server|fleet" -E "_integration$"

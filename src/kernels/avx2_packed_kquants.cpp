@@ -30,7 +30,7 @@ namespace {
 
 // How far ahead (bytes) a decode tile prefetches its group into L2: the AVX-512 tiles' distance
 // (avx512_kernels.cpp kPackedPrefetchBytes, measured on TinyLlama decode). Kept because it
-// measured faster here too (kernel_bench TESSERA_ISA=avx2 R2048xC5632 T1/cold/packed16, Zen 4,
+// measured faster here too (kernel_bench TESSERA_ISA=avx2 R2048xC5632 T1/cold/packed16, the Zen 5 VM,
 // 2 busy cores, CPU-time medians of 3, two alternating rounds): Q4_K 206-274 us against 537-542
 // without, Q2_K 220-228 against 275-367.
 constexpr int kPrefetchBytes = 12 * 576;

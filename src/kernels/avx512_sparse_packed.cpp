@@ -15,7 +15,7 @@
 namespace tessera::kernels {
 namespace {
 
-// 12 blocks ahead (6.9 KB), the dense F16x16 tile's distance in bytes (avx512_kernels.cpp).
+// 12 blocks ahead (6.9 KB), the dense F16x16 tile's distance in bytes (avx512_packed.cpp).
 constexpr int kPrefetchBytes = 12 * 576;
 
 template <int T>

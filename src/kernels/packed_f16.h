@@ -12,7 +12,7 @@
 // (decode and prefill agree bit for bit), scalar reference and SIMD alike. Two, not four: an
 // AVX2 prefill tile then holds 3 tokens x both 8-row halves x 2 chains in 12 of its 16 registers
 // (with four, 2 tokens over one half, and a shuffle per FMA); two chains per 16 rows still cover
-// the FMA latency in decode (avx2_packed_f16.cpp, avx512_kernels.cpp).
+// the FMA latency in decode (avx2_packed_f16.cpp, avx512_packed.cpp).
 // Against f16_vec_dot outputs differ by float rounding only.
 // Thread-safety: pure functions.
 #pragma once

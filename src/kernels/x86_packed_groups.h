@@ -1,5 +1,5 @@
 // The loop over a packed matrix's 16-row groups and its tokens, kMax tokens per tile, for the
-// x86 packed-layout kernels (avx512_kernels.cpp, avx2_packed_*.cpp): a layout's Tile<T>::run(q,
+// x86 packed-layout kernels (avx512_packed.cpp, avx2_packed_*.cpp): a layout's Tile<T>::run(q,
 // n, x, x_row_bytes, aux, y, y_stride) computes one group's 16 outputs for T tokens. Not a public
 // header: each including file gets its own internal copy compiled with its own flags.
 #pragma once

@@ -31,6 +31,20 @@ struct DeviceMatrix {
   int64_t n_cols = 0;            // C, a multiple of the dtype's block size
 };
 
+// K and V of every layer in device memory, in KvCache's layout (model/kv_cache.h):
+// [layer][block][position in block][kv_dim], f16 (stored as IEEE half, round-to-nearest-even
+// as kernels::fp32_to_fp16) or f32. Row (layer, block, i) of K starts at value
+// ((layer * n_blocks + block) * block_size + i) * kv_dim.
+struct DeviceKvPool {
+  kernels::DType dtype = kernels::DType::kF16;  // kF16 or kF32
+  Buffer* k = nullptr;                          // not owned
+  Buffer* v = nullptr;
+  int64_t n_layers = 0;
+  int64_t n_blocks = 0;
+  int64_t block_size = 0;
+  int64_t kv_dim = 0;
+};
+
 enum class RopeStyle : uint8_t {
   kNormal,  // pairs (x[2i], x[2i + 1]): kernels::rope_rotate
   kNeox,    // pairs (x[i], x[i + head_dim / 2]): kernels::rope_rotate_neox
@@ -62,6 +76,37 @@ class DeviceKernels {
               RopeStyle style);
   // Softmax of each of n_rows rows of n values in place (kernels::softmax).
   Status softmax(Buffer& x, int64_t n_rows, int64_t n);
+
+  // --- the rest of the decoder's step (device twins of model/decoder.cpp's host loops) ---
+  // x[i] += y[i], i < n (the residual add).
+  Status add(Buffer& x, const Buffer& y, int64_t n);
+  // x[r, i] += bias[i] for each of n_rows rows of n values (QKV biases).
+  Status add_bias(Buffer& x, const Buffer& bias, int64_t n_rows, int64_t n);
+  // x[i] *= s, i < n.
+  Status scale(Buffer& x, int64_t n, float s);
+  // x[i] = cap * tanh(x[i] / cap), i < n (kernels::softcap).
+  Status softcap(Buffer& x, int64_t n, float cap);
+  // gate[i] = gelu_tanh(gate[i]) * up[i], i < n (kernels::gelu_tanh_mul: GeGLU).
+  Status gelu_tanh_mul(Buffer& gate, const Buffer& up, int64_t n);
+  // Stores k[t, :] and v[t, :] (f32, kv_dim values each) of n_tokens rows into layer `layer`
+  // of `pool` at pool row dst_rows[t] (int32: block * block_size + position % block_size),
+  // converted to the pool's dtype exactly as the CPU's KvCache conversion (kernels_for(dtype)
+  // .from_float) does. kInvalidArgument for a layer out of range or buffers too small; a
+  // dst_rows entry outside [0, n_blocks * block_size) is not written (the host validates).
+  Status kv_store(const Buffer& k, const Buffer& v, const Buffer& dst_rows, int64_t n_tokens,
+                  int64_t layer, DeviceKvPool& pool);
+  // Paged attention of n_tokens query rows over layer `layer` of `pool`, the device twin of
+  // kernels::attention_row (attention_row_softcap when softcap > 0): for row t and head h,
+  // out[t, h * H ..] = sum_j softmax_j(s_j) V[j], s_j = q[t, h] . K[j] / sqrt(H) (then
+  // cap * tanh(s_j / cap) when capped), over positions j in [first_t, n_pos_t) of row t's
+  // sequence, K/V head h / (n_heads / n_kv_heads). row_meta is int32 [n_tokens, 3]: row t's
+  // offset into `tables`, first_t, n_pos_t (first_t < n_pos_t); position j of row t lives in
+  // pool row tables[offset_t + j / block_size] * block_size + j % block_size. q and out are
+  // f32 [n_tokens, n_heads * H]. Any n_pos (long contexts: no per-row limit from local memory).
+  Status attention(const Buffer& q, const DeviceKvPool& pool, int64_t layer,
+                   const Buffer& row_meta, const Buffer& tables, int64_t n_tokens,
+                   int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float softcap,
+                   Buffer& out);
 
   // Work-items per work-group of the row kernels (a power of two; a build option).
   int work_group_size() const { return wg_; }

@@ -16,6 +16,7 @@
 #include "tessera/bench/machine_bench.h"
 #include "tessera/bench/model_bench.h"
 #include "tessera/bench/spec_bench.h"
+#include "tessera/device/device_info.h"
 #include "tessera/model/architecture.h"
 
 namespace tessera::cli {
@@ -40,6 +41,7 @@ struct BenchArgs {
   int32_t streams = 1;
   float temperature = 0.0f;
   bool print_prompt = false;
+  std::string device = "cpu";  // --device (bench model)
 };
 
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
@@ -289,15 +291,54 @@ void print_model_bench(const BenchArgs& a, const model::Model& m, int threads, c
   }
 }
 
+// `bench model --device opencl:N`: tokens/s on the device. No MBU/MFU: the device's own
+// ceilings are not measured yet (the CPU's would mislead).
+int run_bench_model_on_device(const BenchArgs& a, int device, model::Model& m, ThreadPool& pool) {
+  bench::ModelBenchOptions o;
+  o.prompt_tokens = a.prompt_tokens;
+  o.gen_tokens = a.gen_tokens;
+  o.reps = a.reps;
+  auto results = bench::run_model_bench(m, pool, o);
+  if (!results.is_ok()) return fail(results.status());
+  std::string name = fmt::format("opencl:{}", device);
+  if (auto list = device::list_devices(); list.is_ok() && device < static_cast<int>(list->size())) {
+    name += " (" + (*list)[static_cast<size_t>(device)].name + ")";
+  }
+  nlohmann::json out = {{"model", a.model}, {"device", name}, {"results", nlohmann::json::array()}};
+  for (const auto& r : results.value()) {
+    out["results"].push_back({{"test", r.name},
+                              {"n_tokens", r.n_tokens},
+                              {"reps", r.tokens_per_second.n},
+                              {"tokens_per_second_median", r.tokens_per_second.median},
+                              {"tokens_per_second_mean", r.tokens_per_second.mean},
+                              {"tokens_per_second_stddev", r.tokens_per_second.stddev}});
+  }
+  if (a.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s on %s (no device ceilings measured: no MBU/MFU)\n", a.model.c_str(),
+              name.c_str());
+  for (const auto& r : results.value()) {
+    std::printf("| %-7s | %9.2f ± %6.2f t/s |\n", r.name.c_str(), r.tokens_per_second.mean,
+                r.tokens_per_second.stddev);
+  }
+  return 0;
+}
+
 int run_bench_model(const BenchArgs& a) {
   if (!a.spec.method.empty() || !a.spec.draft_model.empty() || !a.spec.skip_layers.empty()) {
     return run_bench_spec(a);
   }
   model::LoadOptions load_options;
   load_options.repack = !a.no_repack;
+  auto device = parse_device(a.device);
+  if (!device.is_ok()) return fail(device.status());
+  load_options.device = *device;
   auto m = model::load_model(a.model, load_options);
   if (!m.is_ok()) return fail(m.status());
   ThreadPool pool(a.threads > 0 ? a.threads : hardware_threads());
+  if (*device >= 0) return run_bench_model_on_device(a, *device, **m, pool);
   auto ceil = ceilings_for(a, pool.size());
   if (!ceil.is_ok()) return fail(ceil.status());
   bench::ModelBenchOptions o;
@@ -350,6 +391,7 @@ void add_bench_command(CLI::App& app, RunFn& run) {
   model->add_option("--gen-tokens,-n", a->gen_tokens, "Generated tokens for tg (0: skip)")
       ->capture_default_str();
   model->add_option("--reps,-r", a->reps, "Repetitions")->capture_default_str();
+  add_device_option(model, &a->device);
   model->add_option("--machine", a->machine_json,
                     "Ceilings from a `bench machine --json` file (default: measure now)");
   model->add_flag("--no-adjacent-probe", a->no_adjacent_probe,

@@ -28,6 +28,7 @@ struct GenerateArgs {
   bool json = false;
   bool no_special = false;
   std::string lora;  // LoRA adapter (PEFT directory or GGUF LoRA) applied to every token
+  std::string device = "cpu";
   SpecArgs spec;
 };
 
@@ -183,7 +184,9 @@ void print_generated(const GenerateArgs& a, const engine::GenerateResult& r, uin
 }
 
 int run_generate(const GenerateArgs& a) {
-  auto target = load_spec_target(a.model, a.tokenizer, a.spec);
+  auto device = parse_device(a.device);
+  if (!device.is_ok()) return fail(device.status());
+  auto target = load_spec_target(a.model, a.tokenizer, a.spec, *device);
   if (!target.is_ok()) return fail(target.status());
   std::shared_ptr<model::Model> model = std::move(target->model);
   std::shared_ptr<const model::Tokenizer> tokenizer = std::move(target->tokenizer);
@@ -259,6 +262,7 @@ void add_generate_command(CLI::App& app, RunFn& run) {
   cmd->add_option("--lora", args->lora,
                   "LoRA adapter applied to every token (PEFT directory or GGUF LoRA), unmerged");
   add_spec_options(cmd, &args->spec);
+  add_device_option(cmd, &args->device);
   cmd->callback([&run, args] { run = [args] { return run_generate(*args); }; });
 }
 

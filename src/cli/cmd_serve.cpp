@@ -27,6 +27,8 @@ struct ServeArgs {
   std::string chat_template;            // --chat-template NAME|FILE
   double drain_seconds = 30.0;
   SpecArgs spec;
+  std::string device = "cpu";  // --device
+  int device_index = -1;       // parsed
 };
 
 // A line for the operator on stdout, flushed (scripts wait for these).
@@ -67,7 +69,7 @@ int run_fleet(const ServeArgs& a, const serve::ServeContext& context, sigset_t& 
 }
 
 int run_model(const ServeArgs& a, const serve::ServeContext& context, sigset_t& signals) {
-  auto loaded = load_model_and_tokenizer(a.settings.model, a.tokenizer);
+  auto loaded = load_model_and_tokenizer(a.settings.model, a.tokenizer, a.device_index);
   if (!loaded.is_ok()) return fail(loaded.status());
   auto engine = serve::serve_model(a.settings, context, std::move(loaded->model),
                                    std::move(loaded->tokenizer));
@@ -88,6 +90,18 @@ int run_serve(const ServeArgs& args) {
                        std::shared_ptr<const model::Tokenizer> tokenizer) {
     return spec_options(a.spec, a.tokenizer, std::move(target), std::move(tokenizer));
   };
+  auto device = parse_device(a.device);
+  if (!device.is_ok()) return fail(device.status());
+  a.device_index = *device;
+  if (a.device_index >= 0) {
+    if (s.models_dir.empty() == false || !s.config.empty()) {
+      return fail("--device opencl serves one --model for now; a fleet on the device is not "
+                  "written yet");
+    }
+    if (s.draft_model || !a.spec.method.empty()) {
+      return fail("speculative decoding does not run on the OpenCL device yet: use --device cpu");
+    }
+  }
   auto chat = serve::chat_template_override(a.chat_template);
   if (!chat.is_ok()) return fail(chat.status());
   sigset_t signals = block_stop_signals();
@@ -230,6 +244,7 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   add_engine_flags(cmd, a.get());
   add_edge_flags(cmd, a.get());
   add_spec_options(cmd, &a->spec);
+  add_device_option(cmd, &a->device);
   cmd->callback([a, &run] {
     run = [a] {
       const serve::ServeSettings& set = a->settings;

@@ -27,10 +27,32 @@ int fail(const std::string& message) {
   return 1;
 }
 
+Result<int> parse_device(const std::string& flag) {
+  if (flag == "cpu") return -1;
+  if (flag == "opencl") return 0;
+  if (flag.starts_with("opencl:")) {
+    const std::string n = flag.substr(7);
+    if (!n.empty() && n.size() <= 4 && n.find_first_not_of("0123456789") == std::string::npos) {
+      return std::stoi(n);
+    }
+  }
+  return invalid_argument(fmt::format("--device {}: expected cpu, opencl or opencl:N (N from "
+                                      "`tessera info --devices`)",
+                                      flag));
+}
+
+void add_device_option(CLI::App* cmd, std::string* device) {
+  cmd->add_option("--device", *device,
+                  "Where the forward pass runs: cpu, opencl or opencl:N (tessera info --devices)")
+      ->capture_default_str();
+}
+
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_path,
-                                             const std::string& tokenizer_path) {
+                                             const std::string& tokenizer_path, int device) {
   LoadedModel out;
-  TS_ASSIGN_OR_RETURN(out.model, model::load_model(model_path));
+  model::LoadOptions options;
+  options.device = device;
+  TS_ASSIGN_OR_RETURN(out.model, model::load_model(model_path, options));
   auto t = model::load_tokenizer_for(*out.model, tokenizer_path);
   if (!t.is_ok()) {
     if (t.status().message().starts_with("a llama2.c checkpoint")) {

@@ -2,6 +2,8 @@
 // collecting activation statistics over a calibration text.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,8 +29,15 @@ struct LoadedModel {
 // Loads the model at `model_path` and its tokenizer: from `tokenizer_path` when non-empty
 // (a llama2.c tokenizer .bin or a GGUF file with tokenizer metadata), else from the model's
 // own GGUF metadata. A llama2.c checkpoint without --tokenizer gets a clear error.
+// `device` as parse_device returns it (-1: the CPU).
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_path,
-                                             const std::string& tokenizer_path);
+                                             const std::string& tokenizer_path, int device = -1);
+
+// `--device cpu|opencl[:N]`: -1 for the CPU, N for OpenCL device N (`opencl` is opencl:0, the
+// numbering of `tessera info --devices`). Errors: kInvalidArgument naming the accepted forms.
+Result<int> parse_device(const std::string& flag);
+// Adds `--device` to `cmd`, storing the flag's text in `*device` (default "cpu").
+void add_device_option(CLI::App* cmd, std::string* device);
 
 // How `eval imatrix` and `prune --calib` run a model over a calibration text.
 struct CalibrationRun {

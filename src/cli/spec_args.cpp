@@ -59,8 +59,14 @@ Result<engine::SpecOptions> spec_options(const SpecArgs& a, const std::string& t
 }
 
 Result<SpecTarget> load_spec_target(const std::string& model_path, const std::string& tokenizer_path,
-                                    const SpecArgs& a) {
-  TS_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_and_tokenizer(model_path, tokenizer_path));
+                                    const SpecArgs& a, int device) {
+  if (device >= 0 && ((!a.method.empty() && a.method != "none") || !a.draft_model.empty() ||
+                      !a.skip_layers.empty())) {
+    return unsupported("speculative decoding does not run on the OpenCL device yet: use "
+                       "--device cpu");
+  }
+  TS_ASSIGN_OR_RETURN(LoadedModel loaded,
+                      load_model_and_tokenizer(model_path, tokenizer_path, device));
   SpecTarget t{std::move(loaded.model), std::move(loaded.tokenizer), {}};
   TS_ASSIGN_OR_RETURN(t.spec, spec_options(a, tokenizer_path, t.model, t.tokenizer));
   return t;

@@ -40,7 +40,8 @@ struct SpecTarget {
 };
 
 // load_model_and_tokenizer(model_path, tokenizer_path), then spec_options for it. Errors: theirs.
+// On an OpenCL device (`device` >= 0) speculation is refused (kUnsupported) until it runs there.
 Result<SpecTarget> load_spec_target(const std::string& model_path, const std::string& tokenizer_path,
-                                    const SpecArgs& a);
+                                    const SpecArgs& a, int device = -1);
 
 }  // namespace tessera::cli

@@ -196,7 +196,8 @@ Result<PrefixBlockSet> KvManager::export_prefix_cache(int64_t max_bytes,
   }
   for (size_t i = 0; i < kept.size(); ++i) {
     const CachedBlock& c = cached[kept[i]];
-    cache_.read_block(c.block, out.subspan(i * set.format.block_bytes, set.format.block_bytes));
+    TS_RETURN_IF_ERROR(
+        cache_.read_block(c.block, out.subspan(i * set.format.block_bytes, set.format.block_bytes)));
     set.blocks.push_back({c.hash, c.parent, c.tokens});
   }
   return set;
@@ -227,7 +228,10 @@ Result<int64_t> KvManager::import_prefix_cache(const PrefixBlockSet& set,
     }
     std::optional<int32_t> b = blocks_.allocate();
     if (!b) break;
-    cache_.write_block(*b, bytes.subspan(i * bb, bb));
+    if (Status st = cache_.write_block(*b, bytes.subspan(i * bb, bb)); !st.is_ok()) {
+      blocks_.release(*b);
+      return st;
+    }
     blocks_.publish(*b, pb.hash, pb.parent, pb.tokens);
     blocks_.release(*b);
     ++taken;

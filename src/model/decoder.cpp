@@ -11,6 +11,8 @@
 #include "tessera/kernels/attention.h"
 #include "tessera/kernels/kernel_table.h"
 #include "tessera/kernels/ops.h"
+#include "tessera/model/decoder_weights.h"
+#include "tessera/model/device_decoder.h"
 #include "tessera/model/lora_set.h"
 
 // Shapes below: T = rows in the batch, D = model dim, Q = n_heads * head_dim,
@@ -19,32 +21,22 @@
 namespace tessera::model {
 namespace {
 
-using kernels::MatrixRef;
-
-struct LayerWeights {
-  std::vector<float> attn_norm;  // [D]
-  MatrixRef wq;                  // [Q, D]
-  MatrixRef wk;                  // [KV, D]
-  MatrixRef wv;                  // [KV, D]
-  MatrixRef wo;                  // [D, Q]
-  std::vector<float> ffn_norm;   // [D]
-  MatrixRef w_gate;              // [F, D]
-  MatrixRef w_up;                // [F, D]
-  MatrixRef w_down;              // [D, F]
-  // Per-family extras (ArchTraits); empty when the family has none.
-  std::vector<float> bq, bk, bv;      // [Q], [KV], [KV]
-  std::vector<float> q_norm, k_norm;  // [H]
-  std::vector<float> attn_post_norm, ffn_post_norm;  // [D]
-  int64_t window = 0;                 // sliding window (0: attends to every position)
-  int64_t rope_set = 0;               // which of inv_freqs_ this layer's RoPE uses
-};
-
 class DecoderModel final : public Model {
  public:
   DecoderModel(std::shared_ptr<const ModelFile> file, ModelConfig config, ArchTraits traits)
       : file_(std::move(file)), config_(std::move(config)), traits_(std::move(traits)) {}
 
-  Status load();
+  Status load() {
+    TS_ASSIGN_OR_RETURN(DecoderWeights w, load_decoder_weights(*file_, config_, traits_));
+    token_embd_ = w.token_embd;
+    output_ = w.output;
+    output_norm_ = std::move(w.output_norm);
+    inv_freqs_ = std::move(w.inv_freqs);
+    layers_ = std::move(w.layers);
+    matrix_names_ = std::move(w.matrix_names);
+    output_name_ = std::move(w.output_name);
+    return Status::ok();
+  }
   // Copies every matrix into one image, each in the layout the active kernels prefer, when one
   // of them prefers another layout than the file's (load_options.h).
   Status build_image(const LoadOptions& options);
@@ -79,11 +71,17 @@ class DecoderModel final : public Model {
   // `out` receives logits, or with hidden_only the final-normed hidden rows (dim floats each).
   Status run(const Batch& batch, KvCache& kv, std::span<float> out, ThreadPool* pool,
              std::span<const uint8_t> skip, bool hidden_only);
-  Result<MatrixRef> matrix(const std::string& name, int64_t rows, int64_t cols) const;
-  Result<std::vector<float>> vector(const std::string& name, int64_t n) const;
-  // `n_out_floats` is the output buffer's size; `row_floats` what one output row takes.
+  // check_batch, then the adapter ids.
   Status validate(const Batch& batch, const KvCache& kv, size_t n_out_floats,
-                  int64_t row_floats) const;
+                  int64_t row_floats) const {
+    TS_RETURN_IF_ERROR(check_batch(batch, kv, config_, n_out_floats, row_floats));
+    for (int32_t id : batch.adapter_ids) {
+      if (id >= 0 && !lora_.has(id)) {
+        return invalid_argument(fmt::format("adapter id {} is not loaded in this model", id));
+      }
+    }
+    return Status::ok();
+  }
   // Reports x (T rows of `cols`) as the input of layer `l`'s matrices first..first+count-1
   // (LayerWeights order: q, k, v, output, gate, up, down) to the observer, if any.
   void observe(int64_t l, int first, int count, const float* x, int64_t T, int64_t cols) {
@@ -134,136 +132,6 @@ class DecoderModel final : public Model {
   LoraSet lora_;                // adapters by id (Batch::adapter_ids)
 };
 
-// Rows [first, first + n) of `m`, itself a matrix in the file's row layout.
-MatrixRef row_range(const MatrixRef& m, int64_t first, int64_t n) {
-  MatrixRef r = m;
-  r.data = static_cast<const std::byte*>(m.data) + static_cast<size_t>(first) * m.row_bytes;
-  r.n_rows = n;
-  return r;
-}
-
-Result<MatrixRef> DecoderModel::matrix(const std::string& name, int64_t rows, int64_t cols) const {
-  const TensorInfo* t = file_->find_tensor(name);
-  if (t == nullptr) return not_found(fmt::format("tensor '{}' is missing", name));
-  if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
-    return corrupt_data(fmt::format("tensor '{}' has shape {}, expected [{}, {}]", name,
-                                    t->shape_string(), cols, rows));
-  }
-  if (!kernels::dtype_info(t->dtype).supported) {
-    return unsupported(fmt::format("tensor '{}' has unsupported type {}", name,
-                                   kernels::dtype_name(t->dtype)));
-  }
-  return MatrixRef{t->dtype, t->data, rows, cols, kernels::dtype_row_bytes(t->dtype, cols)};
-}
-
-Result<std::vector<float>> DecoderModel::vector(const std::string& name, int64_t n) const {
-  const TensorInfo* t = file_->find_tensor(name);
-  if (t == nullptr) return not_found(fmt::format("tensor '{}' is missing", name));
-  if (t->n_elements() != n || t->n_dims != 1) {
-    return corrupt_data(fmt::format("tensor '{}' has shape {}, expected [{}]", name,
-                                    t->shape_string(), n));
-  }
-  if (!kernels::dtype_info(t->dtype).supported) {
-    return unsupported(fmt::format("tensor '{}' has unsupported type {}", name,
-                                   kernels::dtype_name(t->dtype)));
-  }
-  std::vector<float> out(static_cast<size_t>(n));
-  kernels::kernels_for(t->dtype).to_float(t->data, out.data(), n);
-  return out;
-}
-
-Status DecoderModel::load() {
-  const ModelConfig& c = config_;
-  TS_ASSIGN_OR_RETURN(token_embd_, matrix("token_embd.weight", c.n_vocab, c.dim));
-  TS_ASSIGN_OR_RETURN(output_norm_, vector("output_norm.weight", c.dim));
-  if (file_->find_tensor("output.weight") != nullptr) {
-    TS_ASSIGN_OR_RETURN(output_, matrix("output.weight", c.n_vocab, c.dim));
-    config_.tied_output = false;
-  } else {
-    output_ = token_embd_;
-    config_.tied_output = true;
-  }
-  std::vector<float> freq_factors;
-  const bool has_factors = file_->find_tensor("rope_freqs.weight") != nullptr;
-  if (has_factors) {
-    TS_ASSIGN_OR_RETURN(freq_factors, vector("rope_freqs.weight", c.head_dim / 2));
-    for (float f : freq_factors) {
-      if (!(f > 0.0f) || !std::isfinite(f)) {
-        return corrupt_data("tensor 'rope_freqs.weight' holds a non-positive factor");
-      }
-    }
-  }
-  // One table of inverse frequencies per distinct RoPE among the layers (most families: one).
-  std::vector<const RopeConfig*> sets;
-  auto rope_set = [&](const RopeConfig& r) {
-    for (size_t i = 0; i < sets.size(); ++i) {
-      const RopeConfig& s = *sets[i];
-      if (s.freq_base == r.freq_base && s.scaling == r.scaling && s.factor == r.factor &&
-          s.low_freq_factor == r.low_freq_factor && s.high_freq_factor == r.high_freq_factor &&
-          s.original_context == r.original_context) {
-        return static_cast<int64_t>(i);
-      }
-    }
-    sets.push_back(&r);
-    inv_freqs_.push_back(rope_inv_freq(r, c.head_dim, has_factors ? &freq_factors : nullptr));
-    return static_cast<int64_t>(sets.size()) - 1;
-  };
-  if (traits_.layer_rope.empty()) rope_set(c.rope);
-
-  layers_.resize(static_cast<size_t>(c.n_layers));
-  for (int64_t i = 0; i < c.n_layers; ++i) {
-    const std::string p = fmt::format("blk.{}.", i);
-    LayerWeights& l = layers_[static_cast<size_t>(i)];
-    TS_ASSIGN_OR_RETURN(l.attn_norm, vector(p + "attn_norm.weight", c.dim));
-    // Observer names of the seven matrices; a fused tensor is reported once, under its own name.
-    std::string names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
-                            "ffn_down"};
-    if (traits_.fused_qkv && file_->find_tensor(p + "attn_qkv.weight") != nullptr) {
-      TS_ASSIGN_OR_RETURN(MatrixRef qkv, matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim));
-      l.wq = row_range(qkv, 0, c.q_dim());
-      l.wk = row_range(qkv, c.q_dim(), c.kv_dim());
-      l.wv = row_range(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
-      names[0] = "attn_qkv";
-      names[1] = names[2] = "";
-    } else {
-      TS_ASSIGN_OR_RETURN(l.wq, matrix(p + "attn_q.weight", c.q_dim(), c.dim));
-      TS_ASSIGN_OR_RETURN(l.wk, matrix(p + "attn_k.weight", c.kv_dim(), c.dim));
-      TS_ASSIGN_OR_RETURN(l.wv, matrix(p + "attn_v.weight", c.kv_dim(), c.dim));
-    }
-    TS_ASSIGN_OR_RETURN(l.wo, matrix(p + "attn_output.weight", c.dim, c.q_dim()));
-    TS_ASSIGN_OR_RETURN(l.ffn_norm, vector(p + "ffn_norm.weight", c.dim));
-    if (traits_.fused_gate_up) {
-      TS_ASSIGN_OR_RETURN(MatrixRef gate_up, matrix(p + "ffn_up.weight", 2 * c.ffn_dim, c.dim));
-      l.w_gate = row_range(gate_up, 0, c.ffn_dim);
-      l.w_up = row_range(gate_up, c.ffn_dim, c.ffn_dim);
-      names[4] = "ffn_up";
-      names[5] = "";
-    } else {
-      TS_ASSIGN_OR_RETURN(l.w_gate, matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim));
-      TS_ASSIGN_OR_RETURN(l.w_up, matrix(p + "ffn_up.weight", c.ffn_dim, c.dim));
-    }
-    TS_ASSIGN_OR_RETURN(l.w_down, matrix(p + "ffn_down.weight", c.dim, c.ffn_dim));
-    if (traits_.qkv_bias) {
-      TS_ASSIGN_OR_RETURN(l.bq, vector(p + "attn_q.bias", c.q_dim()));
-      TS_ASSIGN_OR_RETURN(l.bk, vector(p + "attn_k.bias", c.kv_dim()));
-      TS_ASSIGN_OR_RETURN(l.bv, vector(p + "attn_v.bias", c.kv_dim()));
-    }
-    if (traits_.qk_norm) {
-      TS_ASSIGN_OR_RETURN(l.q_norm, vector(p + "attn_q_norm.weight", c.head_dim));
-      TS_ASSIGN_OR_RETURN(l.k_norm, vector(p + "attn_k_norm.weight", c.head_dim));
-    }
-    if (traits_.post_norms) {
-      TS_ASSIGN_OR_RETURN(l.attn_post_norm, vector(p + "post_attention_norm.weight", c.dim));
-      TS_ASSIGN_OR_RETURN(l.ffn_post_norm, vector(p + "post_ffw_norm.weight", c.dim));
-    }
-    if (!traits_.layer_window.empty()) l.window = traits_.layer_window[static_cast<size_t>(i)];
-    if (!traits_.layer_rope.empty()) l.rope_set = rope_set(traits_.layer_rope[static_cast<size_t>(i)]);
-    for (const std::string& m : names) matrix_names_.push_back(m.empty() ? m : p + m + ".weight");
-  }
-  output_name_ = config_.tied_output ? "token_embd.weight" : "output.weight";
-  return Status::ok();
-}
-
 Status DecoderModel::build_image(const LoadOptions& options) {
   std::vector<MatrixRef*> mats = {&token_embd_};
   if (!config_.tied_output) mats.push_back(&output_);
@@ -305,45 +173,6 @@ Status DecoderModel::build_image(const LoadOptions& options) {
   image_bytes_ = total;
   // Every tensor the model reads now lives in the image or in vectors: the file's pages can go.
   if (file_->mapping != nullptr) file_->mapping->release_pages();
-  return Status::ok();
-}
-
-Status DecoderModel::validate(const Batch& b, const KvCache& kv, size_t n_out_floats,
-                              int64_t row_floats) const {
-  const size_t n = b.tokens.size();
-  if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n) {
-    return invalid_argument("batch arrays have different lengths");
-  }
-  if (n == 0) return invalid_argument("empty batch");
-  if (kv.kv_dim() != config_.kv_dim() || kv.n_layers() != config_.n_layers) {
-    return invalid_argument("KV cache built for another model");
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (b.tokens[i] < 0 || b.tokens[i] >= config_.n_vocab) {
-      return invalid_argument(fmt::format("token id {} is outside the vocabulary [0, {})",
-                                          b.tokens[i], config_.n_vocab));
-    }
-    if (b.seq_ids[i] < 0 || b.seq_ids[i] >= kv.n_slots()) {
-      return invalid_argument(fmt::format("sequence slot {} is outside [0, {})", b.seq_ids[i],
-                                          kv.n_slots()));
-    }
-    if (b.positions[i] < 0 || b.positions[i] >= kv.capacity(b.seq_ids[i])) {
-      return out_of_range(fmt::format("position {} is outside the {} positions of slot {}",
-                                      b.positions[i], kv.capacity(b.seq_ids[i]), b.seq_ids[i]));
-    }
-  }
-  if (!b.adapter_ids.empty() && b.adapter_ids.size() != n) {
-    return invalid_argument("batch arrays have different lengths");
-  }
-  for (int32_t id : b.adapter_ids) {
-    if (id >= 0 && !lora_.has(id)) {
-      return invalid_argument(fmt::format("adapter id {} is not loaded in this model", id));
-    }
-  }
-  if (n_out_floats < static_cast<size_t>(b.n_logits() * row_floats)) {
-    return invalid_argument(row_floats == config_.n_vocab ? "logits buffer is too small"
-                                                          : "hidden-state buffer is too small");
-  }
   return Status::ok();
 }
 
@@ -604,6 +433,9 @@ Result<std::unique_ptr<Model>> build_decoder(std::shared_ptr<const ModelFile> fi
       !(traits.final_softcap >= 0.0f) || !std::isfinite(traits.attn_softcap) ||
       !std::isfinite(traits.final_softcap) || !std::isfinite(traits.attn_scale)) {
     return invalid_argument("attention scale and soft-caps must be finite and non-negative");
+  }
+  if (options.device >= 0) {
+    return build_device_decoder(std::move(file), options, std::move(config), std::move(traits));
   }
   auto model = std::make_unique<DecoderModel>(std::move(file), std::move(config), std::move(traits));
   TS_RETURN_IF_ERROR(model->load());

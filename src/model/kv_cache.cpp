@@ -95,8 +95,9 @@ size_t KvCache::offset(int64_t layer, int32_t slot, int64_t pos) const {
          static_cast<size_t>(pos % block_size_) * row_bytes_;
 }
 
-void KvCache::read_block(int32_t block, std::span<std::byte> bytes) const {
+Status KvCache::read_block(int32_t block, std::span<std::byte> bytes) const {
   TS_CHECK(block >= 0 && block < n_blocks_ && bytes.size() == block_bytes());
+  if (mirror_ != nullptr) return mirror_->read_block(block, bytes);
   std::byte* out = bytes.data();
   for (int64_t l = 0; l < n_layers_; ++l) {
     const size_t at = static_cast<size_t>(l) * layer_stride_ + static_cast<size_t>(block) * block_stride_;
@@ -104,10 +105,12 @@ void KvCache::read_block(int32_t block, std::span<std::byte> bytes) const {
     std::memcpy(out + block_stride_, v_.data() + at, block_stride_);
     out += 2 * block_stride_;
   }
+  return Status::ok();
 }
 
-void KvCache::write_block(int32_t block, std::span<const std::byte> bytes) {
+Status KvCache::write_block(int32_t block, std::span<const std::byte> bytes) {
   TS_CHECK(block >= 0 && block < n_blocks_ && bytes.size() == block_bytes());
+  if (mirror_ != nullptr) return mirror_->write_block(block, bytes);
   const std::byte* in = bytes.data();
   for (int64_t l = 0; l < n_layers_; ++l) {
     const size_t at = static_cast<size_t>(l) * layer_stride_ + static_cast<size_t>(block) * block_stride_;
@@ -115,6 +118,7 @@ void KvCache::write_block(int32_t block, std::span<const std::byte> bytes) {
     std::memcpy(v_.data() + at, in + block_stride_, block_stride_);
     in += 2 * block_stride_;
   }
+  return Status::ok();
 }
 
 kernels::KvRows KvCache::rows(int64_t layer, int32_t slot) const {

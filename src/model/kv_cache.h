@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -58,9 +59,24 @@ class KvCache {
   std::byte* v_row(int64_t layer, int32_t slot, int64_t pos) { return v_.data() + offset(layer, slot, pos); }
   // Copies block `block`'s keys and values of every layer out of / into `bytes` (block_bytes():
   // for each layer its K rows, then its V rows). Preconditions (checked): block in range, the
-  // span's size is block_bytes(). For keeping prefix blocks across engines of one model.
-  void read_block(int32_t block, std::span<std::byte> bytes) const;
-  void write_block(int32_t block, std::span<const std::byte> bytes);
+  // span's size is block_bytes(). For keeping prefix blocks across engines of one model. With a
+  // mirror, the mirror's copy (its errors: a device's copy failing).
+  Status read_block(int32_t block, std::span<std::byte> bytes) const;
+  Status write_block(int32_t block, std::span<const std::byte> bytes);
+
+  // Where K and V live when a model runs elsewhere than on this process's memory (a device
+  // model: model/device_decoder.h keeps them in device memory, in this cache's layout, and
+  // installs itself here at its first step). With a mirror, read_block/write_block go to it and
+  // the host rows (k_row, v_row, rows) are never written: only the model that installed the
+  // mirror may run on this cache. The mirror lives as long as the cache.
+  class Mirror {
+   public:
+    virtual ~Mirror() = default;
+    virtual Status read_block(int32_t block, std::span<std::byte> bytes) const = 0;
+    virtual Status write_block(int32_t block, std::span<const std::byte> bytes) = 0;
+  };
+  void set_mirror(std::shared_ptr<Mirror> mirror) { mirror_ = std::move(mirror); }
+  Mirror* mirror() const { return mirror_.get(); }
   // Every position of (layer, slot), for the attention kernel. Valid until the slot's block
   // table changes.
   kernels::KvRows rows(int64_t layer, int32_t slot) const;
@@ -81,6 +97,7 @@ class KvCache {
   // Anonymous pages: resident only once written, so a large pool costs memory as it fills.
   PageBuffer k_;
   PageBuffer v_;
+  std::shared_ptr<Mirror> mirror_;
 };
 
 }  // namespace tessera::model

@@ -23,6 +23,9 @@ struct LoadOptions {
   // Threads that copy and repack the matrices into the image (0: every core): packing is
   // bound by reading the file's pages and rearranging them, and splits by row group.
   int n_threads = 0;
+  // Where the forward pass runs: -1 the CPU; N >= 0 OpenCL device N of device::list_devices()
+  // (`--device opencl:N`): weights uploaded at load, no CPU image (device_decoder.h).
+  int device = -1;
 };
 
 }  // namespace tessera::model

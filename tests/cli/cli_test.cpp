@@ -92,6 +92,45 @@ TEST(Cli, InfoDevicesListsOrSaysWhyInOneLine) {
   EXPECT_NE(run_cli("info").exit_code, 0);  // neither a path nor --devices
 }
 
+// `--device opencl` runs generate and bench model on the OpenCL device (PoCL here): greedy text
+// equal to the CPU's on a synthetic model; a bad --device and speculation on the device are
+// refused; without an OpenCL library it fails in one line and `--device cpu` still works.
+TEST(Cli, DeviceFlagRunsOnOpenclOrSaysWhyInOneLine) {
+  testing::TempDir dir;
+  const std::string model = dir.file("tiny.gguf");
+  ASSERT_EQ(run_cli("synth --shape tiny --dtype f32 --out " + model).exit_code, 0);
+  const std::string gen = "generate -m " + model + " -p hello -n 12 --temperature 0 --json";
+  const auto cpu = run_cli(gen);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const auto probe = run_cli("info --devices --json");
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  const bool have_opencl = !nlohmann::json::parse(probe.out)["opencl"].empty();
+  if (have_opencl) {
+    const auto dev = run_cli(gen + " --device opencl");
+    ASSERT_EQ(dev.exit_code, 0) << dev.err;
+    EXPECT_EQ(nlohmann::json::parse(dev.out)["tokens"], nlohmann::json::parse(cpu.out)["tokens"]);
+    const auto bench = run_cli("bench model -m " + model + " -p 16 -n 4 -r 1 --device opencl:0");
+    EXPECT_EQ(bench.exit_code, 0) << bench.err;
+    EXPECT_NE(bench.out.find("on opencl:0"), std::string::npos) << bench.out;
+    const auto spec = run_cli(gen + " --device opencl --spec ngram");
+    EXPECT_NE(spec.exit_code, 0);
+    EXPECT_NE(spec.err.find("does not run on the OpenCL device yet"), std::string::npos) << spec.err;
+  }
+  const auto bad = run_cli(gen + " --device gpu");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("expected cpu, opencl or opencl:N"), std::string::npos) << bad.err;
+
+  ::setenv("TESSERA_OPENCL_LIBRARY", dir.file("libOpenCL.so.1").c_str(), 1);
+  const auto none = run_cli(gen + " --device opencl");
+  const auto still = run_cli(gen + " --device cpu");
+  ::unsetenv("TESSERA_OPENCL_LIBRARY");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
+  EXPECT_NE(none.err.find("no OpenCL library"), std::string::npos) << none.err;
+  EXPECT_EQ(still.exit_code, 0) << still.err;
+  EXPECT_EQ(nlohmann::json::parse(still.out)["tokens"], nlohmann::json::parse(cpu.out)["tokens"]);
+}
+
 TEST(Cli, MissingAndCorruptFilesGiveClearErrors) {
   testing::TempDir dir;
   auto r = run_cli("info " + dir.file("nope.gguf"));

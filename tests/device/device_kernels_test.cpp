@@ -1,7 +1,8 @@
 // The device kernels against the CPU's scalar references on the OpenCL device (PoCL in CI):
-// matmul for F32, F16, Q8_0, Q4_0, Q4_K and Q6_K weights (one token and tiles of several, shapes
-// that are not multiples of the work-group or the token tile), rmsnorm, silu_mul, rope (normal and
-// NeoX) and softmax, each within a tolerance stated beside it; and the matmul's refusals.
+// matmul for F32, F16, Q8_0, Q4_0, Q4_K and Q6_K weights (one token and tiles of several,
+// shapes that are not multiples of the work-group or the token tile), rmsnorm, silu_mul, rope
+// (normal and NeoX) and softmax, each within a tolerance stated beside it; and the matmul's
+// refusals. The decoder step's other kernels (kv_store, attention, elementwise): device_step_test.
 //
 // Tolerances: device and reference both sum in f32, in different orders, so neither is exact.
 // For a sum of n rounded terms the textbook bound is |fl(s) - s| <= n u sum|terms| (u = 2^-24),
@@ -32,29 +33,11 @@ namespace device_kernels_test {
 using kernels::DType;
 constexpr double kU = 0x1p-24;  // unit roundoff of f32
 
-Device& dev() { return *device_fixture::shared().device; }
-DeviceKernels& dk() { return *device_fixture::shared().kernels; }
-
-std::vector<float> random_floats(Rng& rng, size_t n, double lo, double hi) {
-  std::vector<float> v(n);
-  for (float& f : v) f = static_cast<float>(lo + (hi - lo) * rng.uniform());
-  return v;
-}
-
-Buffer upload(const void* data, size_t bytes) {
-  auto b = dev().alloc(bytes);
-  TS_CHECK_MSG(b.is_ok(), b.status().to_string());
-  TS_CHECK_MSG(dev().write(*b, 0, data, bytes).is_ok(), "upload");
-  return std::move(b).value();
-}
-Buffer upload(const std::vector<float>& v) { return upload(v.data(), v.size() * sizeof(float)); }
-
-std::vector<float> download(const Buffer& b, size_t n) {
-  std::vector<float> v(n);
-  const Status s = dev().read(b, 0, v.data(), n * sizeof(float));
-  TS_CHECK_MSG(s.is_ok(), s.to_string());
-  return v;
-}
+using device_fixture::dev;
+using device_fixture::dk;
+using device_fixture::download;
+using device_fixture::random_floats;
+using device_fixture::upload;
 
 struct Scalar {
   void (*from_float)(const float*, void*, int64_t);

@@ -6,7 +6,8 @@
 
 namespace tessera::device::cl_source {
 
-// cl/matmul.cl: matmul_f32, matmul_f16, matmul_q8_0, matmul_q4_0, matmul_q4_k, matmul_q6_k
+// cl/matmul.cl: matmul_f32, matmul_f16, matmul_q8_0, matmul_q4_0, matmul_q5_0, matmul_q4_k,
+// matmul_q6_k
 extern const char kMatmul[];
 // cl/reduce.cl: group_sum, group_max (no kernels: compiled in front of ops and attention)
 extern const char kReduce[];

@@ -87,7 +87,8 @@ Status check_pool(const DeviceKvPool& pool, int64_t layer, const char* what) {
 
 bool DeviceKernels::supports(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kQ8_0 ||
-         dtype == DType::kQ4_0 || dtype == DType::kQ4_K || dtype == DType::kQ6_K;
+         dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ4_K ||
+         dtype == DType::kQ6_K;
 }
 
 Result<DeviceKernels> DeviceKernels::build(const Device& device) {
@@ -112,6 +113,7 @@ Result<DeviceKernels> DeviceKernels::build(const Device& device) {
   TS_ASSIGN_OR_RETURN(k.matmul_f16_, k.matmul_program_.kernel("matmul_f16"));
   TS_ASSIGN_OR_RETURN(k.matmul_q8_0_, k.matmul_program_.kernel("matmul_q8_0"));
   TS_ASSIGN_OR_RETURN(k.matmul_q4_0_, k.matmul_program_.kernel("matmul_q4_0"));
+  TS_ASSIGN_OR_RETURN(k.matmul_q5_0_, k.matmul_program_.kernel("matmul_q5_0"));
   TS_ASSIGN_OR_RETURN(k.matmul_q4_k_, k.matmul_program_.kernel("matmul_q4_k"));
   TS_ASSIGN_OR_RETURN(k.matmul_q6_k_, k.matmul_program_.kernel("matmul_q6_k"));
   TS_ASSIGN_OR_RETURN(k.rmsnorm_, k.ops_program_.kernel("rmsnorm"));
@@ -129,7 +131,7 @@ Result<DeviceKernels> DeviceKernels::build(const Device& device) {
   TS_ASSIGN_OR_RETURN(k.attention_f16_, k.attention_program_.kernel("attention_f16"));
   // A kernel may need more registers than the device's work-group maximum allows.
   for (const Kernel* kernel :
-       {&k.matmul_f32_, &k.matmul_f16_, &k.matmul_q8_0_, &k.matmul_q4_0_,
+       {&k.matmul_f32_, &k.matmul_f16_, &k.matmul_q8_0_, &k.matmul_q4_0_, &k.matmul_q5_0_,
         &k.matmul_q4_k_, &k.matmul_q6_k_, &k.rmsnorm_, &k.softmax_, &k.attention_f32_,
         &k.attention_f16_}) {
     if (kernel->max_work_group_size() < static_cast<size_t>(k.wg_)) {
@@ -149,11 +151,12 @@ Status DeviceKernels::matmul(const DeviceMatrix& w, const Buffer& x, int64_t n_t
     case DType::kF16: kernel = &matmul_f16_; break;
     case DType::kQ8_0: kernel = &matmul_q8_0_; break;
     case DType::kQ4_0: kernel = &matmul_q4_0_; break;
+    case DType::kQ5_0: kernel = &matmul_q5_0_; break;
     case DType::kQ4_K: kernel = &matmul_q4_k_; break;
     case DType::kQ6_K: kernel = &matmul_q6_k_; break;
     default:
       return invalid_argument(fmt::format("no device matmul for {} weights (F32, F16, Q8_0, Q4_0, "
-                                          "Q4_K, Q6_K)",
+                                          "Q5_0, Q4_K, Q6_K)",
                                           kernels::dtype_name(w.dtype)));
   }
   const auto& info = kernels::dtype_info(w.dtype);

@@ -1,8 +1,8 @@
-// The forward pass's operators on an OpenCL device: Y = W X for F32, F16, Q8_0, Q4_0, Q4_K and
-// Q6_K weights in GGUF's row layout (one token: decode; several: a batch or prefill tile);
+// The forward pass's operators on an OpenCL device: Y = W X for F32, F16, Q8_0, Q4_0, Q5_0, Q4_K
+// and Q6_K weights in GGUF's row layout (one token: decode; several: a batch or prefill tile);
 // rmsnorm, silu_mul, rope_rotate, softmax and the decoder step's elementwise operators over f32
 // activations; the KV pool's store and paged attention. Each kernel's ground truth is the CPU's
-// scalar reference (kernels/scalar_kernels.h, kernels/kquants.h,
+// scalar reference (kernels/scalar_kernels.h, kernels/legacy_quants.h, kernels/kquants.h,
 // kernels/ops.h, kernels/attention.h), against which tests/device checks it on PoCL with odd
 // shapes and a stated tolerance (f32 sums in another order: not bitwise; kv_store: bitwise).
 // The programs are compiled once, in build(); every call only sets arguments and enqueues, so
@@ -57,13 +57,13 @@ class DeviceKernels {
   // on PoCL the first time; PoCL caches the result on disk). Errors carry the build log.
   static Result<DeviceKernels> build(const Device& device);
 
-  // Whether matmul takes weights of `dtype`: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K.
+  // Whether matmul takes weights of `dtype`: F32, F16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K.
   static bool supports(kernels::DType dtype);
 
   // y[T, R] = x[T, C] . w[R, C]^T, T = n_tokens >= 1; x and y f32 buffers of at least T * C and
   // T * R values, not aliasing. kInvalidArgument for a dtype without a kernel, a C that is not a
-  // multiple of the block size (32 for Q8_0/Q4_0, 256 for Q4_K/Q6_K), or buffers too small (each
-  // named with both sizes).
+  // multiple of the block size (32 for Q8_0/Q4_0/Q5_0, 256 for Q4_K/Q6_K), or buffers too small
+  // (each named with both sizes).
   Status matmul(const DeviceMatrix& w, const Buffer& x, int64_t n_tokens, Buffer& y);
   // out[r, :] = rmsnorm(x[r, :]) * weight for each of n_rows rows of n values (kernels::rmsnorm);
   // out may be x.
@@ -127,7 +127,7 @@ class DeviceKernels {
   Program matmul_program_;
   Program ops_program_;
   Program attention_program_;
-  Kernel matmul_f32_, matmul_f16_, matmul_q8_0_, matmul_q4_0_, matmul_q4_k_,
+  Kernel matmul_f32_, matmul_f16_, matmul_q8_0_, matmul_q4_0_, matmul_q5_0_, matmul_q4_k_,
       matmul_q6_k_;
   Kernel rmsnorm_, softmax_, silu_mul_, rope_;
   Kernel add_, add_bias_, scale_, softcap_, gelu_tanh_mul_, kv_store_f32_, kv_store_f16_;

@@ -1,5 +1,5 @@
 // The device kernels against the CPU's scalar references on the OpenCL device (PoCL in CI):
-// matmul for F32, F16, Q8_0, Q4_0, Q4_K and Q6_K weights (one token and tiles of several,
+// matmul for F32, F16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights (one token and tiles of several,
 // shapes that are not multiples of the work-group or the token tile), rmsnorm, silu_mul, rope
 // (normal and NeoX) and softmax, each within a tolerance stated beside it; and the matmul's
 // refusals. The decoder step's other kernels (kv_store, attention, elementwise): device_step_test.
@@ -24,6 +24,7 @@
 #include "tessera/kernels/half.h"
 #include "tessera/kernels/kquant_blocks.h"
 #include "tessera/kernels/kquants.h"
+#include "tessera/kernels/legacy_quants.h"
 #include "tessera/kernels/ops.h"
 #include "tessera/kernels/scalar_kernels.h"
 
@@ -53,6 +54,7 @@ Scalar scalar_row(DType t) {
     case DType::kQ8_0: return {s::q8_0_from_float, s::q8_0_to_float, s::q8_0_dot};
     case DType::kQ4_K: return {s::q4_k_from_float, s::q4_k_to_float, s::q4_k_dot};
     case DType::kQ6_K: return {s::q6_k_from_float, s::q6_k_to_float, s::q6_k_dot};
+    case DType::kQ5_0: return {s::q5_0_from_float, s::q5_0_to_float, s::q5_0_dot};
     default: return {s::q4_0_from_float, s::q4_0_to_float, s::q4_0_dot};
   }
 }
@@ -150,7 +152,7 @@ const Shape kKQuantShapes[] = {{1, 256, 1},   {67, 256, 5},  {37, 512, 3},
 TEST(DeviceMatmulTest, MatchesScalarReferenceForEveryDType) {
   TS_DEVICE_OR_SKIP();
   uint64_t seed = 1;
-  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ5_0}) {
     ASSERT_TRUE(DeviceKernels::supports(t));
     for (const Shape& s : kQuantShapes) check_matmul(t, s, seed++);
     if (t == DType::kF32 || t == DType::kF16) {

@@ -6,8 +6,14 @@
 
 namespace tessera::device::cl_source {
 
-// cl/matmul.cl: matmul_f32, matmul_f16, matmul_q8_0, matmul_q4_0, matmul_q4_k, matmul_q6_k
+// cl/matmul.cl: matmul_f32, matmul_f16, matmul_q8_0, matmul_q4_0, matmul_q5_0, matmul_q4_k,
+// matmul_q6_k
 extern const char kMatmul[];
-extern const char kOps[];  // cl/ops.cl: rmsnorm, softmax, silu_mul, rope
+// cl/reduce.cl: group_sum, group_max (no kernels: compiled in front of ops and attention)
+extern const char kReduce[];
+// cl/ops.cl: rmsnorm, softmax, silu_mul, rope, add, add_bias, scale, softcap, gelu_tanh_mul,
+// kv_store_f32, kv_store_f16
+extern const char kOps[];
+extern const char kAttention[];  // cl/attention.cl: attention_f32, attention_f16
 
 }  // namespace tessera::device::cl_source

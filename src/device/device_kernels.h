@@ -1,9 +1,10 @@
-// The forward pass's operators on an OpenCL device: Y = W X for F32, F16, Q8_0, Q4_0, Q4_K and
-// Q6_K weights in GGUF's row layout (one token: decode; several: a batch or prefill tile) and
-// rmsnorm, silu_mul, rope_rotate and softmax over f32 activations. Each kernel's ground truth is
-// the CPU's scalar reference (kernels/scalar_kernels.h, kernels/kquants.h, kernels/ops.h), against
-// which tests/device checks it on PoCL with odd shapes and a stated tolerance (f32 sums in another
-// order: not bitwise).
+// The forward pass's operators on an OpenCL device: Y = W X for F32, F16, Q8_0, Q4_0, Q5_0, Q4_K
+// and Q6_K weights in GGUF's row layout (one token: decode; several: a batch or prefill tile);
+// rmsnorm, silu_mul, rope_rotate, softmax and the decoder step's elementwise operators over f32
+// activations; the KV pool's store and paged attention. Each kernel's ground truth is the CPU's
+// scalar reference (kernels/scalar_kernels.h, kernels/legacy_quants.h, kernels/kquants.h,
+// kernels/ops.h, kernels/attention.h), against which tests/device checks it on PoCL with odd
+// shapes and a stated tolerance (f32 sums in another order: not bitwise; kv_store: bitwise).
 // The programs are compiled once, in build(); every call only sets arguments and enqueues, so
 // results are ready after the device's next blocking read or finish().
 // Thread-safety: one thread at a time per DeviceKernels (its kernels hold their arguments);
@@ -56,13 +57,13 @@ class DeviceKernels {
   // on PoCL the first time; PoCL caches the result on disk). Errors carry the build log.
   static Result<DeviceKernels> build(const Device& device);
 
-  // Whether matmul takes weights of `dtype`: F32, F16, Q8_0, Q4_0, Q4_K, Q6_K.
+  // Whether matmul takes weights of `dtype`: F32, F16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K.
   static bool supports(kernels::DType dtype);
 
   // y[T, R] = x[T, C] . w[R, C]^T, T = n_tokens >= 1; x and y f32 buffers of at least T * C and
   // T * R values, not aliasing. kInvalidArgument for a dtype without a kernel, a C that is not a
-  // multiple of the block size (32 for Q8_0/Q4_0, 256 for Q4_K/Q6_K), or buffers too small (each
-  // named with both sizes).
+  // multiple of the block size (32 for Q8_0/Q4_0/Q5_0, 256 for Q4_K/Q6_K), or buffers too small
+  // (each named with both sizes).
   Status matmul(const DeviceMatrix& w, const Buffer& x, int64_t n_tokens, Buffer& y);
   // out[r, :] = rmsnorm(x[r, :]) * weight for each of n_rows rows of n values (kernels::rmsnorm);
   // out may be x.
@@ -102,7 +103,11 @@ class DeviceKernels {
   // sequence, K/V head h / (n_heads / n_kv_heads). row_meta is int32 [n_tokens, 3]: row t's
   // offset into `tables`, first_t, n_pos_t (first_t < n_pos_t); position j of row t lives in
   // pool row tables[offset_t + j / block_size] * block_size + j % block_size. q and out are
-  // f32 [n_tokens, n_heads * H]. Any n_pos (long contexts: no per-row limit from local memory).
+  // f32 [n_tokens, n_heads * H], H <= kMaxAttentionHeadDim. Any n_pos (long contexts: no per-row
+  // limit from local memory). kInvalidArgument for a layer out of range, heads that do not divide
+  // or do not fill the pool's kv_dim, a negative softcap, or buffers too small. Metadata are read
+  // on the device: a (row, head) whose row_meta or table entries fall outside `tables` or the
+  // pool reads nothing there and gets NaN.
   Status attention(const Buffer& q, const DeviceKvPool& pool, int64_t layer,
                    const Buffer& row_meta, const Buffer& tables, int64_t n_tokens,
                    int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float softcap,
@@ -112,14 +117,21 @@ class DeviceKernels {
   int work_group_size() const { return wg_; }
   // Tokens per work-group of matmul (a tile shares each weight load).
   static constexpr int kTile = 4;
+  // The largest head_dim attention takes (as kernels::attention_row).
+  static constexpr int64_t kMaxAttentionHeadDim = 256;
 
  private:
   explicit DeviceKernels(Device device) : device_(std::move(device)) {}
+  size_t elementwise_range(int64_t n) const;  // n rounded up to the work-group
   Device device_;
   Program matmul_program_;
   Program ops_program_;
-  Kernel matmul_f32_, matmul_f16_, matmul_q8_0_, matmul_q4_0_, matmul_q4_k_, matmul_q6_k_;
+  Program attention_program_;
+  Kernel matmul_f32_, matmul_f16_, matmul_q8_0_, matmul_q4_0_, matmul_q5_0_, matmul_q4_k_,
+      matmul_q6_k_;
   Kernel rmsnorm_, softmax_, silu_mul_, rope_;
+  Kernel add_, add_bias_, scale_, softcap_, gelu_tanh_mul_, kv_store_f32_, kv_store_f16_;
+  Kernel attention_f32_, attention_f16_;
   int wg_ = 64;
 };
 

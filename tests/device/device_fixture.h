@@ -1,15 +1,22 @@
 // The device tests' one OpenCL device and compiled kernels, opened and built once per test
 // process (ctest runs each test case as its own process; PoCL also caches the compiled programs
 // on disk, so only the first build of a machine costs LLVM's time). Where no OpenCL library or
-// platform exists, tests GTEST_SKIP with the layer's own one-line reason.
+// platform exists, tests GTEST_SKIP with the layer's own one-line reason. Also the tests'
+// upload/download helpers (they abort the test process on a device error: a broken layer, not a
+// kernel's numbers).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "tessera/base/check.h"
+#include "tessera/base/rng.h"
 #include "tessera/device/device.h"
 #include "tessera/device/device_kernels.h"
 
@@ -50,6 +57,34 @@ inline Shared& shared() {
 // True where the layer reports no OpenCL library or platform (kUnavailable): the tests skip.
 inline bool no_opencl() {
   return !shared().device.has_value() && shared().status.code() == ErrorCode::kUnavailable;
+}
+
+inline Device& dev() { return *shared().device; }
+inline DeviceKernels& dk() { return *shared().kernels; }
+
+inline std::vector<float> random_floats(Rng& rng, size_t n, double lo, double hi) {
+  std::vector<float> v(n);
+  for (float& f : v) f = static_cast<float>(lo + (hi - lo) * rng.uniform());
+  return v;
+}
+
+inline Buffer upload(const void* data, size_t bytes) {
+  auto b = dev().alloc(bytes);
+  TS_CHECK_MSG(b.is_ok(), b.status().to_string());
+  TS_CHECK_MSG(dev().write(*b, 0, data, bytes).is_ok(), "upload");
+  return std::move(b).value();
+}
+template <typename T>
+Buffer upload(const std::vector<T>& v) {
+  return upload(v.data(), v.size() * sizeof(T));
+}
+
+template <typename T = float>
+std::vector<T> download(const Buffer& b, size_t n) {
+  std::vector<T> v(n);
+  const Status s = dev().read(b, 0, v.data(), n * sizeof(T));
+  TS_CHECK_MSG(s.is_ok(), s.to_string());
+  return v;
 }
 
 }  // namespace tessera::device::device_fixture

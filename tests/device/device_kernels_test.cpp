@@ -1,7 +1,8 @@
 // The device kernels against the CPU's scalar references on the OpenCL device (PoCL in CI):
-// matmul for F32, F16, Q8_0, Q4_0, Q4_K and Q6_K weights (one token and tiles of several, shapes
-// that are not multiples of the work-group or the token tile), rmsnorm, silu_mul, rope (normal and
-// NeoX) and softmax, each within a tolerance stated beside it; and the matmul's refusals.
+// matmul for F32, F16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights (one token and tiles of several,
+// shapes that are not multiples of the work-group or the token tile), rmsnorm, silu_mul, rope
+// (normal and NeoX) and softmax, each within a tolerance stated beside it; and the matmul's
+// refusals. The decoder step's other kernels (kv_store, attention, elementwise): device_step_test.
 //
 // Tolerances: device and reference both sum in f32, in different orders, so neither is exact.
 // For a sum of n rounded terms the textbook bound is |fl(s) - s| <= n u sum|terms| (u = 2^-24),
@@ -23,6 +24,7 @@
 #include "tessera/kernels/half.h"
 #include "tessera/kernels/kquant_blocks.h"
 #include "tessera/kernels/kquants.h"
+#include "tessera/kernels/legacy_quants.h"
 #include "tessera/kernels/ops.h"
 #include "tessera/kernels/scalar_kernels.h"
 
@@ -32,29 +34,11 @@ namespace device_kernels_test {
 using kernels::DType;
 constexpr double kU = 0x1p-24;  // unit roundoff of f32
 
-Device& dev() { return *device_fixture::shared().device; }
-DeviceKernels& dk() { return *device_fixture::shared().kernels; }
-
-std::vector<float> random_floats(Rng& rng, size_t n, double lo, double hi) {
-  std::vector<float> v(n);
-  for (float& f : v) f = static_cast<float>(lo + (hi - lo) * rng.uniform());
-  return v;
-}
-
-Buffer upload(const void* data, size_t bytes) {
-  auto b = dev().alloc(bytes);
-  TS_CHECK_MSG(b.is_ok(), b.status().to_string());
-  TS_CHECK_MSG(dev().write(*b, 0, data, bytes).is_ok(), "upload");
-  return std::move(b).value();
-}
-Buffer upload(const std::vector<float>& v) { return upload(v.data(), v.size() * sizeof(float)); }
-
-std::vector<float> download(const Buffer& b, size_t n) {
-  std::vector<float> v(n);
-  const Status s = dev().read(b, 0, v.data(), n * sizeof(float));
-  TS_CHECK_MSG(s.is_ok(), s.to_string());
-  return v;
-}
+using device_fixture::dev;
+using device_fixture::dk;
+using device_fixture::download;
+using device_fixture::random_floats;
+using device_fixture::upload;
 
 struct Scalar {
   void (*from_float)(const float*, void*, int64_t);
@@ -70,6 +54,7 @@ Scalar scalar_row(DType t) {
     case DType::kQ8_0: return {s::q8_0_from_float, s::q8_0_to_float, s::q8_0_dot};
     case DType::kQ4_K: return {s::q4_k_from_float, s::q4_k_to_float, s::q4_k_dot};
     case DType::kQ6_K: return {s::q6_k_from_float, s::q6_k_to_float, s::q6_k_dot};
+    case DType::kQ5_0: return {s::q5_0_from_float, s::q5_0_to_float, s::q5_0_dot};
     default: return {s::q4_0_from_float, s::q4_0_to_float, s::q4_0_dot};
   }
 }
@@ -167,7 +152,7 @@ const Shape kKQuantShapes[] = {{1, 256, 1},   {67, 256, 5},  {37, 512, 3},
 TEST(DeviceMatmulTest, MatchesScalarReferenceForEveryDType) {
   TS_DEVICE_OR_SKIP();
   uint64_t seed = 1;
-  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ5_0}) {
     ASSERT_TRUE(DeviceKernels::supports(t));
     for (const Shape& s : kQuantShapes) check_matmul(t, s, seed++);
     if (t == DType::kF32 || t == DType::kF16) {

@@ -1,17 +1,19 @@
-// Y[T, R] = X[T, C] . W[R, C]^T with W in GGUF's row layout (row r at r * row_bytes) and X, Y
-// in f32: the decode product (T = 1) and a tile of a batch or prefill chunk (T > 1) in one
-// kernel. The scalar references (src/kernels/scalar_kernels.cpp, *_dot) are the ground truth.
+// Y[T, R] = X[T, C] . W[R, C]^T with W (F32, F16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) in GGUF's row
+// layout (row r at r * row_bytes) and X, Y in f32: the decode product (T = 1) and a tile of a
+// batch or prefill chunk (T > 1) in one kernel. The scalar references
+// (src/kernels/scalar_kernels.cpp, legacy_quants.cpp, *_dot) are the ground truth.
 //
 // Launch: global (R * TS_WG, ceil(T / TS_TILE)), local (TS_WG, 1). Work-group (r, tt) computes
 // row r for tokens tt * TS_TILE .. +TS_TILE: its TS_WG work-items stride over the row (values
-// for F32/F16, 32-value blocks for Q8_0/Q4_0, 32-value pieces of the 256-value super-blocks for
-// Q4_K/Q6_K, so that a row of one super-block still spreads over 8 work-items), each weight is
-// read (and decoded) once for all the tile's tokens, and the partial sums meet in a tree
-// reduction in local memory. TS_WG (a power of two) and TS_TILE are build options.
+// for F32/F16, 32-value blocks for Q8_0/Q4_0/Q5_0, 32-value pieces of the 256-value
+// super-blocks for Q4_K/Q6_K, so that a row of one super-block still spreads over 8
+// work-items), each weight is read (and decoded) once for all the tile's tokens, and the
+// partial sums meet in a tree reduction in local memory. TS_WG (a power of two) and TS_TILE are
+// build options.
 //
 // Numerics: f32 products and sums in another order than the references' (each work-item's
-// strided sum, then the tree). Q8_0/Q4_0, as their references: per block, the integer levels
-// times x are summed first and scaled by d after. Q4_K/Q6_K, as theirs (kernels::scalar::
+// strided sum, then the tree). Q8_0/Q4_0/Q5_0, as their references: per block, the integer
+// levels times x are summed first and scaled by d after. Q4_K/Q6_K, as theirs (kernels::scalar::
 // q4_k_dot, q6_k_dot): each weight is first decoded to f32 with the same operations in the same
 // order (no contraction into an FMA), so the decoded weights equal the CPU's bit for bit, then
 // multiplied by x and summed.
@@ -123,6 +125,42 @@ __kernel void matmul_q4_0(__global const uchar* w, ulong row_bytes, __global con
         s += (float)((int)(q[j] & 0x0f) - 8) * xb[j];
         s += (float)((int)(q[j] >> 4) - 8) * xb[j + QK / 2];
       }
+      acc[t] += d * s;
+    }
+  }
+  for (int t = 0; t < TS_TILE; ++t) partial[t * TS_WG + lid] = acc[t];
+  reduce_tile(partial, lid);
+  store_tile(partial, y, r, R, t0, T, lid);
+}
+
+// Q5_0 block (22 bytes): f16 d, 4 bytes qh (one little-endian 32-bit word, read byte by byte: a
+// block is only 2-byte aligned), 16 bytes of low nibbles laid out as Q4_0's; level e is its low
+// nibble plus bit e of qh as bit 4, value = d * (q - 16). Summed in the reference's order
+// (kernels::scalar::q5_0_dot: elements 0..31, then times d).
+__kernel void matmul_q5_0(__global const uchar* w, ulong row_bytes, __global const float* x,
+                          __global float* y, int R, int C, int T) {
+  __local float partial[TS_TILE * TS_WG];
+  const int r = get_group_id(0);
+  const int lid = get_local_id(0);
+  const int t0 = get_group_id(1) * TS_TILE;
+  const int nt = min(TS_TILE, T - t0);
+  __global const uchar* wr = w + (ulong)r * row_bytes;
+  float acc[TS_TILE];
+  for (int t = 0; t < TS_TILE; ++t) acc[t] = 0.0f;
+  for (int b = lid; b < C / QK; b += TS_WG) {
+    __global const uchar* blk = wr + (ulong)b * 22;
+    const float d = vload_half(0, (__global const half*)blk);
+    const uint qh = (uint)blk[2] | (uint)blk[3] << 8 | (uint)blk[4] << 16 | (uint)blk[5] << 24;
+    __global const uchar* q = blk + 6;
+    float wq[QK];  // the levels minus 16, decoded once for the tile
+    for (int e = 0; e < QK / 2; ++e) {
+      wq[e] = (float)((int)((q[e] & 0x0f) | ((qh >> e) & 1) << 4) - 16);
+      wq[e + QK / 2] = (float)((int)((q[e] >> 4) | ((qh >> (e + QK / 2)) & 1) << 4) - 16);
+    }
+    for (int t = 0; t < nt; ++t) {
+      __global const float* xb = x + (ulong)(t0 + t) * C + (ulong)b * QK;
+      float s = 0.0f;
+      for (int e = 0; e < QK; ++e) s += wq[e] * xb[e];
       acc[t] += d * s;
     }
   }

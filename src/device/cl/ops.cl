@@ -1,32 +1,9 @@
 // The forward pass's f32 operators besides the matmul, each the device twin of a CPU function
 // in src/kernels/ops.h (the ground truth): rmsnorm, silu_mul, rope_rotate (normal and NeoX
-// pairs) and softmax. Row kernels (rmsnorm, softmax) run one work-group of TS_WG work-items
-// (a power of two, a build option) per row and reduce in local memory.
-
-// Sums v over the work-group (every work-item gets the total). scratch: TS_WG floats.
-inline float group_sum(float v, __local float* scratch, int lid) {
-  scratch[lid] = v;
-  for (int s = TS_WG / 2; s > 0; s >>= 1) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < s) scratch[lid] += scratch[lid + s];
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const float total = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE);  // scratch is reused by the caller's next reduction
-  return total;
-}
-
-inline float group_max(float v, __local float* scratch, int lid) {
-  scratch[lid] = v;
-  for (int s = TS_WG / 2; s > 0; s >>= 1) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < s) scratch[lid] = fmax(scratch[lid], scratch[lid + s]);
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const float total = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return total;
-}
+// pairs), softmax, softcap and gelu_tanh_mul; the residual add, bias add and scale; and
+// kv_store, which writes K and V rows into the paged KV pool. Row kernels (rmsnorm, softmax) run
+// one work-group of TS_WG work-items (a power of two, a build option) per row and reduce in local
+// memory (group_sum, group_max: cl/reduce.cl, compiled in front of this file).
 
 // out[row, i] = x[row, i] / sqrt(mean(x[row]^2) + eps) * weight[i]; global (rows * TS_WG).
 // out may equal x.
@@ -88,4 +65,83 @@ __kernel void rope(__global float* x, __global const float* cs, int n_heads, int
   const float b = p[i1];
   p[i0] = a * c - b * s;
   p[i1] = a * s + b * c;
+}
+
+// ---- elementwise: global n rounded up to TS_WG --------------------------------------------
+
+// x[i] += y[i] (the residual add).
+__kernel void add(__global float* x, __global const float* y, ulong n) {
+  const ulong i = get_global_id(0);
+  if (i < n) x[i] += y[i];
+}
+
+// x[r * n + i] += bias[i] over rows * n values (total).
+__kernel void add_bias(__global float* x, __global const float* bias, ulong total, int n) {
+  const ulong i = get_global_id(0);
+  if (i < total) x[i] += bias[i % (ulong)n];
+}
+
+__kernel void scale(__global float* x, ulong n, float s) {
+  const ulong i = get_global_id(0);
+  if (i < n) x[i] *= s;
+}
+
+// x[i] = cap * tanh(x[i] * inv_cap), inv_cap = 1 / cap rounded on the host, as kernels::softcap
+// computes it.
+__kernel void softcap(__global float* x, ulong n, float cap, float inv_cap) {
+  const ulong i = get_global_id(0);
+  if (i < n) x[i] = cap * tanh(x[i] * inv_cap);
+}
+
+// gate[i] = gelu_tanh(gate[i]) * up[i], with kernels::gelu_tanh_mul's operations in its order
+// (no contraction into FMAs), so only tanh's rounding differs from the CPU's.
+__kernel void gelu_tanh_mul(__global float* gate, __global const float* up, ulong n) {
+#pragma OPENCL FP_CONTRACT OFF
+  const ulong i = get_global_id(0);
+  if (i >= n) return;
+  const float k_sqrt_2_over_pi = 0.7978845608028654f;
+  const float k_coef = 0.044715f;
+  const float g = gate[i];
+  gate[i] = 0.5f * g * (1.0f + tanh(k_sqrt_2_over_pi * g * (1.0f + k_coef * g * g))) * up[i];
+}
+
+// ---- kv_store: global (kv_dim, T) ---------------------------------------------------------
+// Token t's k[t, :] and v[t, :] go to pool row dst_rows[t] of the layer whose rows start at pool
+// row layer_row0 (= layer * n_blocks * block_size); rows outside [0, n_rows) are skipped.
+
+__kernel void kv_store_f32(__global const float* k, __global const float* v,
+                           __global const int* dst_rows, __global float* pool_k,
+                           __global float* pool_v, ulong layer_row0, int n_rows, int kv_dim) {
+  const int i = get_global_id(0);
+  const int t = get_global_id(1);
+  const int row = dst_rows[t];
+  if (row < 0 || row >= n_rows) return;
+  const ulong src = (ulong)t * kv_dim + i;
+  const ulong dst = (layer_row0 + (ulong)row) * kv_dim + i;
+  pool_k[dst] = k[src];
+  pool_v[dst] = v[src];
+}
+
+// vstore_half_rte (core OpenCL C, no cl_khr_fp16) rounds to nearest even, with subnormals,
+// overflow to infinity and signed zeros as kernels::f32_to_f16 does; a NaN's payload bits are
+// the driver's choice, so NaN is written as the CPU's canonical quiet NaN (sign | 0x7e00).
+inline void store_f16(float x, __global half* p, ulong i) {
+  if (isnan(x)) {
+    ((__global ushort*)p)[i] = (ushort)(((as_uint(x) >> 16) & 0x8000u) | 0x7e00u);
+  } else {
+    vstore_half_rte(x, i, p);
+  }
+}
+
+__kernel void kv_store_f16(__global const float* k, __global const float* v,
+                           __global const int* dst_rows, __global half* pool_k,
+                           __global half* pool_v, ulong layer_row0, int n_rows, int kv_dim) {
+  const int i = get_global_id(0);
+  const int t = get_global_id(1);
+  const int row = dst_rows[t];
+  if (row < 0 || row >= n_rows) return;
+  const ulong src = (ulong)t * kv_dim + i;
+  const ulong dst = (layer_row0 + (ulong)row) * kv_dim + i;
+  store_f16(k[src], pool_k, dst);
+  store_f16(v[src], pool_v, dst);
 }

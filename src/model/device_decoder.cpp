@@ -22,7 +22,7 @@ namespace {
 using device::Buffer;
 using device::DeviceMatrix;
 
-// One weight matrix on the device.
+// One weight matrix on the device (m.data is set at each launch: the struct moves).
 struct DeviceWeight {
   Buffer data;
   DeviceMatrix m;
@@ -123,7 +123,9 @@ class DeviceDecoderModel final : public Model {
     return k_.rmsnorm(tmp_, weight, T, config_.dim, config_.rms_eps, tmp_);
   }
   Status matmul(const DeviceWeight& w, const Buffer& x, int64_t T, Buffer& y) {
-    return k_.matmul(w.m, x, T, y);
+    DeviceMatrix m = w.m;
+    m.data = &w.data;  // not kept in w.m: a DeviceWeight moves
+    return k_.matmul(m, x, T, y);
   }
 
   std::shared_ptr<const ModelFile> file_;
@@ -172,7 +174,7 @@ Result<DeviceWeight> DeviceDecoderModel::upload_matrix(const MatrixRef& m, const
   }
   w.data = std::move(b).value();
   TS_RETURN_IF_ERROR(dev_.write(w.data, 0, m.data, bytes));
-  w.m = DeviceMatrix{m.dtype, &w.data, m.n_rows, m.n_cols};
+  w.m = DeviceMatrix{m.dtype, nullptr, m.n_rows, m.n_cols};
   return w;
 }
 

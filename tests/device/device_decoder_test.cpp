@@ -5,15 +5,17 @@
 // post-norms); stories260K (trained weights) generates llama2.c's golden greedy tokens; the KV
 // pool's blocks read back through the cache's mirror; refusals are clear.
 //
-// Tolerance: both sides sum in f32 in different orders (and the CPU's quantized paths quantize
-// activations to Q8, the device's do not), so logits are compared relative to the largest logit
-// of the row: F32 weights within 1e-3 of it, quantized within 3e-2.
+// Tolerance: both sides sum in f32 in different orders, so logits are compared relative to the
+// largest logit of the row: F32 and F16 weights within 1e-4 of it (seen: 4e-7 to 5e-6). The
+// CPU's quantized paths quantize activations to Q8 and the device's do not (its products are
+// the exact ones), so Q8_0/Q4_0/Q5_0 weights differ by that rounding: within 3e-2 (seen: 1.3e-2).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -92,9 +94,12 @@ void compare_with_cpu(const std::string& path, DType kv_dtype, double tol) {
   for (int32_t p = 0; p < 9; ++p) b.add(token(), p, 1, true);
   int32_t pos0 = 21, pos1 = 9;
   std::vector<float> lc, ld;
+  double worst = 0;
   for (int step = 0; step < 14; ++step) {
-    if (step == 13) {  // a mixed step: prefill-like rows, only some wanting logits
+    if (step == 13) {  // a mixed step instead of the last decode: only some rows want logits
       b.clear();
+      --pos0;
+      --pos1;
       b.add(token(), pos0, 0, false);
       b.add(token(), pos0 + 1, 0, true);
       b.add(token(), pos1, 1, false);
@@ -108,8 +113,9 @@ void compare_with_cpu(const std::string& path, DType kv_dtype, double tol) {
     const Status s = (*dev)->forward(b, *kv_dev, ld, nullptr);
     ASSERT_TRUE(s.is_ok()) << s.to_string();
     for (int64_t r = 0; r < n; ++r) {
-      EXPECT_LE(row_error(ld.data() + r * c.n_vocab, lc.data() + r * c.n_vocab, c.n_vocab), tol)
-          << path << " step " << step << " logits row " << r;
+      const double e = row_error(ld.data() + r * c.n_vocab, lc.data() + r * c.n_vocab, c.n_vocab);
+      worst = std::max(worst, e);
+      EXPECT_LE(e, tol) << path << " step " << step << " logits row " << r;
     }
     if (step == 13) break;
     const int32_t next0 = token(), next1 = token();
@@ -117,38 +123,41 @@ void compare_with_cpu(const std::string& path, DType kv_dtype, double tol) {
     b.add(next0, pos0++, 0, true);
     b.add(next1, pos1++, 1, true);
   }
+  std::fprintf(stderr, "%s: worst logit error %.2e of the row's largest (bound %.0e)\n",
+               path.c_str(), worst, tol);
   std::filesystem::remove(path);
 }
 
 TEST(DeviceDecoder, LlamaF32MatchesTheCpu) {
   TS_DEVICE_OR_SKIP();
-  compare_with_cpu(synth("llama", DType::kF32), DType::kF32, 1e-3);
+  compare_with_cpu(synth("llama", DType::kF32), DType::kF32, 1e-4);
 }
 TEST(DeviceDecoder, LlamaF16KvMatchesTheCpu) {
   TS_DEVICE_OR_SKIP();
-  compare_with_cpu(synth("llama", DType::kF32), DType::kF16, 1e-3);
+  compare_with_cpu(synth("llama", DType::kF32), DType::kF16, 1e-4);
 }
 TEST(DeviceDecoder, Qwen2BiasesAndNeoxRopeMatchTheCpu) {
   TS_DEVICE_OR_SKIP();
-  compare_with_cpu(synth("qwen2", DType::kF32), DType::kF32, 1e-3);
+  compare_with_cpu(synth("qwen2", DType::kF32), DType::kF32, 1e-4);
 }
 TEST(DeviceDecoder, Qwen3QkNormsMatchTheCpu) {
   TS_DEVICE_OR_SKIP();
-  compare_with_cpu(synth("qwen3", DType::kF32), DType::kF32, 1e-3);
+  compare_with_cpu(synth("qwen3", DType::kF32), DType::kF32, 1e-4);
 }
 TEST(DeviceDecoder, Phi3FusedMatricesMatchTheCpu) {
   TS_DEVICE_OR_SKIP();
-  compare_with_cpu(synth("phi3", DType::kF32), DType::kF32, 1e-3);
+  compare_with_cpu(synth("phi3", DType::kF32), DType::kF32, 1e-4);
 }
 // Soft-capped scores and logits, GeGLU, post-norms, a scaled embedding, and a 5-position window
 // on the local layers (the sequences run past it).
 TEST(DeviceDecoder, Gemma2CapsWindowsAndPostNormsMatchTheCpu) {
   TS_DEVICE_OR_SKIP();
-  compare_with_cpu(synth("gemma2", DType::kF32, 5), DType::kF32, 1e-3);
+  compare_with_cpu(synth("gemma2", DType::kF32, 5), DType::kF32, 1e-4);
 }
 TEST(DeviceDecoder, QuantizedWeightsMatchTheCpu) {
   TS_DEVICE_OR_SKIP();
-  for (DType d : {DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
+  compare_with_cpu(synth("llama", DType::kF16), DType::kF16, 1e-4);
+  for (DType d : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0}) {
     SCOPED_TRACE(kernels::dtype_name(d));
     compare_with_cpu(synth("llama", d), DType::kF16, 3e-2);
   }
@@ -202,7 +211,7 @@ TEST(DeviceDecoder, RefusesWhatTheDeviceDoesNotRun) {
   auto dev = load_model(path, on_device());
   ASSERT_FALSE(dev.is_ok());
   EXPECT_EQ(dev.status().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(dev.status().message().find("Q4_1"), std::string::npos) << dev.status().to_string();
+  EXPECT_NE(dev.status().message().find("is q4_1"), std::string::npos) << dev.status().to_string();
   EXPECT_NE(dev.status().message().find("--device cpu"), std::string::npos);
   std::filesystem::remove(path);
   const std::string f32 = synth("llama", DType::kF32);
@@ -220,7 +229,7 @@ TEST(DeviceDecoder, RefusesWhatTheDeviceDoesNotRun) {
 
 // stories260K, a trained llama2.c model, greedy on the device with an f32 cache: llama2.c's own
 // tokens (the CPU matches them in model/stories_golden_test.cpp) and its logits after the
-// prompt within 1e-3.
+// prompt within 1e-4, as the CPU.
 TEST(DeviceDecoder, Stories260KGreedyMatchesLlama2c) {
   TS_DEVICE_OR_SKIP();
   TS_SKIP_WITHOUT_SHARED(model_path, "models/stories260K.bin");
@@ -251,7 +260,7 @@ TEST(DeviceDecoder, Stories260KGreedyMatchesLlama2c) {
     for (size_t i = 0; i < logits.size(); ++i) {
       diff = std::max<double>(diff, std::fabs(r->last_prompt_logits[i] - logits[i]));
     }
-    EXPECT_LE(diff, 1e-3) << "prompt: " << j["prompt"];
+    EXPECT_LE(diff, 1e-4) << "prompt: " << j["prompt"];
     ++runs;
   }
   EXPECT_EQ(runs, 6);

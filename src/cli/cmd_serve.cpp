@@ -27,8 +27,7 @@ struct ServeArgs {
   std::string chat_template;            // --chat-template NAME|FILE
   double drain_seconds = 30.0;
   SpecArgs spec;
-  std::string device = "cpu";  // --device
-  int device_index = -1;       // parsed
+  int device_index = -1;  // settings.device, parsed
 };
 
 // A line for the operator on stdout, flushed (scripts wait for these).
@@ -90,14 +89,10 @@ int run_serve(const ServeArgs& args) {
                        std::shared_ptr<const model::Tokenizer> tokenizer) {
     return spec_options(a.spec, a.tokenizer, std::move(target), std::move(tokenizer));
   };
-  auto device = parse_device(a.device);
+  auto device = parse_device(s.device);
   if (!device.is_ok()) return fail(device.status());
   a.device_index = *device;
   if (a.device_index >= 0) {
-    if (s.models_dir.empty() == false || !s.config.empty()) {
-      return fail("--device opencl serves one --model for now; a fleet on the device is not "
-                  "written yet");
-    }
     if (s.draft_model || !a.spec.method.empty()) {
       return fail("speculative decoding does not run on the OpenCL device yet: use --device cpu");
     }
@@ -244,7 +239,7 @@ void add_serve_command(CLI::App& app, RunFn& run) {
   add_engine_flags(cmd, a.get());
   add_edge_flags(cmd, a.get());
   add_spec_options(cmd, &a->spec);
-  add_device_option(cmd, &a->device);
+  add_device_option(cmd, &a->settings.device);
   cmd->callback([a, &run] {
     run = [a] {
       const serve::ServeSettings& set = a->settings;

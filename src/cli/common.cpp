@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "tessera/base/thread_pool.h"
+#include "tessera/device/device_info.h"
 #include "tessera/model/architecture.h"
 #include "tessera/model/format/model_file.h"
 
@@ -28,17 +29,9 @@ int fail(const std::string& message) {
 }
 
 Result<int> parse_device(const std::string& flag) {
-  if (flag == "cpu") return -1;
-  if (flag == "opencl") return 0;
-  if (flag.starts_with("opencl:")) {
-    const std::string n = flag.substr(7);
-    if (!n.empty() && n.size() <= 4 && n.find_first_not_of("0123456789") == std::string::npos) {
-      return std::stoi(n);
-    }
-  }
-  return invalid_argument(fmt::format("--device {}: expected cpu, opencl or opencl:N (N from "
-                                      "`tessera info --devices`)",
-                                      flag));
+  auto d = device::parse_device_name(flag);
+  if (!d.is_ok()) return d.status().with_context("--device");
+  return d;
 }
 
 void add_device_option(CLI::App* cmd, std::string* device) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,35 @@ Result<Device> Device::open(int index) {
   TS_RETURN_IF_ERROR(cl_status(
       rc, fmt::format("opening OpenCL device {} ({}): clCreateCommandQueue", index, ctx->info.name)));
   return Device(std::move(ctx));
+}
+
+namespace {
+std::mutex& shared_mu() {
+  static std::mutex mu;
+  return mu;
+}
+// Never destroyed: releasing OpenCL objects from a static destructor races the driver's own
+// teardown at exit.
+std::map<int, Device>& shared_devices() {
+  static auto* devices = new std::map<int, Device>;
+  return *devices;
+}
+}  // namespace
+
+Result<Device> Device::shared(int index) {
+  std::lock_guard<std::mutex> lock(shared_mu());
+  auto& devices = shared_devices();
+  if (auto it = devices.find(index); it != devices.end()) return it->second;
+  TS_ASSIGN_OR_RETURN(Device d, open(index));
+  devices.emplace(index, d);
+  return d;
+}
+
+std::vector<Device> Device::opened() {
+  std::lock_guard<std::mutex> lock(shared_mu());
+  std::vector<Device> out;
+  for (const auto& [index, d] : shared_devices()) out.push_back(d);
+  return out;
 }
 
 const DeviceInfo& Device::info() const { return ctx_->info; }

@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "tessera/base/status.h"
 #include "tessera/device/buffer.h"
@@ -38,6 +39,13 @@ class Device {
   // list_devices() (no library, no platform: kUnavailable, one line), kOutOfRange for an index
   // past the list (naming how many devices there are), or the driver's error.
   static Result<Device> open(int index = 0);
+  // The process's one Device for entry `index`, opened at the first call and kept for the
+  // process's life, so that every model on a device shares its context and queue and memory()
+  // counts all of them (what a fleet reports). Errors: open()'s (not cached: a later call tries
+  // again).
+  static Result<Device> shared(int index);
+  // The devices shared() has opened so far, in index order (for metrics).
+  static std::vector<Device> opened();
 
   const DeviceInfo& info() const;
   DeviceMemory memory() const;

@@ -122,4 +122,22 @@ Result<std::vector<DeviceInfo>> list_devices() {
   return out;
 }
 
+Result<int> parse_device_name(const std::string& name) {
+  if (name == "cpu") return -1;
+  if (name == "opencl") return 0;
+  if (name.starts_with("opencl:")) {
+    const std::string n = name.substr(7);
+    if (!n.empty() && n.size() <= 4 && n.find_first_not_of("0123456789") == std::string::npos) {
+      return std::stoi(n);
+    }
+  }
+  return invalid_argument(fmt::format("device '{}': expected cpu, opencl or opencl:N (N from "
+                                      "`tessera info --devices`)",
+                                      name));
+}
+
+std::string device_flag_name(int device) {
+  return device < 0 ? "cpu" : fmt::format("opencl:{}", device);
+}
+
 }  // namespace tessera::device

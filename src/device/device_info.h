@@ -39,4 +39,10 @@ struct DeviceInfo {
 // list that ends up empty is an error too ("no OpenCL device").
 Result<std::vector<DeviceInfo>> list_devices();
 
+// Where a model runs, as flags and fleet configs name it: "cpu" -> -1, "opencl" -> 0,
+// "opencl:N" -> N (the numbering of list_devices()). Errors: kInvalidArgument naming the
+// accepted forms. The inverse: device_flag_name.
+Result<int> parse_device_name(const std::string& name);
+std::string device_flag_name(int device);
+
 }  // namespace tessera::device

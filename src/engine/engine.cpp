@@ -302,13 +302,18 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<model::Model> mod
   if (o.max_batch_tokens < 1) return invalid_argument("max_batch_tokens must be >= 1");
   TS_RETURN_IF_ERROR(Speculator::validate(o.spec));
   if (o.n_blocks == 0 && o.kv_memory_bytes == 0) {
+    // On a device, the share of the device's free memory (its weights are already there).
+    const int64_t device_free = model->device_free_bytes();
     o.kv_memory_bytes =
-        default_kv_memory_bytes(static_cast<int64_t>(model->file().tensor_bytes()));
+        device_free >= 0
+            ? std::max<int64_t>(1, kv_memory_share(device_free, 0, kDefaultKvMemoryShare))
+            : default_kv_memory_bytes(static_cast<int64_t>(model->file().tensor_bytes()));
   }
   TS_ASSIGN_OR_RETURN(const KvPoolSize size, size_kv_pool(c, o));
   o.ctx_size = size.ctx_size;
   o.n_blocks = static_cast<int32_t>(size.n_blocks);
   TS_ASSIGN_OR_RETURN(KvManager kv, KvManager::create(c, o, size));
+  TS_RETURN_IF_ERROR(model->attach_cache(kv.cache()));
   TS_ASSIGN_OR_RETURN(Speculator spec,
                       Speculator::create(o.spec, *tokenizer, static_cast<int32_t>(c.n_vocab),
                                          o.max_running, o.ctx_size, o.kv_dtype));

@@ -74,6 +74,10 @@ struct FleetModelSpec {
   // model so named, served as `name` (by convention "<parent>:<adapter>"); `tokenizer` and
   // `engine` are the base's. See FleetController's "Adapters" for its lifecycle.
   std::string parent;
+  // Where it runs: -1 the CPU; N OpenCL device N (model/device_decoder.h). On a device, device
+  // memory is the top tier: the weights are uploaded when the model comes up and freed when it
+  // is suspended (the host copy, the file mapping, stays in the host tier).
+  int device = -1;
 };
 
 struct FleetOptions {

@@ -52,6 +52,7 @@ void LiveModelHost::add(const FleetModelSpec& spec) {
   s->name = spec.name;
   s->path = spec.path;
   s->tokenizer_path = spec.tokenizer;
+  s->device = spec.device;
   s->engine_options = spec.engine;
   if (!spec.parent.empty()) {
     for (size_t i = 0; i < models_.size(); ++i) {
@@ -83,9 +84,12 @@ Status LiveModelHost::open(Model& s) {
     TS_ASSIGN_OR_RETURN(image, ImageFileRegion::create(n));
     return image->mutable_bytes().data();
   };
+  load_options.device = s.device;  // a device model reads the file in place: no image
   auto loaded = model::load_model(s.path, load_options);
   if (!loaded.is_ok()) return loaded.status().with_context("loading fleet model " + s.name);
   std::shared_ptr<model::Model> m(std::move(loaded).value());
+  // An Unloaded model holds no device memory: the weights go up with the model.
+  TS_RETURN_IF_ERROR(m->release_device_memory());
   auto tok = model::load_tokenizer_for(*m, s.tokenizer_path);
   if (!tok.is_ok()) return tok.status().with_context("loading the tokenizer of " + s.name);
   std::unique_ptr<TieredRegion> region;
@@ -274,6 +278,8 @@ Status LiveModelHost::carry_out(ModelIndex m, Move move) {
         auto moved = s.region->move_to(Tier::kActive, options_.io_threads);
         if (!moved.is_ok()) return moved.status().with_context("prefaulting " + s.name);
       }
+      // On a device: the upload (from the pages just brought in, which it then gives back).
+      TS_RETURN_IF_ERROR(s.model->restore_device_memory().with_context("uploading " + s.name));
       engine::EngineOptions eo = s.engine_options;
       if (options_.device && !eo.device) {
         eo.device = options_.device;
@@ -295,8 +301,9 @@ Status LiveModelHost::carry_out(ModelIndex m, Move move) {
           log_warn("fleet: {}: in-flight requests cancelled after the drain timeout", s.name);
         }
         s.kept.keep(*e, options_.keep_prefix_bytes, s.name);
-        e.reset();
+        e.reset();  // its KV pool (on a device: device memory) goes with it
       }
+      TS_RETURN_IF_ERROR(s.model->release_device_memory());
       if (s.region) {
         auto moved = s.region->move_to(Tier::kHost, options_.io_threads);
         if (!moved.is_ok()) return moved.status();

@@ -59,6 +59,7 @@ class LiveModelHost final : public ModelHost {
  public:
   struct Model {
     std::string name, path, tokenizer_path;
+    int device = -1;  // FleetModelSpec::device
     engine::EngineOptions engine_options;
     std::shared_ptr<model::Model> model;  // null while the file does not open
     std::shared_ptr<const model::Tokenizer> tokenizer;

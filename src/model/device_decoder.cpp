@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tessera/device/device.h"
+#include "tessera/device/device_info.h"
 #include "tessera/device/device_kernels.h"
 #include "tessera/kernels/ops.h"
 #include "tessera/model/decoder_weights.h"
@@ -90,7 +91,11 @@ class DeviceDecoderModel final : public Model {
       : file_(std::move(file)), config_(std::move(config)), traits_(std::move(traits)),
         dev_(std::move(dev)), k_(std::move(k)) {}
 
-  Status load();
+  // Reads and checks the tensors, then uploads them.
+  Status load() {
+    TS_ASSIGN_OR_RETURN(host_, load_decoder_weights(*file_, config_, traits_));
+    return upload();
+  }
   const ModelConfig& config() const override { return config_; }
   const ModelFile& file() const override { return *file_; }
   Status forward(const Batch& batch, KvCache& kv, std::span<float> logits,
@@ -101,15 +106,26 @@ class DeviceDecoderModel final : public Model {
                         ThreadPool* /*pool*/) override {
     return run(batch, kv, hidden, /*hidden_only=*/true);
   }
+  std::string device_name() const override { return device::device_flag_name(dev_.info().index); }
+  int64_t device_bytes() const override { return resident_bytes_; }
+  Status release_device_memory() override;
+  Status restore_device_memory() override { return resident_ ? Status::ok() : upload(); }
+  int64_t device_free_bytes() const override {
+    const auto total = static_cast<int64_t>(dev_.info().global_mem_bytes);
+    return std::max<int64_t>(0, total - static_cast<int64_t>(dev_.memory().bytes_in_use));
+  }
+  Status attach_cache(KvCache& kv) override { return mirror_for(kv).status(); }
   Status set_adapter(int32_t /*id*/, std::shared_ptr<const LoraAdapter> /*adapter*/) override {
     return Status(ErrorCode::kUnsupported,
                   "LoRA adapters do not run on the OpenCL device yet: use --device cpu");
   }
 
  private:
+  Status upload();
   Status run(const Batch& batch, KvCache& kv, std::span<float> out, bool hidden_only);
   Result<DeviceWeight> upload_matrix(const MatrixRef& m, const std::string& name);
   Result<Buffer> upload_floats(const float* v, size_t n);
+  int64_t bytes_held() const;
   Result<Buffer> upload_vector(const std::vector<float>& v) {
     if (v.empty()) return Buffer();
     return upload_floats(v.data(), v.size());
@@ -134,6 +150,8 @@ class DeviceDecoderModel final : public Model {
   device::Device dev_;
   device::DeviceKernels k_;
   DecoderWeights host_;  // token_embd rows are looked up on the host; RoPE tables
+  bool resident_ = false;      // weights on the device
+  int64_t resident_bytes_ = 0;  // device_bytes(), updated after each upload, release, growth
   std::vector<DeviceLayer> layers_;
   Buffer output_norm_;
   DeviceWeight output_;
@@ -178,9 +196,9 @@ Result<DeviceWeight> DeviceDecoderModel::upload_matrix(const MatrixRef& m, const
   return w;
 }
 
-Status DeviceDecoderModel::load() {
-  TS_ASSIGN_OR_RETURN(host_, load_decoder_weights(*file_, config_, traits_));
+Status DeviceDecoderModel::upload() {
   const ModelConfig& c = config_;
+  layers_.clear();
   layers_.resize(static_cast<size_t>(c.n_layers));
   const auto name = [&](int64_t l, int m) -> std::string {
     const std::string& n = host_.matrix_names[static_cast<size_t>(7 * l + m)];
@@ -213,6 +231,47 @@ Status DeviceDecoderModel::load() {
   // Every matrix is on the device; the host reads only embedding rows from now on, which fault
   // back in as tokens need them.
   if (file_->mapping != nullptr) file_->mapping->release_pages();
+  resident_ = true;
+  resident_bytes_ = bytes_held();
+  return Status::ok();
+}
+
+int64_t DeviceDecoderModel::bytes_held() const {
+  int64_t n = 0;
+  auto add = [&n](const Buffer& b) { n += static_cast<int64_t>(b.bytes()); };
+  for (const DeviceLayer& l : layers_) {
+    for (const Buffer* b : {&l.attn_norm, &l.ffn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
+                            &l.attn_post_norm, &l.ffn_post_norm}) {
+      add(*b);
+    }
+    for (const DeviceWeight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      add(w->data);
+    }
+  }
+  add(output_norm_);
+  add(output_.data);
+  for (const Buffer* b : {&x_, &xn_, &q_, &k_buf_, &v_, &att_, &gate_, &up_, &tmp_, &logits_,
+                          &dst_rows_, &tables_}) {
+    add(*b);
+  }
+  for (const Buffer& b : cs_) add(b);
+  for (const Buffer& b : meta_) add(b);
+  return n;
+}
+
+Status DeviceDecoderModel::release_device_memory() {
+  layers_.clear();
+  output_norm_ = Buffer();
+  output_ = DeviceWeight();
+  for (Buffer* b : {&x_, &xn_, &q_, &k_buf_, &v_, &att_, &gate_, &up_, &tmp_, &logits_,
+                    &dst_rows_, &tables_}) {
+    *b = Buffer();
+  }
+  cs_.clear();
+  meta_.clear();
+  rows_ = 0;
+  resident_ = false;
+  resident_bytes_ = 0;
   return Status::ok();
 }
 
@@ -237,6 +296,7 @@ Status DeviceDecoderModel::ensure_scratch(int64_t n_rows) {
   cs_.resize(host_.inv_freqs.size());
   for (Buffer& b : cs_) TS_RETURN_IF_ERROR(grow(b, n_rows * c.head_dim));
   rows_ = n_rows;
+  resident_bytes_ = bytes_held();
   return Status::ok();
 }
 
@@ -294,6 +354,10 @@ Status DeviceDecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out
   TS_RETURN_IF_ERROR(check_batch(b, kv, c, out.size(), hidden_only ? c.dim : c.n_vocab));
   for (int32_t id : b.adapter_ids) {
     if (id >= 0) return invalid_argument(fmt::format("adapter id {} is not loaded in this model", id));
+  }
+  if (!resident_) {
+    return Status(ErrorCode::kUnavailable,
+                  "the model's weights are not on the device (released; restore them first)");
   }
   TS_ASSIGN_OR_RETURN(DeviceKvMirror * mirror, mirror_for(kv));
   device::DeviceKvPool& pool = mirror->pool();
@@ -456,7 +520,7 @@ Status DeviceDecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out
 Result<std::unique_ptr<Model>> build_device_decoder(std::shared_ptr<const ModelFile> file,
                                                     const LoadOptions& options,
                                                     ModelConfig config, ArchTraits traits) {
-  TS_ASSIGN_OR_RETURN(device::Device dev, device::Device::open(options.device));
+  TS_ASSIGN_OR_RETURN(device::Device dev, device::Device::shared(options.device));
   TS_ASSIGN_OR_RETURN(device::DeviceKernels k, device::DeviceKernels::build(dev));
   auto model = std::make_unique<DeviceDecoderModel>(std::move(file), std::move(config),
                                                     std::move(traits), std::move(dev), std::move(k));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "tessera/base/status.h"
@@ -40,6 +41,25 @@ class Model {
   // Bytes of the weight image the model made at load (load_options.h), 0 when it reads the file
   // mapping in place.
   virtual size_t image_bytes() const { return 0; }
+
+  // Models whose weights live in device memory (device_decoder.h): the device ("opencl:0";
+  // empty for the CPU), the bytes of device memory the model itself holds (weights and step
+  // scratch; KV pools belong to their caches), and the fleet's device tier: release frees them
+  // (forward() then fails with kUnavailable until restore uploads them again from the
+  // host copy, the file mapping). On the CPU: nothing to do.
+  virtual std::string device_name() const { return {}; }
+  virtual int64_t device_bytes() const { return 0; }
+  virtual Status release_device_memory() { return Status::ok(); }
+  virtual Status restore_device_memory() { return Status::ok(); }
+  // A device model: the device's global memory less every buffer on it now (its weights
+  // included), which the default KV budget takes its share of (the --kv-memory rule on the
+  // device). -1 on the CPU.
+  virtual int64_t device_free_bytes() const { return -1; }
+  // Makes `kv` this model's before its first step: a device model puts the pool in device memory
+  // now (the cache's mirror), so that blocks written into the cache before any step (prefix
+  // blocks kept across a suspension) land where the steps read them. Errors: the device's
+  // (kResourceExhausted naming the pool's size). Nothing to do on the CPU.
+  virtual Status attach_cache(KvCache& /*kv*/) { return Status::ok(); }
 
   // Installs `observer` (not owned; null removes it) to see every weight matmul's input in later
   // forward calls; costs nothing while none is set. Returns false for architectures that cannot

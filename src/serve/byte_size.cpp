@@ -1,5 +1,6 @@
 #include "tessera/serve/byte_size.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "tessera/engine/kv_manager.h"
@@ -29,7 +30,8 @@ Result<int64_t> parse_byte_size(const std::string& text) {
   return static_cast<int64_t>(v * scale);
 }
 
-Result<int64_t> parse_kv_memory(const std::string& text, int64_t weight_bytes) {
+Result<int64_t> parse_kv_memory(const std::string& text, int64_t weight_bytes,
+                                int64_t available_bytes) {
   if (text.empty()) return int64_t{0};
   if (text.ends_with("%")) {
     double pct = 0;
@@ -42,7 +44,10 @@ Result<int64_t> parse_kv_memory(const std::string& text, int64_t weight_bytes) {
     if (used != text.size() - 1 || !(pct > 0 && pct <= 100)) {
       return invalid_argument("'" + text + "' is not a percentage in (0, 100]");
     }
-    const int64_t b = engine::default_kv_memory_bytes(weight_bytes, pct / 100.0);
+    const int64_t b =
+        available_bytes >= 0
+            ? std::max<int64_t>(1, engine::kv_memory_share(available_bytes, weight_bytes, pct / 100.0))
+            : engine::default_kv_memory_bytes(weight_bytes, pct / 100.0);
     if (b <= 0) return invalid_argument("available memory is unknown here: give bytes");
     return b;  // 1 when the weights leave nothing: the engine then names what one sequence needs
   }

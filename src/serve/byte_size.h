@@ -17,6 +17,9 @@ Result<int64_t> parse_byte_size(const std::string& text);
 // --kv-memory: "4G" (bytes) or "30%" (of the memory available now less `weight_bytes`). Empty:
 // 0, the engine's default share. Errors: kInvalidArgument (a bad size or percentage, a zero
 // size, a percentage where available memory is unknown).
-Result<int64_t> parse_kv_memory(const std::string& text, int64_t weight_bytes);
+// `available_bytes` >= 0 replaces the memory available now (a device's free memory, weights
+// already on it: pass weight_bytes 0).
+Result<int64_t> parse_kv_memory(const std::string& text, int64_t weight_bytes,
+                                int64_t available_bytes = -1);
 
 }  // namespace tessera::serve

@@ -1,3 +1,4 @@
+#include "tessera/device/device_info.h"
 #include "tessera/serve/fleet_config.h"
 
 #include <fmt/format.h>
@@ -113,7 +114,8 @@ Status parse_adapters(const json& m, size_t i, const fleet::FleetModelSpec& base
 Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string& text,
                                                               const std::string& base_dir,
                                                               const engine::EngineOptions& defaults,
-                                                              const fleet::IdlePolicySettings& idle) {
+                                                              const fleet::IdlePolicySettings& idle,
+                                                              int default_device) {
   json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return invalid_argument("fleet config: not valid JSON");
   if (!root.is_object() || !root.contains("models") || !root["models"].is_array()) {
@@ -126,7 +128,7 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
                                               "parallel", "priority",    "ttft_slo_ms",
                                               "tpot_slo_ms", "kv_blocks", "pinned",
                                               "tokenizer", "idle_policy", "keep_alive_s",
-                                              "adapters"};
+                                              "adapters", "device"};
   std::vector<fleet::FleetModelSpec> out;
   const json& models = root["models"];
   if (models.empty()) return invalid_argument("fleet config: \"models\" is empty");
@@ -138,6 +140,13 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
     }
     fleet::FleetModelSpec s;
     s.engine = defaults;
+    s.device = default_device;
+    if (m.contains("device")) {
+      if (!m["device"].is_string()) return bad(i, "device", "expected cpu, opencl or opencl:N");
+      auto d = device::parse_device_name(m["device"].get<std::string>());
+      if (!d.is_ok()) return bad(i, "device", d.status().message());
+      s.device = *d;
+    }
     if (!m.contains("path") || !m["path"].is_string() || m["path"].get<std::string>().empty()) {
       return bad(i, "path", "required, a non-empty string");
     }
@@ -200,13 +209,14 @@ Result<std::vector<fleet::FleetModelSpec>> parse_fleet_config(const std::string&
 
 Result<std::vector<fleet::FleetModelSpec>> read_fleet_config(const std::string& path,
                                                              const engine::EngineOptions& defaults,
-                                                             const fleet::IdlePolicySettings& idle) {
+                                                             const fleet::IdlePolicySettings& idle,
+                                                             int default_device) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return not_found("fleet config " + path + ": cannot open it");
   std::ostringstream text;
   text << in.rdbuf();
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  auto r = parse_fleet_config(text.str(), dir, defaults, idle);
+  auto r = parse_fleet_config(text.str(), dir, defaults, idle, default_device);
   if (!r.is_ok()) return r.status().with_context(path);
   return r;
 }
@@ -259,7 +269,8 @@ Status add_lora_flags(const std::vector<std::string>& loras,
 }
 
 Result<std::vector<fleet::FleetModelSpec>> fleet_specs_from_dir(const std::string& dir,
-                                                                const engine::EngineOptions& defaults) {
+                                                                const engine::EngineOptions& defaults,
+                                                                int device) {
   std::vector<std::string> paths;
   std::error_code ec;
   for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
@@ -274,6 +285,7 @@ Result<std::vector<fleet::FleetModelSpec>> fleet_specs_from_dir(const std::strin
     spec.name = model_name_from_path(p);
     spec.path = p;
     spec.engine = defaults;
+    spec.device = device;
     specs.push_back(std::move(spec));
   }
   return specs;

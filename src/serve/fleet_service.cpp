@@ -1,3 +1,4 @@
+#include "tessera/device/device_info.h"
 #include "tessera/serve/fleet_service.h"
 
 #include <fmt/format.h>
@@ -38,12 +39,15 @@ Result<std::vector<fleet::FleetModelSpec>> model_specs(const ServeSettings& a, k
   auto kv_memory = parse_kv_memory(a.kv_memory, 0);
   if (!kv_memory.is_ok()) return kv_memory.status().with_context("--kv-memory");
   defaults.kv_memory_bytes = *kv_memory;
+  auto device = device::parse_device_name(a.device);
+  if (!device.is_ok()) return device.status().with_context("--device");
   std::vector<fleet::FleetModelSpec> specs;
   if (!a.config.empty()) {
     TS_ASSIGN_OR_RETURN(specs, read_fleet_config(a.config, defaults,
-                                                 fleet::IdlePolicySettings{a.idle_policy, a.keep_alive_s}));
+                                                 fleet::IdlePolicySettings{a.idle_policy, a.keep_alive_s},
+                                                 *device));
   } else {
-    TS_ASSIGN_OR_RETURN(specs, fleet_specs_from_dir(a.models_dir, defaults));
+    TS_ASSIGN_OR_RETURN(specs, fleet_specs_from_dir(a.models_dir, defaults, *device));
   }
   TS_RETURN_IF_ERROR(add_lora_flags(a.loras, &specs));
   return specs;

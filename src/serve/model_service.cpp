@@ -17,7 +17,10 @@ Result<std::shared_ptr<engine::Engine>> start_engine(const ServeSettings& a, con
                                                      std::shared_ptr<const model::Tokenizer> tokenizer) {
   engine::EngineOptions eo = engine_options(a, c.kv_dtype, model->config().context_length);
   const auto weight_bytes = static_cast<int64_t>(model->file().tensor_bytes());
-  auto kv_memory = parse_kv_memory(a.kv_memory, weight_bytes);
+  // On a device the percentage is of the device's free memory (model::Model::device_free_bytes).
+  const int64_t device_free = model->device_free_bytes();
+  auto kv_memory = device_free >= 0 ? parse_kv_memory(a.kv_memory, 0, device_free)
+                                    : parse_kv_memory(a.kv_memory, weight_bytes);
   if (!kv_memory.is_ok()) return kv_memory.status().with_context("--kv-memory");
   eo.kv_memory_bytes = *kv_memory;
   if (a.speculation) {

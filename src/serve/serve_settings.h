@@ -47,6 +47,7 @@ struct ServeSettings {
   int32_t max_queue = engine::EngineOptions{}.max_waiting;
   bool no_prefix_cache = false;
   std::string kv_type = "f16";        // f16 | f32
+  std::string device = "cpu";         // cpu | opencl[:N]; a fleet config's entries may override
   std::string api_key;                // empty: $TESSERA_API_KEY
   std::string admin_api_key;          // empty: $TESSERA_ADMIN_API_KEY
   std::string embedding_pooling;      // mean | last; empty: the model's metadata

@@ -1,3 +1,5 @@
+#include "tessera/device/device.h"
+#include "tessera/device/device_info.h"
 #include "tessera/serve/server.h"
 
 #include <fmt/format.h>
@@ -82,7 +84,22 @@ Server::Server(ServerOptions options, std::shared_ptr<ModelRouter> models)
            work_},
       http_(options_.http,
             [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) { handle(std::move(r), std::move(w)); },
-            [this](const ExchangeRecord& rec) { serving_metrics_->record_exchange(rec.path, rec.status); }) {}
+            [this](const ExchangeRecord& rec) { serving_metrics_->record_exchange(rec.path, rec.status); }) {
+  // Device memory of every OpenCL device a model runs on (the fleet's top tier).
+  registry_->add_collector([](MetricsRegistry& r) {
+    for (const device::Device& d : device::Device::opened()) {
+      const device::DeviceMemory m = d.memory();
+      const MetricLabels l = {{"device", device::device_flag_name(d.info().index)},
+                              {"name", d.info().name}};
+      r.gauge("tessera_device_memory_bytes", "Bytes of the OpenCL device's memory in Tessera's buffers", l)
+          .set(static_cast<double>(m.bytes_in_use));
+      r.gauge("tessera_device_memory_peak_bytes", "Most bytes in use on the device since it was opened", l)
+          .set(static_cast<double>(m.peak_bytes));
+      r.gauge("tessera_device_memory_total_bytes", "The device's global memory", l)
+          .set(static_cast<double>(d.info().global_mem_bytes));
+    }
+  });
+}
 
 Server::~Server() { shutdown(std::chrono::milliseconds(0)); }
 

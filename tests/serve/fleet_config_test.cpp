@@ -41,6 +41,22 @@ TEST(FleetConfigTest, ReadsPerModelSettingsOverTheDefaults) {
   EXPECT_TRUE(b.pinned);
 }
 
+// "device" puts one model on an OpenCL device; the others take the server's --device.
+TEST(FleetConfigTest, ADeviceKeyOverridesTheServersDevice) {
+  auto r = parse_fleet_config(R"({"models": [
+      {"path": "a.gguf"}, {"path": "b.gguf", "device": "opencl:1"}, {"path": "c.gguf", "device": "cpu"}]})",
+                              "", {}, {}, /*default_device=*/0);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0].device, 0);
+  EXPECT_EQ((*r)[1].device, 1);
+  EXPECT_EQ((*r)[2].device, -1);
+  auto bad = parse_fleet_config(R"({"models": [{"path": "a.gguf", "device": "gpu"}]})", "", {}, {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("device"), std::string::npos) << bad.status().to_string();
+  EXPECT_NE(bad.status().message().find("opencl:N"), std::string::npos) << bad.status().to_string();
+}
+
 TEST(FleetConfigTest, AModelsOwnIdlePolicyTakesWhatItOmitsFromTheServerFlags) {
   const engine::EngineOptions d;
   const fleet::IdlePolicySettings server{"adaptive", 120.0};

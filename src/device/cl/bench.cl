@@ -43,13 +43,17 @@ __kernel void bench_read_blocked(__global const float4* src, uint per_group,
       src + (ulong)get_group_id(0) * per_group + (ulong)get_local_id(0) * per_item;
   float4 acc0 = (float4)(0.0f);
   float4 acc1 = (float4)(0.0f);
+  float4 acc2 = (float4)(0.0f);
+  float4 acc3 = (float4)(0.0f);
   uint i = 0;
-  for (; i + 1 < per_item; i += 2) {
+  for (; i + 3 < per_item; i += 4) {  // four chains of adds: latency never bounds the loads
     acc0 += run[i];
     acc1 += run[i + 1];
+    acc2 += run[i + 2];
+    acc3 += run[i + 3];
   }
-  if (i < per_item) acc0 += run[i];
-  const float4 acc = acc0 + acc1;
+  for (; i < per_item; ++i) acc0 += run[i];
+  const float4 acc = (acc0 + acc1) + (acc2 + acc3);
   out[get_global_id(0)] = acc.x + acc.y + acc.z + acc.w;
 }
 

@@ -1,6 +1,6 @@
-// `tessera bench machine|model`: measured ceilings of this machine, and model throughput with
-// roofline figures against them. Records describe themselves (commit, compiler, CPU, threads,
-// model, dtype) in --json output.
+// `tessera bench machine|model`: measured ceilings of this machine or of an OpenCL device
+// (--device), and model throughput with roofline figures against them. Records describe
+// themselves (commit, compiler, CPU, threads, device, model, dtype) in --json output.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -12,10 +12,12 @@
 #include "commands.h"
 #include "common.h"
 #include "spec_args.h"
+#include "tessera/bench/device_bench.h"
 #include "tessera/bench/environment.h"
 #include "tessera/bench/machine_bench.h"
 #include "tessera/bench/model_bench.h"
 #include "tessera/bench/spec_bench.h"
+#include "tessera/device/device.h"
 #include "tessera/device/device_info.h"
 #include "tessera/model/architecture.h"
 
@@ -41,7 +43,7 @@ struct BenchArgs {
   int32_t streams = 1;
   float temperature = 0.0f;
   bool print_prompt = false;
-  std::string device = "cpu";  // --device (bench model)
+  std::string device = "cpu";  // --device (bench machine, bench model)
 };
 
 nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
@@ -51,7 +53,66 @@ nlohmann::json ceilings_json(const bench::MachineCeilings& c) {
           {"threads", c.threads},     {"buffer_bytes", c.buffer_bytes}, {"reps", c.reps}};
 }
 
+nlohmann::json device_ceilings_json(const bench::DeviceCeilings& c) {
+  return {{"device", fmt::format("opencl:{}", c.index)},
+          {"name", c.name},
+          {"platform", c.platform},
+          {"type", c.type},
+          {"compute_units", c.compute_units},
+          {"read_gbps", c.read_gbps},
+          {"fma_gflops", c.fma_gflops},
+          {"read_gbps_median", c.read_gbps_median},
+          {"fma_gflops_median", c.fma_gflops_median},
+          {"buffer_bytes", c.buffer_bytes},
+          {"reps", c.reps},
+          {"read_kernel", c.read_kernel},
+          {"fma_kernel", c.fma_kernel},
+          {"read_launches_per_pass", c.read_launches},
+          {"fma_launches_per_pass", c.fma_launches},
+          {"fma_work_items", c.fma_work_items},
+          {"fma_iterations", c.fma_iterations}};
+}
+
+Result<bench::DeviceCeilings> measure_device(int index, int reps, int64_t buffer_bytes) {
+  TS_ASSIGN_OR_RETURN(device::Device dev, device::Device::open(index));
+  bench::DeviceBenchOptions o;
+  o.reps = reps;
+  o.buffer_bytes = buffer_bytes;
+  return bench::measure_device(dev, o);
+}
+
+// `bench machine --device opencl:N`: the device's read bandwidth and f32 FMA throughput.
+int run_bench_device(const BenchArgs& a, int index) {
+  auto c = measure_device(index, a.reps, a.buffer_mib << 20);
+  if (!c.is_ok()) return fail(c.status());
+  if (a.json) {
+    nlohmann::json j = {{"environment", bench::describe_environment(hardware_threads())},
+                        {"device", device_ceilings_json(*c)}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("device:            opencl:%d %s (%s, %s), %u compute units\n", c->index,
+              c->name.c_str(), c->type.c_str(), c->platform.c_str(), c->compute_units);
+  std::printf("memory read:       %.1f GB/s   (best of %d passes over %lld MiB, %d reads each, "
+              "%s; median %.1f)\n",
+              c->read_gbps, c->reps, static_cast<long long>(c->buffer_bytes >> 20),
+              c->read_launches, c->read_kernel.c_str(), c->read_gbps_median);
+  std::printf("peak f32 FMA:      %.1f GFLOP/s (best of %d, %s on %lld work-items; median "
+              "%.1f)\n",
+              c->fma_gflops, c->reps, c->fma_kernel.c_str(),
+              static_cast<long long>(c->fma_work_items), c->fma_gflops_median);
+  if (c->type == "cpu") {
+    std::printf("note:              this OpenCL device runs on the host's CPU cores (%s): CPU "
+                "figures, not a GPU's\n",
+                bench::cpu_model_name().c_str());
+  }
+  return 0;
+}
+
 int run_bench_machine(const BenchArgs& a) {
+  auto device = parse_device(a.device);
+  if (!device.is_ok()) return fail(device.status());
+  if (*device >= 0) return run_bench_device(a, *device);
   bench::MachineBenchOptions o;
   o.threads = a.threads;
   o.reps = a.reps;
@@ -204,35 +265,44 @@ int run_bench_spec(const BenchArgs& a) {
   return all_same ? 0 : 1;
 }
 
+// The model part of `bench model`'s JSON record.
+nlohmann::json model_json(const BenchArgs& a, const model::Model& m) {
+  const auto& f = m.file();
+  return {{"path", a.model},
+          {"name", m.config().name},
+          {"dtype", dominant_dtype(f)},
+          {"parameters", f.n_parameters()},
+          {"bytes", f.tensor_bytes()},
+          {"repacked_bytes", m.image_bytes()}};
+}
+
+// One test's row of `bench model`'s JSON record, MBU and MFU against the given ceilings (the
+// machine's or the device's).
+nlohmann::json result_json(const bench::TestResult& r, double read_gbps, double fma_gflops) {
+  return {{"test", r.name},
+          {"n_tokens", r.n_tokens},
+          {"reps", r.tokens_per_second.n},
+          {"tokens_per_second_mean", r.tokens_per_second.mean},
+          {"tokens_per_second_stddev", r.tokens_per_second.stddev},
+          {"tokens_per_second_median", r.tokens_per_second.median},
+          {"bytes_per_run", r.bytes_per_run},
+          {"flops_per_run", r.flops_per_run},
+          {"gbps", r.gbps()},
+          {"gflops", r.gflops()},
+          {"mbu", r.gbps() / read_gbps},
+          {"mfu", r.gflops() / fma_gflops}};
+}
+
 // `bench model`'s JSON record: the environment, the machine's ceilings, the model, each test.
 nlohmann::json model_bench_record(const BenchArgs& a, const model::Model& m, int threads,
                                   const bench::MachineCeilings& c,
                                   const std::vector<bench::TestResult>& results) {
-  const auto& f = m.file();
-  const std::string dtype = dominant_dtype(f);
-  nlohmann::json model_j = {{"path", a.model},
-                            {"name", m.config().name},
-                            {"dtype", dtype},
-                            {"parameters", f.n_parameters()},
-                            {"bytes", f.tensor_bytes()},
-                            {"repacked_bytes", m.image_bytes()}};
   nlohmann::json out = {{"environment", bench::describe_environment(threads)},
                         {"machine", ceilings_json(c)},
-                        {"model", model_j},
+                        {"model", model_json(a, m)},
                         {"results", nlohmann::json::array()}};
   for (const auto& r : results) {
-    out["results"].push_back({{"test", r.name},
-                              {"n_tokens", r.n_tokens},
-                              {"reps", r.tokens_per_second.n},
-                              {"tokens_per_second_mean", r.tokens_per_second.mean},
-                              {"tokens_per_second_stddev", r.tokens_per_second.stddev},
-                              {"tokens_per_second_median", r.tokens_per_second.median},
-                              {"bytes_per_run", r.bytes_per_run},
-                              {"flops_per_run", r.flops_per_run},
-                              {"gbps", r.gbps()},
-                              {"gflops", r.gflops()},
-                              {"mbu", r.gbps() / c.read_gbps},
-                              {"mfu", r.gflops() / c.fma_gflops}});
+    out["results"].push_back(result_json(r, c.read_gbps, c.fma_gflops));
     if (!r.adjacent_probe.empty()) {
       const bench::Summary mbu = r.adjacent_mbu();
       auto& j = out["results"].back();
@@ -250,6 +320,27 @@ nlohmann::json model_bench_record(const BenchArgs& a, const model::Model& m, int
   return out;
 }
 
+// `bench model`'s table rows (t/s, GB/s, MBU, GFLOP/s, MFU against the given ceilings), with the
+// adjacent probe's column when `probe`.
+void print_roofline_table(const std::vector<bench::TestResult>& results, double read_gbps,
+                          double fma_gflops, bool probe) {
+  std::printf("| %-7s | %18s | %8s | %6s | %9s | %6s |%s\n", "test", "t/s", "GB/s", "MBU", "GFLOP/s",
+              "MFU", probe ? " MBU vs adjacent probe |" : "");
+  std::printf("|---------|--------------------|----------|--------|-----------|--------|%s\n",
+              probe ? "-----------------------|" : "");
+  for (const auto& r : results) {
+    std::printf("| %-7s | %9.2f ± %6.2f | %8.2f | %5.1f%% | %9.1f | %5.1f%% |", r.name.c_str(),
+                r.tokens_per_second.mean, r.tokens_per_second.stddev, r.gbps(),
+                100.0 * r.gbps() / read_gbps, r.gflops(), 100.0 * r.gflops() / fma_gflops);
+    if (probe) {
+      const bench::Summary mbu = r.adjacent_mbu();
+      std::printf(" %5.1f%% of %5.1f GB/s  |", 100.0 * mbu.median,
+                  bench::summarize(r.adjacent_probe).median);
+    }
+    std::printf("\n");
+  }
+}
+
 // `bench model`'s table, and the A/B and probe notes under it.
 void print_model_bench(const BenchArgs& a, const model::Model& m, int threads, const nlohmann::json& out,
                        const bench::MachineCeilings& c, const std::vector<bench::TestResult>& results,
@@ -260,21 +351,7 @@ void print_model_bench(const BenchArgs& a, const model::Model& m, int threads, c
               a.model.c_str(), dtype.c_str(), m.image_bytes() > 0 ? " (repacked)" : "",
               f.n_parameters() / 1e6, f.tensor_bytes() / 1048576.0, threads, out["environment"]["kernel_isa"].get<std::string>().c_str(),
               c.read_gbps, c.fma_gflops);
-  std::printf("| %-7s | %18s | %8s | %6s | %9s | %6s |%s\n", "test", "t/s", "GB/s", "MBU", "GFLOP/s",
-              "MFU", probe ? " MBU vs adjacent probe |" : "");
-  std::printf("|---------|--------------------|----------|--------|-----------|--------|%s\n",
-              probe ? "-----------------------|" : "");
-  for (const auto& r : results) {
-    std::printf("| %-7s | %9.2f ± %6.2f | %8.2f | %5.1f%% | %9.1f | %5.1f%% |", r.name.c_str(),
-                r.tokens_per_second.mean, r.tokens_per_second.stddev, r.gbps(),
-                100.0 * r.gbps() / c.read_gbps, r.gflops(), 100.0 * r.gflops() / c.fma_gflops);
-    if (probe) {
-      const bench::Summary mbu = r.adjacent_mbu();
-      std::printf(" %5.1f%% of %5.1f GB/s  |", 100.0 * mbu.median,
-                  bench::summarize(r.adjacent_probe).median);
-    }
-    std::printf("\n");
-  }
+  print_roofline_table(results, c.read_gbps, c.fma_gflops, probe);
   for (const auto& r : results) {
     if (r.ab_time_ratios.empty()) continue;
     const bench::Summary ab = bench::summarize(r.ab_time_ratios);
@@ -291,38 +368,82 @@ void print_model_bench(const BenchArgs& a, const model::Model& m, int threads, c
   }
 }
 
-// `bench model --device opencl:N`: tokens/s on the device. No MBU/MFU: the device's own
-// ceilings are not measured yet (the CPU's would mislead).
-int run_bench_model_on_device(const BenchArgs& a, int device, model::Model& m, ThreadPool& pool) {
+// The device's ceilings for `bench model --device opencl:N`: the `device` part of a
+// `bench machine --device opencl:N --json` record given as --machine (refused when it holds no
+// device ceilings or another device's), or measured now.
+Result<bench::DeviceCeilings> device_ceilings_for(const BenchArgs& a, int index) {
+  if (a.machine_json.empty()) return measure_device(index, 5, int64_t{1} << 30);
+  std::ifstream in(a.machine_json);
+  if (!in) return not_found("cannot read " + a.machine_json);
+  bench::DeviceCeilings c;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    if (!j.contains("device")) {
+      return invalid_argument(fmt::format(
+          "{}: no device ceilings (a CPU record?); write them with `tessera bench machine "
+          "--device opencl:{} --json`, or leave out --machine to measure them now",
+          a.machine_json, index));
+    }
+    const auto& d = j["device"];
+    c.read_gbps = d.at("read_gbps").get<double>();
+    c.fma_gflops = d.at("fma_gflops").get<double>();
+    c.read_gbps_median = d.value("read_gbps_median", 0.0);
+    c.fma_gflops_median = d.value("fma_gflops_median", 0.0);
+    c.name = d.at("name").get<std::string>();
+    c.platform = d.value("platform", "");
+    c.type = d.value("type", "");
+    c.compute_units = d.value("compute_units", 0u);
+    c.buffer_bytes = d.value("buffer_bytes", int64_t{0});
+    c.reps = d.value("reps", 0);
+  } catch (const std::exception& e) {
+    return invalid_argument(fmt::format("{}: not a `bench machine --device --json` record: {}",
+                                        a.machine_json, e.what()));
+  }
+  c.index = index;
+  TS_ASSIGN_OR_RETURN(auto devices, device::list_devices());
+  if (index < 0 || index >= static_cast<int>(devices.size())) {
+    return out_of_range(fmt::format("--device opencl:{}: past the {} OpenCL device(s) that "
+                                    "`tessera info --devices` lists",
+                                    index, devices.size()));
+  }
+  const std::string& name = devices[static_cast<size_t>(index)].name;
+  if (c.name != name) {
+    return invalid_argument(fmt::format("{}: ceilings of '{}', but opencl:{} is '{}'; measure "
+                                        "this one with `tessera bench machine --device opencl:{} "
+                                        "--json`",
+                                        a.machine_json, c.name, index, name, index));
+  }
+  return c;
+}
+
+// `bench model --device opencl:N`: tokens/s on the device, with MBU/MFU against the device's
+// ceilings (never the CPU's: they would mislead).
+int run_bench_model_on_device(const BenchArgs& a, const bench::DeviceCeilings& c, model::Model& m,
+                              ThreadPool& pool) {
   bench::ModelBenchOptions o;
   o.prompt_tokens = a.prompt_tokens;
   o.gen_tokens = a.gen_tokens;
   o.reps = a.reps;
   auto results = bench::run_model_bench(m, pool, o);
   if (!results.is_ok()) return fail(results.status());
-  std::string name = fmt::format("opencl:{}", device);
-  if (auto list = device::list_devices(); list.is_ok() && device < static_cast<int>(list->size())) {
-    name += " (" + (*list)[static_cast<size_t>(device)].name + ")";
-  }
-  nlohmann::json out = {{"model", a.model}, {"device", name}, {"results", nlohmann::json::array()}};
+  nlohmann::json out = {{"environment", bench::describe_environment(pool.size())},
+                        {"device", device_ceilings_json(c)},
+                        {"model", model_json(a, m)},
+                        {"results", nlohmann::json::array()}};
   for (const auto& r : results.value()) {
-    out["results"].push_back({{"test", r.name},
-                              {"n_tokens", r.n_tokens},
-                              {"reps", r.tokens_per_second.n},
-                              {"tokens_per_second_median", r.tokens_per_second.median},
-                              {"tokens_per_second_mean", r.tokens_per_second.mean},
-                              {"tokens_per_second_stddev", r.tokens_per_second.stddev}});
+    out["results"].push_back(result_json(r, c.read_gbps, c.fma_gflops));
   }
   if (a.json) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s on %s (no device ceilings measured: no MBU/MFU)\n", a.model.c_str(),
-              name.c_str());
-  for (const auto& r : results.value()) {
-    std::printf("| %-7s | %9.2f ± %6.2f t/s |\n", r.name.c_str(), r.tokens_per_second.mean,
-                r.tokens_per_second.stddev);
-  }
+  const auto& f = m.file();
+  std::printf("model %s: %s, %.1f M params, %.1f MiB | on opencl:%d (%s, %s) | ceilings %.1f "
+              "GB/s, %.1f GFLOP/s\n",
+              a.model.c_str(), dominant_dtype(f).c_str(), f.n_parameters() / 1e6,
+              f.tensor_bytes() / 1048576.0, c.index, c.name.c_str(), c.type.c_str(), c.read_gbps,
+              c.fma_gflops);
+  print_roofline_table(results.value(), c.read_gbps, c.fma_gflops, false);
   return 0;
 }
 
@@ -335,10 +456,17 @@ int run_bench_model(const BenchArgs& a) {
   auto device = parse_device(a.device);
   if (!device.is_ok()) return fail(device.status());
   load_options.device = *device;
+  // The device's ceilings first, so their buffer is freed before the weights are uploaded.
+  std::optional<bench::DeviceCeilings> device_ceilings;
+  if (*device >= 0) {
+    auto dc = device_ceilings_for(a, *device);
+    if (!dc.is_ok()) return fail(dc.status());
+    device_ceilings = std::move(*dc);
+  }
   auto m = model::load_model(a.model, load_options);
   if (!m.is_ok()) return fail(m.status());
   ThreadPool pool(a.threads > 0 ? a.threads : hardware_threads());
-  if (*device >= 0) return run_bench_model_on_device(a, *device, **m, pool);
+  if (device_ceilings) return run_bench_model_on_device(a, *device_ceilings, **m, pool);
   auto ceil = ceilings_for(a, pool.size());
   if (!ceil.is_ok()) return fail(ceil.status());
   bench::ModelBenchOptions o;
@@ -374,10 +502,14 @@ void add_bench_command(CLI::App& app, RunFn& run) {
 
   auto am = std::make_shared<BenchArgs>();
   CLI::App* machine = bench->add_subcommand(
-      "machine", "Measure memory read bandwidth and peak FMA throughput of this machine");
+      "machine", "Measure memory read bandwidth and peak FMA throughput of this machine or of an "
+                 "OpenCL device (--device)");
   machine->add_option("--threads,-t", am->threads, "Threads (default: all cores)");
   machine->add_option("--reps", am->reps, "Repetitions (median reported)")->capture_default_str();
   machine->add_option("--buffer-mib", am->buffer_mib, "Bandwidth buffer size")->capture_default_str();
+  add_device_option(machine, &am->device);
+  machine->get_option("--device")->description(
+      "What to measure: cpu, opencl or opencl:N (tessera info --devices)");
   machine->add_flag("--json", am->json, "Print a JSON record");
   machine->callback([&run, am] { run = [am] { return run_bench_machine(*am); }; });
 
@@ -393,7 +525,8 @@ void add_bench_command(CLI::App& app, RunFn& run) {
   model->add_option("--reps,-r", a->reps, "Repetitions")->capture_default_str();
   add_device_option(model, &a->device);
   model->add_option("--machine", a->machine_json,
-                    "Ceilings from a `bench machine --json` file (default: measure now)");
+                    "Ceilings from a `bench machine --json` file (with --device opencl:N, from "
+                    "`bench machine --device opencl:N --json`; default: measure now)");
   model->add_flag("--no-adjacent-probe", a->no_adjacent_probe,
                   "Skip the bandwidth probe pass run before and after each repetition");
   model->add_option("--probe-mib", a->buffer_mib, "Adjacent probe buffer size")

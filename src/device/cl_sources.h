@@ -15,5 +15,7 @@ extern const char kReduce[];
 // kv_store_f32, kv_store_f16
 extern const char kOps[];
 extern const char kAttention[];  // cl/attention.cl: attention_f32, attention_f16
+// cl/bench.cl: bench_fill, bench_read, bench_fma (the device ceilings: bench/device_bench.h)
+extern const char kBench[];
 
 }  // namespace tessera::device::cl_source

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -129,6 +130,76 @@ TEST(Cli, DeviceFlagRunsOnOpenclOrSaysWhyInOneLine) {
   EXPECT_NE(none.err.find("no OpenCL library"), std::string::npos) << none.err;
   EXPECT_EQ(still.exit_code, 0) << still.err;
   EXPECT_EQ(nlohmann::json::parse(still.out)["tokens"], nlohmann::json::parse(cpu.out)["tokens"]);
+}
+
+// `bench machine --device opencl` measures the device's read bandwidth and f32 FMA throughput
+// (a small buffer: PoCL runs it on the CPU in well under a second), and `bench model --device`
+// reports MBU and MFU against the record given as --machine, refusing a CPU record and another
+// device's. Without an OpenCL library the measurement fails in one line.
+TEST(Cli, BenchMachineDeviceCeilingsAndModelMbu) {
+  testing::TempDir dir;
+  ::setenv("TESSERA_OPENCL_LIBRARY", dir.file("libOpenCL.so.1").c_str(), 1);
+  const auto none = run_cli("bench machine --device opencl --buffer-mib 16 --reps 1");
+  ::unsetenv("TESSERA_OPENCL_LIBRARY");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
+  EXPECT_NE(none.err.find("no OpenCL library"), std::string::npos) << none.err;
+
+  const auto probe = run_cli("info --devices --json");
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  if (nlohmann::json::parse(probe.out)["opencl"].empty()) GTEST_SKIP() << "no OpenCL device";
+  const auto machine = run_cli("bench machine --device opencl --buffer-mib 16 --reps 2 --json");
+  ASSERT_EQ(machine.exit_code, 0) << machine.err;
+  const auto record = nlohmann::json::parse(machine.out);
+  const auto& d = record["device"];
+  EXPECT_EQ(d["device"], "opencl:0");
+  EXPECT_FALSE(d["name"].get<std::string>().empty());
+  // 16 MiB rounded down to whole slabs of the read kernel's work-groups.
+  EXPECT_GT(d["buffer_bytes"].get<int64_t>(), 0) << d;
+  EXPECT_LE(d["buffer_bytes"].get<int64_t>(), int64_t{16} << 20) << d;
+  for (const char* key : {"read_gbps", "fma_gflops", "read_gbps_median", "fma_gflops_median"}) {
+    const double v = d[key].get<double>();
+    EXPECT_TRUE(std::isfinite(v) && v > 0) << key << " = " << v;
+  }
+  EXPECT_LE(d["read_gbps_median"].get<double>(), d["read_gbps"].get<double>());
+  EXPECT_LE(d["fma_gflops_median"].get<double>(), d["fma_gflops"].get<double>());
+  const auto text = run_cli("bench machine --device opencl:0 --buffer-mib 16 --reps 1");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("GB/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("GFLOP/s"), std::string::npos) << text.out;
+
+  const std::string model = dir.file("tiny.gguf");
+  ASSERT_EQ(run_cli("synth --shape tiny --dtype f32 --out " + model).exit_code, 0);
+  std::ofstream(dir.file("device.json")) << machine.out;
+  const std::string bench = "bench model -m " + model + " -p 16 -n 4 -r 1 --device opencl:0";
+  const auto table = run_cli(bench + " --machine " + dir.file("device.json"));
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("on opencl:0"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("MBU"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("MFU"), std::string::npos) << table.out;
+  const auto json = run_cli(bench + " --json --machine " + dir.file("device.json"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto out = nlohmann::json::parse(json.out);
+  EXPECT_EQ(out["device"]["read_gbps"], d["read_gbps"]);
+  ASSERT_EQ(out["results"].size(), 2u) << out;
+  for (const auto& r : out["results"]) {
+    const double mbu = r["mbu"].get<double>();
+    const double mfu = r["mfu"].get<double>();
+    EXPECT_TRUE(std::isfinite(mbu) && mbu > 0) << r;
+    EXPECT_TRUE(std::isfinite(mfu) && mfu > 0) << r;
+    EXPECT_DOUBLE_EQ(mbu, r["gbps"].get<double>() / d["read_gbps"].get<double>());
+  }
+
+  std::ofstream(dir.file("cpu.json")) << R"({"machine": {"read_gbps": 10, "fma_gflops": 100}})";
+  const auto cpu = run_cli(bench + " --machine " + dir.file("cpu.json"));
+  EXPECT_NE(cpu.exit_code, 0);
+  EXPECT_NE(cpu.err.find("no device ceilings"), std::string::npos) << cpu.err;
+  auto other = record;
+  other["device"]["name"] = "Some Other GPU";
+  std::ofstream(dir.file("other.json")) << other.dump();
+  const auto wrong = run_cli(bench + " --machine " + dir.file("other.json"));
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.err.find("ceilings of 'Some Other GPU'"), std::string::npos) << wrong.err;
 }
 
 TEST(Cli, MissingAndCorruptFilesGiveClearErrors) {

@@ -27,14 +27,7 @@ class DecoderModel final : public Model {
       : file_(std::move(file)), config_(std::move(config)), traits_(std::move(traits)) {}
 
   Status load() {
-    TS_ASSIGN_OR_RETURN(DecoderWeights w, load_decoder_weights(*file_, config_, traits_));
-    token_embd_ = w.token_embd;
-    output_ = w.output;
-    output_norm_ = std::move(w.output_norm);
-    inv_freqs_ = std::move(w.inv_freqs);
-    layers_ = std::move(w.layers);
-    matrix_names_ = std::move(w.matrix_names);
-    output_name_ = std::move(w.output_name);
+    TS_ASSIGN_OR_RETURN(w_, load_decoder_weights(*file_, config_, traits_));
     return Status::ok();
   }
   // Copies every matrix into one image, each in the layout the active kernels prefer, when one
@@ -87,7 +80,7 @@ class DecoderModel final : public Model {
   void observe(int64_t l, int first, int count, const float* x, int64_t T, int64_t cols) {
     if (observer_ == nullptr) return;
     for (int m = first; m < first + count; ++m) {
-      const std::string& name = matrix_names_[static_cast<size_t>(7 * l + m)];
+      const std::string& name = w_.matrix_names[static_cast<size_t>(7 * l + m)];
       if (!name.empty()) observer_->observe(name, x, T, cols);  // empty: part of a fused tensor
     }
   }
@@ -111,14 +104,8 @@ class DecoderModel final : public Model {
   std::shared_ptr<const ModelFile> file_;
   ModelConfig config_;
   ArchTraits traits_;
-  MatrixRef token_embd_;  // [V, D]
-  MatrixRef output_;      // [V, D] (token_embd_ when tied)
-  std::vector<float> output_norm_;
-  std::vector<std::vector<float>> inv_freqs_;  // [sets][H/2]: one per distinct layer RoPE
-  std::vector<LayerWeights> layers_;
-  // observe()'s names: per layer, the seven matrices in LayerWeights order; then the output's.
-  std::vector<std::string> matrix_names_;
-  std::string output_name_;
+  // The file's tensors; after build_image, the matrices point into the image.
+  DecoderWeights w_;
   MatmulInputObserver* observer_ = nullptr;
   PageBuffer own_image_;     // the image when no allocator was given
   size_t image_bytes_ = 0;   // 0: matrices point into the file
@@ -133,9 +120,9 @@ class DecoderModel final : public Model {
 };
 
 Status DecoderModel::build_image(const LoadOptions& options) {
-  std::vector<MatrixRef*> mats = {&token_embd_};
-  if (!config_.tied_output) mats.push_back(&output_);
-  for (LayerWeights& l : layers_) {
+  std::vector<MatrixRef*> mats = {&w_.token_embd};
+  if (!config_.tied_output) mats.push_back(&w_.output);
+  for (LayerWeights& l : w_.layers) {
     for (MatrixRef* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) mats.push_back(m);
   }
   const kernels::KernelTable& table = kernels::kernel_table();
@@ -169,7 +156,7 @@ Status DecoderModel::build_image(const LoadOptions& options) {
     offset += (m->bytes() + kAlign - 1) / kAlign * kAlign;
     if (file_->mapping != nullptr) file_->mapping->release_range(src, src_bytes);
   }
-  if (config_.tied_output) output_ = token_embd_;
+  if (config_.tied_output) w_.output = w_.token_embd;
   image_bytes_ = total;
   // Every tensor the model reads now lives in the image or in vectors: the file's pages can go.
   if (file_->mapping != nullptr) file_->mapping->release_pages();
@@ -190,7 +177,7 @@ void DecoderModel::resize_scratch(int64_t n_rows) {
   grow(gate_, n_rows * c.ffn_dim);
   grow(up_, n_rows * c.ffn_dim);
   grow(tmp_, n_rows * c.dim);
-  grow(rope_cs_, static_cast<int64_t>(inv_freqs_.size()) * n_rows * c.head_dim);
+  grow(rope_cs_, static_cast<int64_t>(w_.inv_freqs.size()) * n_rows * c.head_dim);
 }
 
 // Each row attends over its sequence's cache up to its own position, so rows see the K/V written
@@ -203,7 +190,7 @@ void DecoderModel::attention(const Batch& b, const KvCache& kv, int64_t layer, T
   const int64_t T = b.size();
   const int64_t group = c.n_heads / c.n_kv_heads;
   const int64_t max_rows = std::clamp<int64_t>(16 / group, 1, kernels::kMaxAttentionRows);
-  const int64_t window = layers_[static_cast<size_t>(layer)].window;
+  const int64_t window = w_.layers[static_cast<size_t>(layer)].window;
   attn_npos_.resize(static_cast<size_t>(T));
   for (int64_t row = 0; row < T; ++row) {
     attn_npos_[static_cast<size_t>(row)] = b.positions[static_cast<size_t>(row)] + 1;
@@ -304,12 +291,12 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
   const float embd_scale = std::sqrt(static_cast<float>(c.dim));
   for (int64_t t = 0; t < T; ++t) {
     float* xt = x_.data() + t * c.dim;
-    kernels::dequantize_row(token_embd_, b.tokens[static_cast<size_t>(t)], xt);
+    kernels::dequantize_row(w_.token_embd, b.tokens[static_cast<size_t>(t)], xt);
     if (traits_.scale_embedding) {
       for (int64_t i = 0; i < c.dim; ++i) xt[i] *= embd_scale;
     }
-    for (size_t set = 0; set < inv_freqs_.size(); ++set) {
-      kernels::rope_angles(b.positions[static_cast<size_t>(t)], inv_freqs_[set].data(), c.head_dim,
+    for (size_t set = 0; set < w_.inv_freqs.size(); ++set) {
+      kernels::rope_angles(b.positions[static_cast<size_t>(t)], w_.inv_freqs[set].data(), c.head_dim,
                            rope_cs_.data() + (static_cast<int64_t>(set) * T + t) * c.head_dim);
     }
   }
@@ -318,7 +305,7 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
       traits_.attn_scale > 0.0f ? traits_.attn_scale * std::sqrt(static_cast<float>(c.head_dim)) : 1.0f;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     if (!skip.empty() && skip[static_cast<size_t>(l)] != 0) continue;
-    const LayerWeights& w = layers_[static_cast<size_t>(l)];
+    const LayerWeights& w = w_.layers[static_cast<size_t>(l)];
     for (int64_t t = 0; t < T; ++t) {
       kernels::rmsnorm(x_.data() + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps,
                        xn_.data() + t * c.dim);
@@ -396,7 +383,7 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
   int64_t n_out = 0;
   for (int64_t t = 0; t < T; ++t) {
     if (!b.want_logits[static_cast<size_t>(t)]) continue;
-    kernels::rmsnorm(x_.data() + t * c.dim, output_norm_.data(), c.dim, c.rms_eps,
+    kernels::rmsnorm(x_.data() + t * c.dim, w_.output_norm.data(), c.dim, c.rms_eps,
                      xn_.data() + n_out * c.dim);
     ++n_out;
   }
@@ -405,9 +392,9 @@ Status DecoderModel::run(const Batch& b, KvCache& kv, std::span<float> out, Thre
     return Status::ok();
   }
   if (n_out > 0 && observer_ != nullptr) {
-    observer_->observe(output_name_, xn_.data(), n_out, c.dim);
+    observer_->observe(w_.output_name, xn_.data(), n_out, c.dim);
   }
-  if (n_out > 0) kernels::matmul(output_, xn_.data(), n_out, out.data(), pool);
+  if (n_out > 0) kernels::matmul(w_.output, xn_.data(), n_out, out.data(), pool);
   if (n_out > 0 && traits_.final_softcap > 0.0f) {
     kernels::softcap(out.data(), n_out * c.n_vocab, traits_.final_softcap);
   }

@@ -14,34 +14,13 @@
 #include "tessera/device/device.h"
 #include "tessera/fleet/fleet_manager.h"
 #include "tessera/model/synth.h"
+#include "event_collector.h"
 #include "test_util.h"
 
 namespace tessera::fleet {
 namespace device_fleet_test {
 
-struct Collector {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int32_t> tokens;
-  engine::FinishEvent finish;
-  bool done = false;
-  static engine::EventSink sink(const std::shared_ptr<Collector>& c) {
-    return [c](engine::Event&& ev) {
-      std::lock_guard<std::mutex> lock(c->mu);
-      if (auto* t = std::get_if<engine::TokenEvent>(&ev.body)) {
-        c->tokens.push_back(t->token);
-      } else {
-        c->finish = std::get<engine::FinishEvent>(ev.body);
-        c->done = true;
-        c->cv.notify_all();
-      }
-    };
-  }
-  bool wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(120), [this] { return done; });
-  }
-};
+using testing::Collector;
 
 // 45 prompt tokens: two full blocks of 16 before the block of the last one.
 engine::Request warm_prompt() {
@@ -58,7 +37,7 @@ std::shared_ptr<Collector> run(FleetManager& f, const std::string& name) {
   auto c = std::make_shared<Collector>();
   auto id = f.submit(name, warm_prompt(), Collector::sink(c));
   EXPECT_TRUE(id.is_ok()) << id.status().to_string();
-  EXPECT_TRUE(c->wait());
+  EXPECT_TRUE(c->wait(std::chrono::seconds(120)));
   return c;
 }
 

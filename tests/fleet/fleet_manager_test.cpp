@@ -16,6 +16,7 @@
 #include "tessera/fleet/keep_alive_policy.h"
 #include "tessera/fleet/process_memory.h"
 #include "tessera/model/synth.h"
+#include "event_collector.h"
 #include "test_util.h"
 
 namespace tessera::fleet {
@@ -23,31 +24,7 @@ namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
 
-// Collects one request's events; shared with the sink so it outlives the request.
-struct Collector {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int32_t> tokens;
-  engine::FinishEvent finish;
-  bool done = false;
-
-  static engine::EventSink sink(const std::shared_ptr<Collector>& c) {
-    return [c](engine::Event&& ev) {
-      std::lock_guard<std::mutex> lock(c->mu);
-      if (auto* t = std::get_if<engine::TokenEvent>(&ev.body)) {
-        c->tokens.push_back(t->token);
-      } else {
-        c->finish = std::get<engine::FinishEvent>(ev.body);
-        c->done = true;
-        c->cv.notify_all();
-      }
-    };
-  }
-  bool wait(std::chrono::seconds timeout = std::chrono::seconds(60)) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, timeout, [this] { return done; });
-  }
-};
+using testing::Collector;
 
 engine::Request greedy(int32_t max_tokens = 8) {
   engine::Request r;

@@ -139,6 +139,10 @@ void add_source_flags(CLI::App* cmd, ServeArgs* a) {
   cmd->add_option("--mem-budget", s.mem_budget,
                   "With --models: active memory (weights + KV) for resumed models, e.g. 8G "
                   "(default: unlimited)");
+  cmd->add_option("--device-mem-budget", s.device_mem_budget,
+                  "With --models/--config and models on an OpenCL device: that device's memory "
+                  "for its resumed models (weights + KV), e.g. 70G; idle models on the device "
+                  "are suspended to make room (default: unlimited)");
   cmd->add_option("--host-budget", s.host_budget,
                   "With --models/--config: memory for suspended models' weights (page cache), "
                   "e.g. 4G; above it the least likely to be needed soon go to disk (default: "

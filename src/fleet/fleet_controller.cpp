@@ -96,7 +96,8 @@ Result<std::unique_ptr<FleetController>> FleetController::create(
     const Clock* clock, Timer* timer) {
   TS_CHECK(host != nullptr && clock != nullptr);
   if (models.empty()) return invalid_argument("the fleet has no models");
-  if (options.active_budget_bytes < 0 || options.host_budget_bytes < 0) {
+  if (options.active_budget_bytes < 0 || options.host_budget_bytes < 0 ||
+      options.device_budget_bytes < 0) {
     return invalid_argument("memory budgets must be >= 0");
   }
   std::unique_ptr<FleetController> c(new FleetController(std::move(options), host, clock, timer));
@@ -124,6 +125,10 @@ Result<std::unique_ptr<FleetController>> FleetController::create(
     ModelView v;
     v.name = spec.name;
     c->view_.models.push_back(std::move(v));
+    if (spec.device >= 0 && !c->device_budgets_.count(spec.device)) {
+      c->device_budgets_.emplace(spec.device,
+                                 std::make_unique<MemoryBudget>(c->options_.device_budget_bytes));
+    }
     e->spec = std::move(spec);
     c->models_.push_back(std::move(e));
   }
@@ -354,11 +359,28 @@ void FleetController::refuse_all_queued(const Status& why) {
   for (size_t i = 0; i < models_.size(); ++i) refuse_queue(static_cast<ModelIndex>(i), why);
 }
 
+const MemoryBudget* FleetController::device_budget(int device) const {
+  const auto it = device_budgets_.find(device);
+  return it == device_budgets_.end() ? nullptr : it->second.get();
+}
+
+const MemoryBudget& FleetController::budget_for(ModelIndex m) const {
+  const Entry& e = at(m);
+  if (e.spec.device < 0) return budget_;
+  return *device_budgets_.at(e.spec.device);
+}
+
+MemoryBudget& FleetController::budget_of(const Entry& e) {
+  if (e.spec.device < 0) return budget_;
+  return *device_budgets_.at(e.spec.device);
+}
+
 Status FleetController::resize(ModelIndex m, int64_t active_bytes, int64_t weight_bytes) {
   Entry& e = at(m);
-  if (budget_.held_by(e.spec.name) > 0 || holds_active_memory(e.state)) {
-    budget_.release(e.spec.name);
-    if (Status st = budget_.reserve(e.spec.name, active_bytes); !st.is_ok()) {
+  MemoryBudget& budget = budget_of(e);
+  if (budget.held_by(e.spec.name) > 0 || holds_active_memory(e.state)) {
+    budget.release(e.spec.name);
+    if (Status st = budget.reserve(e.spec.name, active_bytes); !st.is_ok()) {
       return Status(ErrorCode::kResourceExhausted,
                     fmt::format("model {} needs {} bytes once opened: {}", e.spec.name,
                                 active_bytes, st.message()));
@@ -406,9 +428,10 @@ void FleetController::refuse_queue(ModelIndex m, const Status& why) {
   }
 }
 
-int64_t FleetController::freeing_bytes() const {
+int64_t FleetController::freeing_bytes(const Entry& same) const {
   int64_t n = 0;
   for (const auto& e : models_) {
+    if (e->spec.device != same.spec.device) continue;
     // A base waiting for its adapters to leave is as good as suspending.
     if (e->state == ModelState::kSuspending ||
         (e->take_down_pending && e->state == ModelState::kActive)) {
@@ -420,11 +443,19 @@ int64_t FleetController::freeing_bytes() const {
 
 int64_t FleetController::make_room(ModelIndex for_model, int64_t bytes) {
   // An adapter's base must stay up for it: the policy sees it pinned.
+  // Models whose bytes count against another budget (the CPU's, another device's) free nothing
+  // here: the policy sees them pinned too.
   const FleetView* seen = &view();
   FleetView base_pinned;
-  if (const ModelIndex base = at(for_model).parent; base >= 0) {
+  const int device = at(for_model).spec.device;
+  bool mixed = false;
+  for (const auto& e : models_) mixed = mixed || e->spec.device != device;
+  if (const ModelIndex base = at(for_model).parent; base >= 0 || mixed) {
     base_pinned = *seen;
-    base_pinned.models[static_cast<size_t>(base)].pinned = true;
+    if (base >= 0) base_pinned.models[static_cast<size_t>(base)].pinned = true;
+    for (size_t i = 0; i < models_.size(); ++i) {
+      if (models_[i]->spec.device != device) base_pinned.models[i].pinned = true;
+    }
     seen = &base_pinned;
   }
   const EvictionPlan plan = eviction_.choose(*seen, activity_, PressureTier::kActive, bytes);
@@ -498,18 +529,19 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
                                           e.spec.name, model_state_name(from)));
   }
   const int64_t need = e.spec.active_bytes;
-  if (budget_.available() < need) {
-    const int64_t shortfall = need - budget_.available();
-    const int64_t freeing = freeing_bytes();
+  MemoryBudget& budget = budget_of(e);
+  if (budget.available() < need) {
+    const int64_t shortfall = need - budget.available();
+    const int64_t freeing = freeing_bytes(e);
     if (freeing < shortfall) make_room(m, shortfall - freeing);
-    if (budget_.available() < need) {
-      if (budget_.available() + freeing_bytes() >= need) {
+    if (budget.available() < need) {
+      if (budget.available() + freeing_bytes(e) >= need) {
         e.want_up = true;  // retried when the suspensions it waits for are done
         return Status();
       }
       // The room is held by models busy serving: requests wait for one of them to go idle
       // (their deadline bounds the wait); a model larger than the whole budget never fits.
-      if (requests_wait_for(e) && need <= budget_.capacity()) {
+      if (requests_wait_for(e) && need <= budget.capacity()) {
         e.want_up = true;
         e.waiting_for_room = true;
         any_waiting_for_room_ = true;
@@ -517,11 +549,14 @@ Status FleetController::bring_up(ModelIndex m, std::string_view reason) {
       }
     }
   }
-  if (Status st = budget_.reserve(e.spec.name, need); !st.is_ok()) {
+  if (Status st = budget.reserve(e.spec.name, need); !st.is_ok()) {
     return Status(ErrorCode::kResourceExhausted,
-                  fmt::format("model {} does not fit the memory budget and no idle model can make "
+                  fmt::format("model {} does not fit the {} budget and no idle model can make "
                               "room: {}",
-                              e.spec.name, st.message()));
+                              e.spec.name,
+                              e.spec.device < 0 ? std::string("memory")
+                                                : fmt::format("opencl:{} device memory", e.spec.device),
+                              st.message()));
   }
   TS_RETURN_IF_ERROR(e.lifecycle->transition(to, reason));
   e.want_up = false;
@@ -627,7 +662,7 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
         TS_CHECK(e.lifecycle->transition(ModelState::kActive, reason + " done").is_ok());
         dispatch_queue(m);
       } else {
-        budget_.release(e.spec.name);
+        budget_of(e).release(e.spec.name);
         e.last_error = result.message();
         ++e.failures;
         const int64_t backoff = std::min(
@@ -643,7 +678,7 @@ void FleetController::move_done(ModelIndex m, const Status& result) {
       }
       break;
     case Move::kSuspend:
-      budget_.release(e.spec.name);
+      budget_of(e).release(e.spec.name);
       if (result.is_ok()) {
         ++e.suspends_done;
         e.suspend_seconds += static_cast<double>(now - e.move_started_ns) * 1e-9;
@@ -763,7 +798,7 @@ void FleetController::apply_idle_policies() {
         if (e.state == ModelState::kActive) r = take_down(m, d.reason);
         break;
       case Action::kPrewarm:
-        if (budget_.available() >= e.spec.active_bytes) r = bring_up(m, d.reason);
+        if (budget_of(e).available() >= e.spec.active_bytes) r = bring_up(m, d.reason);
         break;
       case Action::kEvict:
         if (e.state == ModelState::kSuspended) r = push_to_disk(m, d.reason);

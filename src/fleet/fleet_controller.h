@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,6 +60,10 @@ namespace tessera::fleet {
 struct ControlledModel {
   std::string name;
   int64_t active_bytes = 0;  // weights + KV pool: reserved in the active budget while held
+  // -1: the model runs on the CPU and its active bytes count against the active budget; N: it
+  // runs on device N, where its weights and KV pool live, and they count against that device's
+  // budget (ControllerOptions::device_budget_bytes) instead: device memory is the top tier.
+  int device = -1;
   int64_t weight_bytes = 0;
   bool pinned = false;       // never suspended or evicted by a policy
   std::shared_ptr<const IdlePolicy> idle_policy;  // null: the controller's default
@@ -72,6 +77,10 @@ struct ControlledModel {
 struct ControllerOptions {
   int64_t active_budget_bytes = 0;  // 0: unlimited
   int64_t host_budget_bytes = 0;    // suspended models' host bytes; 0: unlimited
+  // Per device: active bytes of the brought-up models on it (`--device-mem-budget`); room is
+  // made by suspending idle models on the same device, with the same eviction policy. 0:
+  // unlimited.
+  int64_t device_budget_bytes = 0;
   std::shared_ptr<const IdlePolicy> idle_policy;  // default policy; null: none
   EvictionOptions eviction;
   HistogramOptions histogram;
@@ -177,6 +186,10 @@ class FleetController {
   int64_t next_tick_ns() const;
 
   const MemoryBudget& budget() const { return budget_; }
+  // Device N's budget; null when no model runs on device N.
+  const MemoryBudget* device_budget(int device) const;
+  // The budget model m's active bytes count against (budget(), or its device's).
+  const MemoryBudget& budget_for(ModelIndex m) const;
   const ActivityTracker& activity() const { return activity_; }
   // A snapshot at now (valid until the next call into the controller).
   const FleetView& view() const;
@@ -196,8 +209,12 @@ class FleetController {
   Status take_down(ModelIndex m, std::string_view reason);
   Status push_to_disk(ModelIndex m, std::string_view reason);
   // Starts suspending idle models to free `bytes`; returns the bytes their suspensions free.
+  // Only models whose active bytes count against the same budget as for_model's are candidates.
   int64_t make_room(ModelIndex for_model, int64_t bytes);
-  int64_t freeing_bytes() const;  // active bytes of models Suspending now
+  // Active bytes of models Suspending now, among those sharing `e`'s budget.
+  int64_t freeing_bytes(const Entry& e) const;
+  // The budget `e`'s active bytes count against: the active budget, or its device's.
+  MemoryBudget& budget_of(const Entry& e);
   int64_t host_bytes() const;
   void dispatch_queue(ModelIndex m);
   void refuse_queue(ModelIndex m, const Status& why);
@@ -219,6 +236,7 @@ class FleetController {
   const Clock* clock_;
   Timer* timer_;
   MemoryBudget budget_;
+  std::map<int, std::unique_ptr<MemoryBudget>> device_budgets_;  // by device, for models on one
   ColdStartCostEviction eviction_;
   ActivityTracker activity_;
   std::vector<std::unique_ptr<Entry>> models_;

@@ -98,12 +98,14 @@ Result<std::unique_ptr<FleetManager>> FleetManager::create(std::vector<FleetMode
     c.ttft_slo_ns = models[i].engine.ttft_slo_ns;
     c.failed = h.open_error;
     c.parent = models[i].parent;
+    c.device = models[i].parent.empty() ? models[i].device : -1;  // an adapter's bytes: host
     controlled.push_back(std::move(c));
     m->names_.push_back(models[i].name);
   }
   ControllerOptions co;
   co.active_budget_bytes = o.active_budget_bytes;
   co.host_budget_bytes = o.host_budget_bytes;
+  co.device_budget_bytes = o.device_budget_bytes;
   co.idle_policy = o.idle_policy;
   co.eviction = o.eviction;
   co.histogram = o.histogram;
@@ -183,7 +185,7 @@ Status FleetManager::start() {
         const ControlledModel& c = controller_->model(m);
         if (controller_->state(m) == ModelState::kFailed) return controller_->status(m).last_error.empty()
             ? Status() : Status(ErrorCode::kUnavailable, controller_->status(m).last_error);
-        if (controller_->budget().available() < c.active_bytes) {
+        if (controller_->budget_for(m).available() < c.active_bytes) {
           log_info("fleet: {} stays unloaded until requested ({} bytes do not fit the budget)",
                    c.name, c.active_bytes);
           return Status();

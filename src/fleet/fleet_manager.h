@@ -85,6 +85,9 @@ struct FleetOptions {
   // Weights of Suspended models (the host tier: page cache or memfd); above it, tick() evicts
   // suspended models to disk, cheapest expected cold start per byte first. 0: unlimited.
   int64_t host_budget_bytes = 0;
+  // Per device: weights + KV of the brought-up models on it (FleetModelSpec::device); room is
+  // made by suspending idle models on that device. 0: unlimited.
+  int64_t device_budget_bytes = 0;
   // The default idle policy (a model's own FleetModelSpec::idle_policy overrides it); null:
   // models without their own are never suspended on idleness.
   std::shared_ptr<const IdlePolicy> idle_policy;

@@ -97,6 +97,10 @@ Result<fleet::FleetOptions> fleet_options(const ServeSettings& a) {
   if (!a.mem_budget.empty()) {
     TS_RETURN_IF_ERROR(fleet_service::parse_budget(a.mem_budget, "--mem-budget", &fo.active_budget_bytes));
   }
+  if (!a.device_mem_budget.empty()) {
+    TS_RETURN_IF_ERROR(fleet_service::parse_budget(a.device_mem_budget, "--device-mem-budget",
+                                                   &fo.device_budget_bytes));
+  }
   if (!a.host_budget.empty()) {
     TS_RETURN_IF_ERROR(fleet_service::parse_budget(a.host_budget, "--host-budget", &fo.host_budget_bytes));
   }

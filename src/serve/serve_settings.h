@@ -30,6 +30,7 @@ struct ServeSettings {
   std::string config;                 // a fleet: a fleet config file (fleet_config.h)
   std::string mem_budget;             // fleet: active memory; empty: unlimited
   std::string host_budget;            // fleet: suspended models' weights; empty: unlimited
+  std::string device_mem_budget;      // fleet: per device, its models' weights + KV; empty: unlimited
   std::string keep_prefix = "64M";    // fleet: prefix-cache blocks a suspended model keeps
   std::string idle_policy = "fixed";  // fixed | adaptive | always-on
   double keep_alive_s = 300.0;

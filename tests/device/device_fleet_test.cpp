@@ -1,7 +1,8 @@
 // A fleet of two models on the OpenCL device (FleetModelSpec::device): device memory is the top
 // tier. Suspending one frees the device memory its weights and KV pool held (as the device
 // layer counts it), resuming uploads it again and gives the same greedy tokens, and a prompt's
-// prefix blocks kept across the suspension come back out of and into the device KV pool.
+// prefix blocks kept across the suspension come back out of and into the device KV pool; a
+// device budget with room for one model suspends the idle one for the other.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -41,11 +42,8 @@ std::shared_ptr<Collector> run(FleetManager& f, const std::string& name) {
   return c;
 }
 
-TEST(DeviceFleet, SuspendFreesDeviceMemoryAndResumeGivesTheSameTokens) {
-  TS_DEVICE_OR_SKIP();
-  int index = 0;
-  if (const char* env = std::getenv("TESSERA_TEST_OPENCL_DEVICE")) index = std::atoi(env);
-  testing::TempDir dir;
+// Two tiny f32 models of different weights on device `index`, written into `dir`.
+std::vector<FleetModelSpec> two_tiny_models(const testing::TempDir& dir, int index) {
   std::vector<FleetModelSpec> specs;
   for (int i = 0; i < 2; ++i) {
     model::SynthOptions o;
@@ -53,7 +51,7 @@ TEST(DeviceFleet, SuspendFreesDeviceMemoryAndResumeGivesTheSameTokens) {
     o.dtype = kernels::DType::kF32;
     o.seed = 21 + i;
     const std::string path = dir.file(fmt::format("d{}.gguf", i));
-    ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
+    TS_CHECK(model::write_synthetic_model(o, path).is_ok());
     FleetModelSpec s;
     s.name = fmt::format("d{}", i);
     s.path = path;
@@ -63,6 +61,15 @@ TEST(DeviceFleet, SuspendFreesDeviceMemoryAndResumeGivesTheSameTokens) {
     s.engine.max_running = 2;
     specs.push_back(std::move(s));
   }
+  return specs;
+}
+
+TEST(DeviceFleet, SuspendFreesDeviceMemoryAndResumeGivesTheSameTokens) {
+  TS_DEVICE_OR_SKIP();
+  int index = 0;
+  if (const char* env = std::getenv("TESSERA_TEST_OPENCL_DEVICE")) index = std::atoi(env);
+  testing::TempDir dir;
+  std::vector<FleetModelSpec> specs = two_tiny_models(dir, index);
   auto dev = device::Device::shared(index);
   ASSERT_TRUE(dev.is_ok()) << dev.status().to_string();
   const uint64_t before_fleet = dev->memory().bytes_in_use;
@@ -92,6 +99,36 @@ TEST(DeviceFleet, SuspendFreesDeviceMemoryAndResumeGivesTheSameTokens) {
   const auto again = run(f, "d0");
   EXPECT_EQ(again->tokens, first->tokens);
   EXPECT_EQ(again->finish.usage.cached_tokens, 32);  // the kept blocks, written into the pool
+  f.stop();
+}
+
+// With --device-mem-budget room for one of the two, the fleet brings up the first and, when the
+// second is asked for, suspends the idle first to make room on the device.
+TEST(DeviceFleet, ADeviceBudgetSuspendsAnIdleModelOnTheDevice) {
+  TS_DEVICE_OR_SKIP();
+  int index = 0;
+  if (const char* env = std::getenv("TESSERA_TEST_OPENCL_DEVICE")) index = std::atoi(env);
+  testing::TempDir dir;
+  std::vector<FleetModelSpec> specs = two_tiny_models(dir, index);
+  int64_t one_model = 0;
+  {
+    auto probe = FleetManager::create(specs, FleetOptions{});
+    ASSERT_TRUE(probe.is_ok()) << probe.status().to_string();
+    one_model = (*probe)->status("d0")->active_bytes;
+  }
+  ASSERT_GT(one_model, 0);
+  FleetOptions o;
+  o.device_budget_bytes = one_model + one_model / 2;
+  auto created = FleetManager::create(specs, o);
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  FleetManager& f = **created;
+  ASSERT_TRUE(f.start().is_ok());
+  EXPECT_EQ(f.state("d0"), ModelState::kActive);
+  EXPECT_NE(f.state("d1"), ModelState::kActive);  // no room on the device
+  const auto first = run(f, "d1");                  // d0 idle: suspended for it
+  EXPECT_EQ(first->finish.reason, engine::FinishReason::kLength);
+  EXPECT_EQ(f.state("d1"), ModelState::kActive);
+  EXPECT_EQ(f.state("d0"), ModelState::kSuspended);
   f.stop();
 }
 

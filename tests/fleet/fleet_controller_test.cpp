@@ -268,5 +268,47 @@ TEST_F(FleetControllerTest, AFailedBringUpRefusesItsQueueAndBacksOff) {
   EXPECT_EQ(c_->status(0).retry_at_ns, clock_.now_ns() + 10 * kSecond);  // doubled
 }
 
+// Models on a device count against that device's budget, not the active one: making room for a
+// device model suspends an idle model on the same device and never a CPU model (or the reverse).
+TEST_F(FleetControllerTest, DeviceModelsShareTheirDevicesBudgetOnly) {
+  std::vector<ControlledModel> ms(3);
+  for (int i = 0; i < 3; ++i) {
+    ms[i].name = fmt::format("m{}", i);
+    ms[i].active_bytes = 100;
+    ms[i].device = i < 2 ? 0 : -1;  // m0, m1 on opencl:0; m2 on the CPU
+  }
+  ControllerOptions o;
+  o.active_budget_bytes = 100;  // the CPU model alone
+  o.device_budget_bytes = 150;  // one device model at a time
+  c_ = std::move(FleetController::create(std::move(ms), o, &host_, &clock_)).value();
+  ASSERT_NE(c_->device_budget(0), nullptr);
+  EXPECT_EQ(c_->device_budget(1), nullptr);
+  EXPECT_EQ(c_->device_budget(0)->capacity(), 150);
+  bring_up(0);
+  EXPECT_EQ(c_->device_budget(0)->used(), 100);
+  EXPECT_EQ(c_->budget().used(), 0);
+  bring_up(2);  // the CPU's budget is its own: m0 stays up
+  EXPECT_EQ(c_->state(0), ModelState::kActive);
+  EXPECT_EQ(c_->budget().used(), 100);
+
+  EXPECT_EQ(c_->submit(1, 1), Admission::kQueued);
+  c_->tick();
+  EXPECT_EQ(c_->state(0), ModelState::kSuspending);  // the idle model on the same device
+  EXPECT_EQ(c_->state(2), ModelState::kActive);      // not the CPU's, idle as it is
+  finish_moves();
+  c_->tick();
+  finish_moves();
+  EXPECT_EQ(c_->state(1), ModelState::kActive);
+  EXPECT_EQ(host_.log.back(), "dispatch 1 1");
+  EXPECT_EQ(c_->device_budget(0)->used(), 100);
+  EXPECT_EQ(c_->budget().used(), 100);
+  // Negative budgets are refused.
+  std::vector<ControlledModel> one(1);
+  one[0].name = "x";
+  ControllerOptions bad;
+  bad.device_budget_bytes = -1;
+  EXPECT_FALSE(FleetController::create(std::move(one), bad, &host_, &clock_).is_ok());
+}
+
 }  // namespace fleet_controller_test
 }  // namespace tessera::fleet
